@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The connection manager: peer table, the QP state machine, simultaneous-open
+// merge, the teardown pipeline, the reaper, limits, and the data path's
+// buffer pools. Driven only by the events it is handed; acts only through the
+// rdma::Seam and its TimerService. No fds, no clock reads, no threads.
+//
+// Ownership: the Manager borrows the Seam, TimerService and PacketSink; they
+// must outlive it. Every call happens on the loop's thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cm/snapshot.hpp"
+#include "rdma/seam.hpp"
+#include "util/address.hpp"
+#include "util/result.hpp"
+#include "util/time.hpp"
+
+namespace rcnet::cm {
+
+// The manager's single wakeup. The manager keeps its own deadlines and asks
+// for one wakeup at the earliest; the owner calls Manager::on_timer() then.
+class TimerService {
+ public:
+  virtual ~TimerService() = default;
+  virtual TimePoint now() const = 0;
+  // Replaces any earlier request; TimePoint::max() cancels.
+  virtual void schedule(TimePoint deadline) = 0;
+};
+
+// Where received packets go (the TUN device in the daemon).
+class PacketSink {
+ public:
+  virtual ~PacketSink() = default;
+  // One IP packet from `peer`. The bytes are valid only during the call: the
+  // receive buffer is reposted right after it returns.
+  virtual void deliver(NodeId peer, std::span<const std::byte> packet) = 0;
+  // Send slots ran out (false) or are available again (true): the daemon stops
+  // and resumes reading the TUN device (back-pressure, DESIGN.md "Data path").
+  virtual void send_capacity(bool available) = 0;
+};
+
+struct ManagerConfig {
+  Endpoint local;                 // underlay address + port to bind and listen on
+  std::uint64_t incarnation = 0;  // nonzero; random per daemon start
+  IpAddr overlay;                 // our TUN address, sent in private data
+  std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
+
+  bool use_srq = true;
+  std::uint32_t srq_size = 4096;        // receive buffers on the SRQ
+  std::uint32_t srq_limit = 0;          // low watermark; 0 = srq_size / 8
+  std::uint32_t rq_depth = 64;          // per-QP receive buffers without SRQ
+  std::uint32_t send_slots = 1024;      // registered send buffers shared by all QPs
+  std::uint32_t qp_send_depth = 128;    // max outstanding sends per QP
+  std::uint32_t signal_every = 16;      // selective signalling: 1 signaled send in N
+  std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED
+  std::uint32_t max_connections = 0;    // 0 = default: 128 without SRQ, 4096 with
+
+  Duration idle_timeout = 10s;      // no traffic either way → graceful teardown
+  Duration last_wqe_timeout = 1s;   // bound of AWAIT_LAST_WQE
+  Duration drain_timeout = 1s;      // bound of DRAINING
+  Duration disconnect_timeout = 1s; // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
+  Duration resolve_timeout = 2s;    // rdma_resolve_addr / rdma_resolve_route
+  Duration connect_timeout = 5s;    // REQ/REP sent → ESTABLISHED
+  std::uint32_t connect_retries = 2; // further attempts after a failed connect
+  Duration reaper_interval = 1s;    // granularity of idle checks
+  std::uint8_t retry_count = 3;     // RC transport retries (7 = infinite on rxe)
+  std::uint8_t rnr_retry_count = 7;
+
+  std::vector<IpPrefix> allowed_peers;  // empty = any; else REQ from outside → REJ not_allowed
+};
+
+enum class SendResult : std::uint8_t {
+  kSent,         // posted on an ESTABLISHED connection
+  kQueued,       // held until the connection is ESTABLISHED (maybe after starting it)
+  kDroppedOldest,// queued, and the oldest queued packet was dropped (counted)
+  kNoSlot,       // no send slot: caller should stop reading (back-pressure)
+  kOversize,     // larger than mtu (counted)
+  kRefused,      // shutting down, link down, or the peer is not allowed
+};
+
+class Manager final : public rdma::EventSink {
+ public:
+  Manager(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink);
+  ~Manager() override;
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  // Opens the device through the seam, registers the buffer pools, fills the
+  // SRQ. Errors come from the seam (see Seam::open).
+  Result<void> start();
+
+  // --- data path --------------------------------------------------------------
+  // One IP packet for the peer listening on `peer` (underlay). Starts a
+  // connection on demand.
+  SendResult send(const Endpoint& peer, std::span<const std::byte> packet);
+  bool has_send_capacity() const;
+
+  // --- events (rdma::EventSink) ------------------------------------------------
+  void on_cm_event(const rdma::CmEvent& ev) override;
+  void on_async_event(const rdma::AsyncEvent& ev) override;
+  void on_completions(std::span<const rdma::WorkCompletion> wcs) override;
+  // The TimerService's deadline passed.
+  void on_timer();
+
+  // --- notifications from the daemon -------------------------------------------
+  // The underlay neighbour entry of `peer` went FAILED: reap it now.
+  void peer_failed(const IpAddr& peer, std::string_view why);
+  // Underlay link down: tear every connection down and refuse new ones;
+  // up: accept again.
+  void link_changed(bool up);
+
+  // --- operator actions ---------------------------------------------------------
+  // Graceful teardown of a peer's connection. false if no such peer.
+  bool disconnect_peer(NodeId node, std::string_view why);
+  // Tears down every connection idle for at least `idle`; returns how many.
+  std::size_t reap_idle(Duration idle);
+  // Applies live-changeable settings (timeouts, limits); other fields ignored.
+  void reconfigure(const ManagerConfig& cfg);
+
+  // Graceful stop: DREQ every connection, tear every QP down (bounded by the
+  // timeouts), refuse new connections. stopped() turns true when no QP and no
+  // cm id is left except the listener.
+  void shutdown();
+  bool stopped() const;
+
+  Snapshot snapshot() const;
+  const Counters& counters() const;
+  const ManagerConfig& config() const;
+  NodeId node_id() const;
+
+  // For tests and the audit: QPNs the manager currently owns.
+  std::vector<rdma::Qpn> live_qpns() const;
+  std::size_t live_cm_ids() const;  // not counting the listener
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rcnet::cm

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Read-only views of the connection manager, for rcnetctl and the logs.
+// Plain values: copying a snapshot never touches the manager again.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdma/seam.hpp"
+#include "util/address.hpp"
+#include "util/time.hpp"
+
+namespace rcnet::cm {
+
+// The one state machine of a QP (and the connection it carries), DESIGN.md
+// "Connection lifecycle". Establishment states first, then teardown stages.
+enum class QpState : std::uint8_t {
+  kResolvingAddr,
+  kResolvingRoute,
+  kConnecting,   // REQ sent
+  kAccepting,    // REP sent
+  kEstablished,
+  kDisconnecting,  // DREQ sent or received
+  kError,          // modified to IBV_QPS_ERR
+  kAwaitLastWqe,   // waiting for Last WQE Reached (bounded by last_wqe_timeout)
+  kDraining,       // drain WR posted (bounded by drain_timeout)
+  kDestroyed,
+};
+inline constexpr int kQpStateCount = 10;
+// "RESOLVING_ADDR", ..., "DESTROYED": the names operators see.
+std::string_view to_string(QpState s);
+bool is_teardown(QpState s);
+
+// Every counter of the manager. X(name, help) — the ctl `stats` command and
+// the journal enumerate them through this list.
+#define RCNET_CM_COUNTERS(X)                                                            \
+  X(connects_started, "active connection attempts started")                             \
+  X(connects_established, "connections ESTABLISHED (either side)")                      \
+  X(connect_failures, "attempts that failed (addr/route/connect error, unreachable)")   \
+  X(accepts, "REQs accepted")                                                           \
+  X(rejects_sent_collision, "REJ sent: collision")                                      \
+  X(rejects_sent_duplicate, "REJ sent: duplicate")                                      \
+  X(rejects_sent_full, "REJ sent: full")                                                \
+  X(rejects_sent_version, "REJ sent: version")                                          \
+  X(rejects_sent_not_allowed, "REJ sent: not_allowed")                                  \
+  X(rejects_sent_shutting_down, "REJ sent: shutting_down")                              \
+  X(rejects_sent_malformed, "REJ sent: malformed")                                      \
+  X(rejects_received, "REJ received")                                                   \
+  X(collisions_merged, "simultaneous opens merged")                                     \
+  X(restarts_detected, "REQ from a new incarnation of a connected peer")                \
+  X(malformed_private_data, "REQ/REP/REJ private data that failed validation")          \
+  X(last_wqe_received, "Last WQE Reached events received")                              \
+  X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")   \
+  X(drains_completed, "drain WR completions seen")                                      \
+  X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion") \
+  X(forced_destroys, "QPs destroyed without the full spec sequence")                    \
+  X(flushed_recvs_counted, "non-SRQ flushed receive completions counted in teardown")   \
+  X(qps_created, "QPs created")                                                         \
+  X(qps_destroyed, "QPs destroyed")                                                     \
+  X(cm_ids_created, "rdma_cm ids created (active and passive)")                         \
+  X(cm_ids_destroyed, "rdma_cm ids destroyed")                                          \
+  X(idle_reaps, "connections torn down by idle_timeout")                                \
+  X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")    \
+  X(link_down_teardowns, "connections torn down because the underlay link went down")   \
+  X(evictions, "LRU evictions at max_connections")                                      \
+  X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                          \
+  X(async_events_ignored, "duplicate, late or unknown async events ignored")            \
+  X(cm_events_ignored, "duplicate, late or unknown rdma_cm events ignored")             \
+  X(completions_ignored, "completions for unknown QPs or wr_ids")                       \
+  X(srq_limit_events, "SRQ limit reached events")                                       \
+  X(packets_tx, "packets sent")                                                         \
+  X(bytes_tx, "bytes sent")                                                             \
+  X(packets_rx, "packets received")                                                     \
+  X(bytes_rx, "bytes received")                                                         \
+  X(send_errors, "send completions with an error status")                               \
+  X(recv_errors, "receive completions with an error status (not flush)")                \
+  X(drops_queue_full, "packets dropped: per-peer queue full (oldest dropped)")          \
+  X(drops_oversize, "packets dropped: larger than the MTU")                             \
+  X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")    \
+  X(drops_no_slot, "packets refused: no send slot")                                     \
+  X(drops_shutting_down, "packets dropped: manager stopping or link down")
+
+struct Counters {
+#define RCNET_X(name, help) std::uint64_t name = 0;
+  RCNET_CM_COUNTERS(RCNET_X)
+#undef RCNET_X
+  // Calls f(name, value, help) for every counter, in declaration order.
+  template <class F>
+  void for_each(F&& f) const {
+#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
+    RCNET_CM_COUNTERS(RCNET_X)
+#undef RCNET_X
+  }
+};
+
+struct QpSnapshot {
+  std::uint64_t id = 0;  // the manager's connection id (unique, never reused)
+  NodeId peer_node = 0;
+  Endpoint peer_addr;
+  rdma::Qpn qpn = 0;
+  rdma::Qpn remote_qpn = 0;
+  QpState state = QpState::kResolvingAddr;
+  bool active = false;      // we sent the REQ
+  bool in_service = false;  // the peer's connection (not one in teardown)
+  Duration time_in_state{};
+  Duration age{};
+  Duration idle{};
+  std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  std::string teardown_reason;  // empty until teardown starts
+};
+
+struct PeerSnapshot {
+  NodeId node = 0;
+  Endpoint underlay;
+  IpAddr overlay;                  // from the peer's private data, when known
+  std::uint64_t incarnation = 0;   // 0 until known
+  std::uint32_t queue_depth = 0;   // packets waiting for ESTABLISHED
+  std::uint64_t conn_id = 0;       // in-service QP's id, 0 if none
+};
+
+struct SrqSnapshot {
+  bool enabled = false;
+  std::uint32_t size = 0;    // receive WRs
+  std::uint32_t posted = 0;  // currently posted
+  std::uint32_t limit = 0;   // armed low watermark
+  std::uint64_t limit_events = 0;
+};
+
+struct Snapshot {
+  NodeId node = 0;
+  std::uint64_t incarnation = 0;
+  Endpoint local;
+  std::string device;
+  std::uint32_t mtu = 0;
+  std::uint32_t send_slots_total = 0, send_slots_free = 0;
+  std::vector<PeerSnapshot> peers;
+  std::vector<QpSnapshot> qps;  // every QP, in service and in teardown
+  SrqSnapshot srq;
+  Counters counters;
+};
+
+}  // namespace rcnet::cm

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The RDMA seam: the narrow set of operations the connection manager needs,
+// and the events it is handed. Two implementations:
+//   - rdma::VerbsSeam (lib/rdma/verbs_seam.*): libibverbs + librdmacm;
+//   - sim::SimSeam (lib/sim/*): a simulated HCA on a deterministic fabric.
+// The manager names rdma_cm ids by CmIdHandle and QPs by the cm id they were
+// created on (rdma_create_qp(3): one QP per id). Handles are never reused
+// within one seam, so a late event naming a destroyed id is recognisable.
+//
+// Threading: every call and every event happens on the loop's thread.
+//
+// Event delivery: the seam reads events (rdma_get_cm_event, ibv_get_async_event,
+// ibv_poll_cq), copies them into the value types below, ACKNOWLEDGES THEM AT
+// ONCE (rdma_ack_cm_event, ibv_ack_async_event) and then hands them to the
+// EventSink. Acknowledging before dispatch is what guarantees the DESIGN.md
+// rule "every async event is acknowledged before the QP it names is destroyed"
+// (ibv_destroy_qp(3) and rdma_destroy_id(3) block on unacknowledged events).
+// A sink may call back into the seam from inside a handler, but must not
+// destroy the cm id the event names from inside that handler (defer it).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/address.hpp"
+#include "util/result.hpp"
+#include "util/time.hpp"
+
+namespace rcnet::rdma {
+
+using CmIdHandle = std::uint64_t;
+inline constexpr CmIdHandle kNoCmId = 0;
+using Qpn = std::uint32_t;
+
+// --- Events ------------------------------------------------------------------
+
+// rdma_cm events (rdma_get_cm_event(3)), the subset rcnet acts on; anything
+// else arrives as kOther and is counted.
+enum class CmEventType : std::uint8_t {
+  kAddrResolved,
+  kAddrError,
+  kRouteResolved,
+  kRouteError,
+  kConnectRequest,  // passive side: `id` is a NEW id, `listen_id` the listener
+  kConnectError,
+  kUnreachable,
+  kRejected,  // `status` is the CM reject reason (28 = consumer reject)
+  kEstablished,
+  kDisconnected,
+  kDeviceRemoval,
+  kTimewaitExit,
+  kAddrChange,
+  kOther,
+};
+std::string_view to_string(CmEventType t);
+
+struct CmEvent {
+  CmEventType type = CmEventType::kOther;
+  CmIdHandle id = kNoCmId;
+  CmIdHandle listen_id = kNoCmId;  // set for kConnectRequest
+  int status = 0;                  // event->status
+  // REQ private data on kConnectRequest (the receiver sees 56 bytes on IB/RoCE,
+  // zero-padded), REP on kEstablished (active side), REJ on kRejected.
+  std::vector<std::uint8_t> private_data;
+  Endpoint src;           // kConnectRequest: the peer's underlay address
+  Endpoint dst;           // kConnectRequest: our address it connected to
+  Qpn remote_qpn = 0;     // kConnectRequest / kEstablished when known
+};
+
+// Affiliated and unaffiliated asynchronous events (ibv_get_async_event(3)).
+enum class AsyncEventType : std::uint8_t {
+  kQpFatal,            // IBV_EVENT_QP_FATAL
+  kQpReqErr,           // IBV_EVENT_QP_REQ_ERR
+  kQpAccessErr,        // IBV_EVENT_QP_ACCESS_ERR
+  kCommEstablished,    // IBV_EVENT_COMM_EST
+  kSqDrained,          // IBV_EVENT_SQ_DRAINED
+  kPathMigrated,       // IBV_EVENT_PATH_MIG
+  kLastWqeReached,     // IBV_EVENT_QP_LAST_WQE_REACHED (IB spec 10.3.1, 11.6.3)
+  kSrqLimitReached,    // IBV_EVENT_SRQ_LIMIT_REACHED
+  kSrqErr,             // IBV_EVENT_SRQ_ERR
+  kCqErr,              // IBV_EVENT_CQ_ERR
+  kPortActive,         // IBV_EVENT_PORT_ACTIVE
+  kPortError,          // IBV_EVENT_PORT_ERR
+  kDeviceFatal,        // IBV_EVENT_DEVICE_FATAL
+  kOther,
+};
+std::string_view to_string(AsyncEventType t);
+
+struct AsyncEvent {
+  AsyncEventType type = AsyncEventType::kOther;
+  Qpn qpn = 0;  // for QP-affiliated events; 0 otherwise
+};
+
+enum class WcStatus : std::uint8_t {
+  kSuccess,
+  kFlushErr,         // IBV_WC_WR_FLUSH_ERR
+  kRetryExceeded,    // IBV_WC_RETRY_EXC_ERR
+  kRnrRetryExceeded, // IBV_WC_RNR_RETRY_EXC_ERR
+  kRemoteAccessErr,
+  kRemoteOpErr,
+  kLocalLengthErr,   // IBV_WC_LOC_LEN_ERR: receive buffer too small
+  kLocalProtErr,
+  kOther,
+};
+std::string_view to_string(WcStatus s);
+
+enum class WcOpcode : std::uint8_t { kSend, kRecv, kOther };
+
+// One work completion (ibv_poll_cq(3)). On error only wr_id, status and qpn
+// are meaningful: classify by wr_id, never by opcode (LAB.md: rxe reports
+// flushed receives as SEND with byte_len 0).
+struct WorkCompletion {
+  std::uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kOther;
+  std::uint32_t byte_len = 0;
+  bool has_imm = false;
+  std::uint32_t imm = 0;  // host order
+  Qpn qpn = 0;
+};
+
+// The manager implements this; the seam calls it.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_cm_event(const CmEvent& ev) = 0;
+  virtual void on_async_event(const AsyncEvent& ev) = 0;
+  // A batch polled from the shared CQ, in CQ order.
+  virtual void on_completions(std::span<const WorkCompletion> wcs) = 0;
+};
+
+// --- Operations --------------------------------------------------------------
+
+struct DeviceConfig {
+  std::uint32_t cq_size = 8192;   // CQEs of the one shared CQ (send + recv of every QP)
+  std::uint32_t srq_size = 4096;  // receive WRs of the SRQ; 0 = no SRQ (per-QP RQ)
+  int listen_backlog = 1024;
+};
+
+struct DeviceInfo {
+  std::string name;  // "rxe0", "mlx5_0", "sim3"
+  std::uint32_t max_qp = 0;
+  std::uint32_t max_qp_wr = 0;
+  std::uint32_t max_srq_wr = 0;
+  std::uint32_t max_cqe = 0;
+};
+
+// A registered memory region (ibv_reg_mr(3)) over memory the caller owns and
+// keeps alive until unregister_memory().
+struct MemoryRegion {
+  std::uint32_t handle = 0;  // seam's own handle
+  std::uint32_t lkey = 0;
+};
+
+struct QpCaps {
+  std::uint32_t max_send_wr = 256;  // includes room for the drain WR
+  std::uint32_t max_recv_wr = 0;    // per-QP RQ depth when not on the SRQ
+  bool use_srq = true;
+};
+
+// rdma_conn_param(3) fields the manager sets.
+struct ConnParams {
+  std::span<const std::uint8_t> private_data;
+  std::uint8_t retry_count = 3;      // 7 is infinite on rxe (LAB.md)
+  std::uint8_t rnr_retry_count = 7;  // 7 = infinite RNR retries
+};
+
+// One scatter element.
+struct Sge {
+  std::uint64_t addr = 0;  // virtual address inside a registered region
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+class Seam {
+ public:
+  virtual ~Seam() = default;
+
+  // Binds `local` (which selects the device), listens, and creates the
+  // device-wide objects: PD, completion channel, the shared CQ, the SRQ when
+  // cfg.srq_size > 0. Errors: EADDRNOTAVAIL (no device owns the address),
+  // ENODEV, and whatever rdma_bind_addr/ibv_create_* report.
+  virtual Result<DeviceInfo> open(const Endpoint& local, const DeviceConfig& cfg) = 0;
+
+  virtual Result<MemoryRegion> register_memory(std::span<std::byte> mem) = 0;
+  virtual void unregister_memory(const MemoryRegion& mr) = 0;
+
+  // --- rdma_cm ---------------------------------------------------------------
+  // A new active id (rdma_create_id(3), RDMA_PS_TCP).
+  virtual Result<CmIdHandle> create_id() = 0;
+  // rdma_resolve_addr(3) with our bound source address; result arrives as
+  // kAddrResolved / kAddrError.
+  virtual Result<void> resolve_addr(CmIdHandle id, const Endpoint& dst, Duration timeout) = 0;
+  virtual Result<void> resolve_route(CmIdHandle id, Duration timeout) = 0;
+  // rdma_create_qp(3) on the id: RC, send CQ = recv CQ = the shared CQ,
+  // attached to the SRQ when caps.use_srq. Returns the QPN.
+  virtual Result<Qpn> create_qp(CmIdHandle id, const QpCaps& caps) = 0;
+  virtual Result<void> connect(CmIdHandle id, const ConnParams& p) = 0;
+  virtual Result<void> accept(CmIdHandle id, const ConnParams& p) = 0;
+  virtual Result<void> reject(CmIdHandle id, std::span<const std::uint8_t> private_data) = 0;
+  // rdma_disconnect(3): sends DREQ (or DREP); also moves our QP to ERR on
+  // IB/RoCE providers. Idempotent from the manager's view.
+  virtual Result<void> disconnect(CmIdHandle id) = 0;
+  // ibv_destroy_qp(3) via rdma_destroy_qp(3). Completions already generated
+  // stay in the CQ with the dead QPN.
+  virtual Result<void> destroy_qp(CmIdHandle id) = 0;
+  // rdma_destroy_id(3). Never from inside that id's own event handler.
+  virtual Result<void> destroy_id(CmIdHandle id) = 0;
+
+  // --- verbs -----------------------------------------------------------------
+  // ibv_modify_qp(3) to IBV_QPS_ERR (IB spec 10.3.1 step 1).
+  virtual Result<void> modify_qp_to_error(CmIdHandle id) = 0;
+  // One signaled-or-not SEND (with immediate when `imm` is set) of one SGE.
+  virtual Result<void> post_send(CmIdHandle id, std::uint64_t wr_id, const Sge& sge,
+                                 std::uint32_t imm, bool signaled) = 0;
+  // The drain WR: a zero-length signaled SEND on a QP in ERR; it completes
+  // with kFlushErr after every earlier WR of that QP (IB spec 10.3.1 step 3).
+  virtual Result<void> post_drain(CmIdHandle id, std::uint64_t wr_id) = 0;
+  // Receive WRs: on the SRQ (ibv_post_srq_recv(3)) or on a QP's own RQ.
+  virtual Result<void> post_srq_recv(std::span<const std::uint64_t> wr_ids,
+                                     std::span<const Sge> sges) = 0;
+  virtual Result<void> post_qp_recv(CmIdHandle id, std::span<const std::uint64_t> wr_ids,
+                                    std::span<const Sge> sges) = 0;
+  // ibv_modify_srq(3) with IBV_SRQ_LIMIT: one kSrqLimitReached when fewer than
+  // `limit` WRs remain posted; must be re-armed after each event.
+  virtual Result<void> arm_srq_limit(std::uint32_t limit) = 0;
+};
+
+}  // namespace rcnet::rdma

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Connection private data: what rcnet puts in REQ, REP and REJ (rdma_connect(3),
+// rdma_accept(3), rdma_reject(3)). Pure encode/decode, no I/O.
+//
+// Limits measured on Soft-RoCE (LAB.md) and given by the IB CM (IBTA vol. 1,
+// 12.6.5 REQ, 12.6.8 REP, 12.6.7 REJ, less rdma_cm's own header): REQ 56 bytes,
+// REP 196, REJ 148. A REQ's receiver always sees 56 bytes, zero-padded, so
+// decoding accepts trailing bytes up to the kind's limit.
+//
+// Layout v1, all integers big-endian (network order):
+//   off len field
+//     0   1 version          (kVersion; decided first, so later versions can change the rest)
+//     1   1 kind             (1 REQ, 2 REP, 3 REJ)
+//     2   2 magic            ("RC" = 0x52 0x43)
+//     4   8 node id          (nonzero; see rcnet::node_id_for)
+//    12   8 incarnation      (nonzero, random per daemon start)
+//    20   4 mtu              (bytes of IP packet, kMinMtu..kMaxMtu)
+//    24   1 flags            (bit 0: sender uses an SRQ; other bits must be 0)
+//    25   1 overlay family   (0 none, 4 IPv4, 6 IPv6)
+//    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
+//    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
+//    43     = kEncodedSize
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "util/address.hpp"
+
+namespace rcnet::wire {
+
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kEncodedSize = 43;
+inline constexpr std::size_t kMaxReqSize = 56;
+inline constexpr std::size_t kMaxRepSize = 196;
+inline constexpr std::size_t kMaxRejSize = 148;
+inline constexpr std::uint32_t kMinMtu = 576;
+inline constexpr std::uint32_t kMaxMtu = 65520;  // IPoIB-CM's connected-mode maximum
+
+enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
+
+// Why a connection request was refused. Carried in REJ private data.
+enum class RejectReason : std::uint8_t {
+  kNone = 0,
+  kCollision = 1,     // simultaneous open: the other attempt wins
+  kDuplicate = 2,     // already ESTABLISHED with this incarnation
+  kFull = 3,          // max_connections reached and nothing evictable
+  kVersion = 4,       // unknown private-data version
+  kNotAllowed = 5,    // peer outside allowed subnets
+  kShuttingDown = 6,  // daemon stopping or underlay link down
+  kMalformed = 7,     // private data failed validation
+};
+inline constexpr RejectReason kMaxRejectReason = RejectReason::kMalformed;
+std::string_view to_string(RejectReason r);  // "collision", "duplicate", ...
+
+struct PrivateData {
+  Kind kind = Kind::kReq;
+  NodeId node_id = 0;
+  std::uint64_t incarnation = 0;
+  std::uint32_t mtu = kMaxMtu;
+  bool srq = true;
+  IpAddr overlay;  // AF_UNSPEC = none
+  RejectReason reason = RejectReason::kNone;
+  bool operator==(const PrivateData&) const = default;
+};
+
+enum class DecodeError : std::uint8_t {
+  kShort,            // fewer than kEncodedSize bytes
+  kOversized,        // more than the kind's limit
+  kBadVersion,       // first byte is not kVersion
+  kBadKind,
+  kBadMagic,
+  kZeroNodeId,
+  kZeroIncarnation,
+  kBadMtu,           // outside kMinMtu..kMaxMtu
+  kBadFlags,         // unknown flag bits set
+  kBadFamily,        // overlay family not 0/4/6, or IPv4 with nonzero tail bytes
+  kBadReason,        // REJ with kNone or unknown reason; REQ/REP with a reason
+};
+std::string_view to_string(DecodeError e);
+
+// Encodes `pd` into exactly kEncodedSize bytes (always within every limit).
+std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd);
+
+struct Decoded {
+  bool ok = false;
+  PrivateData data;
+  DecodeError error = DecodeError::kShort;
+};
+// Validates everything; never reads past `bytes`. `expected` is the kind the
+// caller is waiting for (a REP where a REQ was expected is kBadKind).
+Decoded decode(std::span<const std::uint8_t> bytes, Kind expected);
+
+}  // namespace rcnet::wire
