@@ -139,6 +139,10 @@ struct DeviceConfig {
   std::uint32_t cq_size = 8192;   // CQEs of the one shared CQ (send + recv of every QP)
   std::uint32_t srq_size = 4096;  // receive WRs of the SRQ; 0 = no SRQ (per-QP RQ)
   int listen_backlog = 1024;
+  // RDMA_OPTION_ID_ACK_TIMEOUT (rdma_set_option(3)) for every id: 4.096 us *
+  // 2^ack_timeout per transport retry. 14 → RETRY_EXC_ERR after ~0.27 s with
+  // retry_count 3 on rxe (LAB.md); rdma_cm's default 19 takes ~9 s.
+  std::uint8_t ack_timeout = 14;
 };
 
 struct DeviceInfo {
