@@ -54,10 +54,10 @@ struct ManagerConfig {
   std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
 
   bool use_srq = true;
-  std::uint32_t srq_size = 4096;        // receive buffers on the SRQ
+  std::uint32_t srq_size = 512;         // receive buffers on the SRQ (each mtu bytes)
   std::uint32_t srq_limit = 0;          // low watermark; 0 = srq_size / 8
   std::uint32_t rq_depth = 64;          // per-QP receive buffers without SRQ
-  std::uint32_t send_slots = 1024;      // registered send buffers shared by all QPs
+  std::uint32_t send_slots = 256;       // registered send buffers (each mtu bytes) shared by all QPs
   std::uint32_t qp_send_depth = 128;    // max outstanding sends per QP
   std::uint32_t signal_every = 16;      // selective signalling: 1 signaled send in N
   std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Structured logging. Every connection event is logged through spdlog with a
+// set of journal fields attached (PEER_NODE, PEER_ADDR, QPN, REMOTE_QPN,
+// CONN_STATE, TEARDOWN_STAGE, REASON, MESSAGE_ID), so that
+// `journalctl PEER_ADDR=10.99.0.2` works. spdlog sinks only see text, so the
+// fields travel beside the message: log::event() publishes them for the
+// duration of the call and a journal sink reads log::current_fields().
+// Single-threaded by design (DESIGN.md): the pointer is a plain global.
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace rcnet::log {
+
+struct Fields {
+  std::uint64_t peer_node = 0;  // 0 = not set
+  std::string peer_addr;        // underlay endpoint, "" = not set
+  std::uint32_t qpn = 0;
+  std::uint32_t remote_qpn = 0;
+  std::string_view conn_state;      // QP state name
+  std::string_view teardown_stage;  // set only in teardown
+  std::string reason;
+  std::string_view message_id;  // one of the ids below, "" = none
+};
+
+// The fields of the record being logged right now, or nullptr.
+const Fields* current_fields();
+
+namespace detail {
+void set_current(const Fields* f);
+}
+
+// Logs `fmt` at `level` on the default logger with `fields` attached.
+template <class... Args>
+void event(spdlog::level::level_enum level, const Fields& fields,
+           spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  auto* logger = spdlog::default_logger_raw();
+  if (!logger->should_log(level)) return;
+  detail::set_current(&fields);
+  logger->log(level, fmt, std::forward<Args>(args)...);
+  detail::set_current(nullptr);
+}
+
+// MESSAGE_IDs (sd-id128 format) of the events operators search for. The
+// journal catalog (systemd/rcnet.catalog) documents each one.
+inline constexpr std::string_view kMsgPeerConnected = "1be423a4d7e84e709fee54138a3b67e6";
+inline constexpr std::string_view kMsgPeerDisconnected = "ef135e2eff914706ac9ac649886102a1";
+inline constexpr std::string_view kMsgReapedIdle = "cb9dcd6de3e74242bf7c5ae3f3d7b90d";
+inline constexpr std::string_view kMsgReapedDead = "b531331c2bfd40258c5b0fc24f99eb35";
+inline constexpr std::string_view kMsgRestartDetected = "9045302313c24bcab80b579eb191c17b";
+inline constexpr std::string_view kMsgCollisionMerged = "12829befa121449db23244deeb71d4e1";
+inline constexpr std::string_view kMsgLastWqeTimeout = "a8bdde38780e488bb2e82e499ffc1141";
+inline constexpr std::string_view kMsgForcedDestroy = "505d15fe55d441d18c9305368757868d";
+
+}  // namespace rcnet::log
