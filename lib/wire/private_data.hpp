@@ -68,17 +68,18 @@ struct PrivateData {
 };
 
 enum class DecodeError : std::uint8_t {
-  kShort,            // fewer than kEncodedSize bytes
-  kOversized,        // more than the kind's limit
-  kBadVersion,       // first byte is not kVersion
+  kShort,       // fewer than kEncodedSize bytes
+  kOversized,   // more than the kind's limit
+  kBadVersion,  // first byte is not kVersion
   kBadKind,
   kBadMagic,
   kZeroNodeId,
   kZeroIncarnation,
-  kBadMtu,           // outside kMinMtu..kMaxMtu
-  kBadFlags,         // unknown flag bits set
-  kBadFamily,        // overlay family not 0/4/6, or IPv4 with nonzero tail bytes
-  kBadReason,        // REJ with kNone or unknown reason; REQ/REP with a reason
+  kBadMtu,     // outside kMinMtu..kMaxMtu
+  kBadFlags,   // unknown flag bits set
+  kBadFamily,  // overlay family not 0/4/6, or unused overlay bytes nonzero
+               // (IPv4: bytes 4..15; none: all 16)
+  kBadReason,  // REJ with kNone or unknown reason; REQ/REP with a reason
 };
 std::string_view to_string(DecodeError e);
 
@@ -92,6 +93,11 @@ struct Decoded {
 };
 // Validates everything; never reads past `bytes`. `expected` is the kind the
 // caller is waiting for (a REP where a REQ was expected is kBadKind).
+// Checks run in this order, so the first failing one is reported: empty →
+// kShort; version (judged before the length, so a receiver can answer any
+// other version with REJ `version`); fewer than kEncodedSize → kShort; kind;
+// the kind's size limit; then the fields in layout order. Bytes after
+// kEncodedSize (rdma_cm's zero padding) are not interpreted.
 Decoded decode(std::span<const std::uint8_t> bytes, Kind expected);
 
 }  // namespace rcnet::wire

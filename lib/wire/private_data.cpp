@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "wire/private_data.hpp"
+
+#include <algorithm>
+
+namespace rcnet::wire {
+
+namespace {
+
+// Field offsets of layout v1 (see the header).
+constexpr std::size_t kOffVersion = 0;
+constexpr std::size_t kOffKind = 1;
+constexpr std::size_t kOffMagic = 2;
+constexpr std::size_t kOffNodeId = 4;
+constexpr std::size_t kOffIncarnation = 12;
+constexpr std::size_t kOffMtu = 20;
+constexpr std::size_t kOffFlags = 24;
+constexpr std::size_t kOffFamily = 25;
+constexpr std::size_t kOffOverlay = 26;
+constexpr std::size_t kOffReason = 42;
+static_assert(kOffReason + 1 == kEncodedSize);
+static_assert(kEncodedSize <= kMaxReqSize);
+
+constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
+constexpr std::uint8_t kMagic1 = 0x43;  // 'C'
+constexpr std::uint8_t kFlagSrq = 0x01;
+constexpr std::uint8_t kFamilyNone = 0;
+constexpr std::uint8_t kFamilyV4 = 4;
+constexpr std::uint8_t kFamilyV6 = 6;
+
+template <class T>
+void put_be(std::uint8_t* out, T v) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[sizeof(T) - 1 - i] = static_cast<std::uint8_t>(v & 0xFFu);
+    v = static_cast<T>(v >> 8);
+  }
+}
+
+template <class T>
+T get_be(std::span<const std::uint8_t> in, std::size_t off) {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    v = static_cast<T>((v << 8) | in[off + i]);
+  return v;
+}
+
+std::size_t limit_for(Kind k) {
+  switch (k) {
+    case Kind::kReq:
+      return kMaxReqSize;
+    case Kind::kRep:
+      return kMaxRepSize;
+    case Kind::kRej:
+      return kMaxRejSize;
+  }
+  return kEncodedSize;
+}
+
+Decoded fail(DecodeError e) {
+  Decoded d;
+  d.ok = false;
+  d.error = e;
+  return d;
+}
+
+}  // namespace
+
+std::string_view to_string(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone:
+      return "none";
+    case RejectReason::kCollision:
+      return "collision";
+    case RejectReason::kDuplicate:
+      return "duplicate";
+    case RejectReason::kFull:
+      return "full";
+    case RejectReason::kVersion:
+      return "version";
+    case RejectReason::kNotAllowed:
+      return "not_allowed";
+    case RejectReason::kShuttingDown:
+      return "shutting_down";
+    case RejectReason::kMalformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(DecodeError e) {
+  switch (e) {
+    case DecodeError::kShort:
+      return "short";
+    case DecodeError::kOversized:
+      return "oversized";
+    case DecodeError::kBadVersion:
+      return "bad_version";
+    case DecodeError::kBadKind:
+      return "bad_kind";
+    case DecodeError::kBadMagic:
+      return "bad_magic";
+    case DecodeError::kZeroNodeId:
+      return "zero_node_id";
+    case DecodeError::kZeroIncarnation:
+      return "zero_incarnation";
+    case DecodeError::kBadMtu:
+      return "bad_mtu";
+    case DecodeError::kBadFlags:
+      return "bad_flags";
+    case DecodeError::kBadFamily:
+      return "bad_family";
+    case DecodeError::kBadReason:
+      return "bad_reason";
+  }
+  return "unknown";
+}
+
+std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
+  std::array<std::uint8_t, kEncodedSize> out{};
+  out[kOffVersion] = kVersion;
+  out[kOffKind] = static_cast<std::uint8_t>(pd.kind);
+  out[kOffMagic] = kMagic0;
+  out[kOffMagic + 1] = kMagic1;
+  put_be<std::uint64_t>(&out[kOffNodeId], pd.node_id);
+  put_be<std::uint64_t>(&out[kOffIncarnation], pd.incarnation);
+  put_be<std::uint32_t>(&out[kOffMtu], pd.mtu);
+  out[kOffFlags] = pd.srq ? kFlagSrq : 0;
+  if (pd.overlay.is_v4()) {
+    out[kOffFamily] = kFamilyV4;
+    std::copy_n(pd.overlay.bytes.begin(), 4, &out[kOffOverlay]);
+  } else if (pd.overlay.is_v6()) {
+    out[kOffFamily] = kFamilyV6;
+    std::copy_n(pd.overlay.bytes.begin(), 16, &out[kOffOverlay]);
+  } else {
+    out[kOffFamily] = kFamilyNone;
+  }
+  out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
+  return out;
+}
+
+Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
+  // The version is judged before the length: a later version may be shorter,
+  // and the receiver must still be able to answer it with REJ `version`.
+  if (bytes.empty())
+    return fail(DecodeError::kShort);
+  if (bytes[kOffVersion] != kVersion)
+    return fail(DecodeError::kBadVersion);
+  if (bytes.size() < kEncodedSize)
+    return fail(DecodeError::kShort);
+  if (bytes[kOffKind] != static_cast<std::uint8_t>(expected))
+    return fail(DecodeError::kBadKind);
+  if (bytes.size() > limit_for(expected))
+    return fail(DecodeError::kOversized);
+  if (bytes[kOffMagic] != kMagic0 || bytes[kOffMagic + 1] != kMagic1) {
+    return fail(DecodeError::kBadMagic);
+  }
+
+  Decoded d;
+  PrivateData& pd = d.data;
+  pd.kind = expected;
+  pd.node_id = get_be<std::uint64_t>(bytes, kOffNodeId);
+  if (pd.node_id == 0)
+    return fail(DecodeError::kZeroNodeId);
+  pd.incarnation = get_be<std::uint64_t>(bytes, kOffIncarnation);
+  if (pd.incarnation == 0)
+    return fail(DecodeError::kZeroIncarnation);
+  pd.mtu = get_be<std::uint32_t>(bytes, kOffMtu);
+  if (pd.mtu < kMinMtu || pd.mtu > kMaxMtu)
+    return fail(DecodeError::kBadMtu);
+  const std::uint8_t flags = bytes[kOffFlags];
+  if ((flags & ~kFlagSrq) != 0)
+    return fail(DecodeError::kBadFlags);
+  pd.srq = (flags & kFlagSrq) != 0;
+
+  // Bytes of the overlay field that the family leaves unused must be zero, so
+  // that every accepted input has exactly one meaning (and re-encodes to itself).
+  const auto overlay = bytes.subspan(kOffOverlay, 16);
+  const auto zero_from = [&](std::size_t n) {
+    return std::all_of(overlay.begin() + static_cast<std::ptrdiff_t>(n), overlay.end(),
+                       [](std::uint8_t b) { return b == 0; });
+  };
+  switch (bytes[kOffFamily]) {
+    case kFamilyNone:
+      if (!zero_from(0))
+        return fail(DecodeError::kBadFamily);
+      pd.overlay = IpAddr{};
+      break;
+    case kFamilyV4:
+      if (!zero_from(4))
+        return fail(DecodeError::kBadFamily);
+      pd.overlay.family = AF_INET;
+      std::copy_n(overlay.begin(), 4, pd.overlay.bytes.begin());
+      break;
+    case kFamilyV6:
+      pd.overlay.family = AF_INET6;
+      std::copy_n(overlay.begin(), 16, pd.overlay.bytes.begin());
+      break;
+    default:
+      return fail(DecodeError::kBadFamily);
+  }
+
+  const std::uint8_t reason = bytes[kOffReason];
+  if (expected == Kind::kRej) {
+    if (reason == static_cast<std::uint8_t>(RejectReason::kNone) ||
+        reason > static_cast<std::uint8_t>(kMaxRejectReason)) {
+      return fail(DecodeError::kBadReason);
+    }
+  } else if (reason != 0) {
+    return fail(DecodeError::kBadReason);
+  }
+  pd.reason = static_cast<RejectReason>(reason);
+  d.ok = true;
+  return d;
+}
+
+}  // namespace rcnet::wire
