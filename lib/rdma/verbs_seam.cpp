@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "rdma/verbs_seam.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "rdma/verbs_map.hpp"
+
+namespace rcnet::rdma {
+namespace {
+
+constexpr int kPollBatch = 64;
+// ibv_ack_cq_events(3) takes a mutex: acknowledge in batches, but often
+// enough that the counter never grows without bound.
+constexpr unsigned int kCqAckBatch = 64;
+
+Result<void> set_nonblocking(int fd, const char* what) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return Error::from_errno(errno, std::string("fcntl O_NONBLOCK on ") + what);
+  }
+  return {};
+}
+
+// rdma_resolve_addr(3)/rdma_resolve_route(3) take an int of milliseconds.
+int to_timeout_ms(Duration d) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  return static_cast<int>(std::clamp<std::int64_t>(ms, 1, INT_MAX));
+}
+
+CmIdHandle handle_of(const rdma_cm_id* id) {
+  if (id == nullptr)
+    return kNoCmId;
+  return static_cast<CmIdHandle>(reinterpret_cast<std::uintptr_t>(id->context));
+}
+
+Error with_context(Error e, const std::string& ctx) {
+  e.context = ctx + ": " + e.context;
+  return e;
+}
+
+}  // namespace
+
+VerbsSeam::VerbsSeam() {
+  errno = 0;
+  channel_.reset(rdma_create_event_channel());
+  if (!channel_) {
+    // rdma_create_event_channel(3): NULL and errno. Without the rdma_ucm
+    // module /dev/infiniband/rdma_cm does not exist (ENOENT or ENODEV).
+    const int err = errno != 0 ? errno : ENODEV;
+    channel_error_ =
+        Error::from_errno(err,
+                          "rdma_create_event_channel: cannot open /dev/infiniband/rdma_cm "
+                          "(no RDMA device, or rdma_ucm not loaded)");
+    return;
+  }
+  if (auto r = set_nonblocking(channel_->fd, "the rdma_cm event channel"); !r) {
+    channel_error_ = r.error();
+    channel_.reset();
+    return;
+  }
+  channel_ok_ = true;
+}
+
+VerbsSeam::~VerbsSeam() {
+  // The order rdma-core requires: a QP before its id, CQ and SRQ; MRs before
+  // the PD; every CQ event acknowledged before the CQ; the listener (which
+  // holds the device) after the device objects; ids before their channel.
+  for (auto& [h, e] : ids_)
+    e.qp.reset();
+  for (auto& [h, e] : ids_)
+    e.id.reset();
+  ids_.clear();
+  mrs_.clear();
+  srq_.reset();
+  ack_cq_events(true);
+  cq_.reset();
+  comp_channel_.reset();
+  pd_.reset();
+  listener_.reset();
+  channel_.reset();
+}
+
+Result<std::unique_ptr<VerbsSeam>> VerbsSeam::create() {
+  auto seam = std::make_unique<VerbsSeam>();
+  if (!seam->channel_ok_)
+    return seam->channel_error_;
+  return seam;
+}
+
+void VerbsSeam::set_sink(EventSink* sink) {
+  sink_ = sink;
+}
+
+int VerbsSeam::cm_fd() const {
+  return channel_ ? channel_->fd : -1;
+}
+int VerbsSeam::async_fd() const {
+  return listener_ && listener_->verbs != nullptr && pd_ ? listener_->verbs->async_fd : -1;
+}
+int VerbsSeam::cq_fd() const {
+  return comp_channel_ ? comp_channel_->fd : -1;
+}
+
+std::vector<Qpn> VerbsSeam::qpns() const {
+  std::vector<Qpn> out;
+  for (const auto& [h, e] : ids_) {
+    if (e.qp && e.qp->qp != nullptr)
+      out.push_back(e.qp->qp->qp_num);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+CmIdHandle VerbsSeam::adopt(rdma_cm_id* id) {
+  const CmIdHandle h = next_handle_++;
+  id->context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(h));
+  ids_[h].id.reset(id);
+  return h;
+}
+
+void VerbsSeam::set_ack_timeout(rdma_cm_id* id) {
+  // Without it rdma_cm uses timeout 19: ~9 s to RETRY_EXC_ERR on a dead peer
+  // instead of ~0.27 s (LAB.md). Not fatal: the connection still works.
+  std::uint8_t t = cfg_.ack_timeout;
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) != 0) {
+    spdlog::warn("rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT={} failed: {}", t,
+                 std::generic_category().message(errno));
+  }
+}
+
+Result<VerbsSeam::IdEntry*> VerbsSeam::entry(CmIdHandle h, const char* what) {
+  auto it = ids_.find(h);
+  if (it == ids_.end()) {
+    return Error::from_errno(ENOENT, std::string(what) + ": unknown cm id " + std::to_string(h));
+  }
+  return &it->second;
+}
+
+Result<ibv_qp*> VerbsSeam::qp_of(CmIdHandle h, const char* what) {
+  auto e = entry(h, what);
+  if (!e)
+    return e.error();
+  if (!(*e)->qp || (*e)->id->qp == nullptr) {
+    return Error::from_errno(EINVAL,
+                             std::string(what) + ": cm id " + std::to_string(h) + " has no QP");
+  }
+  return (*e)->id->qp;
+}
+
+// --- open --------------------------------------------------------------------
+
+Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cfg) {
+  if (!channel_ok_)
+    return channel_error_;
+  if (listener_)
+    return Error::from_errno(EALREADY, "VerbsSeam::open: already open");
+  cfg_ = cfg;
+  const std::string where = local.to_string();
+
+  // Locals first, moved into the members only on success: a failed open()
+  // leaves the seam as it was. Declared in creation order so that unwinding
+  // destroys them in reverse.
+  rdma_cm_id* raw = nullptr;
+  if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP) != 0) {
+    const int err = errno;
+    if (err == ENODEV) {
+      return Error::from_errno(err, "no RDMA device on this host (rdma_create_id)");
+    }
+    return Error::from_errno(err, "rdma_create_id (listener)");
+  }
+  CmIdPtr listener(raw);
+  const CmIdHandle lh = next_handle_++;
+  listener->context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(lh));
+
+  sockaddr_storage ss{};
+  local.to_sockaddr(ss);
+  if (rdma_bind_addr(listener.get(), reinterpret_cast<sockaddr*>(&ss)) != 0) {
+    const int err = errno;
+    if (err == EADDRNOTAVAIL || err == ENODEV) {
+      return Error::from_errno(
+          err, "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
+    }
+    return Error::from_errno(err, "rdma_bind_addr " + where);
+  }
+  // Bound to an address that no RDMA device owns (e.g. a wildcard or a plain
+  // Ethernet address): rdma_cm accepts the bind but has no device for us.
+  if (listener->verbs == nullptr) {
+    return Error::from_errno(ENODEV,
+                             "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
+  }
+  if (auto r = check_rdma(rdma_listen(listener.get(), cfg.listen_backlog), "rdma_listen"); !r) {
+    return with_context(r.error(), where);
+  }
+  ibv_context* verbs = listener->verbs;
+
+  ibv_device_attr attr{};
+  if (auto r = check_ibv_rc(ibv_query_device(verbs, &attr), "ibv_query_device"); !r) {
+    return r.error();
+  }
+  DeviceInfo info;
+  info.name = ibv_get_device_name(verbs->device);
+  info.max_qp = static_cast<std::uint32_t>(attr.max_qp);
+  info.max_qp_wr = static_cast<std::uint32_t>(attr.max_qp_wr);
+  info.max_srq_wr = static_cast<std::uint32_t>(attr.max_srq_wr);
+  info.max_cqe = static_cast<std::uint32_t>(attr.max_cqe);
+
+  auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
+  if (!pd)
+    return pd.error();
+  PdPtr pd_owner(*pd);
+
+  auto ch = check_ibv_ptr(ibv_create_comp_channel(verbs), "ibv_create_comp_channel");
+  if (!ch)
+    return ch.error();
+  CompChannelPtr ch_owner(*ch);
+
+  const int cqe = static_cast<int>(std::min(cfg.cq_size, info.max_cqe));
+  auto cq = check_ibv_ptr(ibv_create_cq(verbs, cqe, nullptr, *ch, 0), "ibv_create_cq");
+  if (!cq)
+    return cq.error();
+  CqPtr cq_owner(*cq);
+  if (cqe != static_cast<int>(cfg.cq_size)) {
+    spdlog::warn("{}: cq_size {} clamped to max_cqe {}", info.name, cfg.cq_size, cqe);
+  }
+
+  SrqPtr srq_owner;
+  if (cfg.srq_size > 0) {
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = std::min(cfg.srq_size, info.max_srq_wr);
+    sa.attr.max_sge = 1;
+    if (sa.attr.max_wr != cfg.srq_size) {
+      spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, cfg.srq_size,
+                   sa.attr.max_wr);
+    }
+    auto srq = check_ibv_ptr(ibv_create_srq(*pd, &sa), "ibv_create_srq");
+    if (!srq)
+      return srq.error();
+    srq_owner.reset(*srq);
+  }
+
+  if (auto r = set_nonblocking(verbs->async_fd, "the device async fd"); !r)
+    return r.error();
+  if (auto r = set_nonblocking((*ch)->fd, "the completion channel"); !r)
+    return r.error();
+  // Armed before any QP exists, so the first completion raises an event.
+  if (auto r = check_ibv_rc(ibv_req_notify_cq(*cq, 0), "ibv_req_notify_cq"); !r) {
+    return r.error();
+  }
+
+  listener_ = std::move(listener);
+  listener_handle_ = lh;
+  pd_ = std::move(pd_owner);
+  comp_channel_ = std::move(ch_owner);
+  cq_ = std::move(cq_owner);
+  srq_ = std::move(srq_owner);
+  spdlog::info("{}: listening on {} (max_qp {}, max_srq_wr {}, max_cqe {}, srq {})", info.name,
+               where, info.max_qp, info.max_srq_wr, info.max_cqe, srq_ ? "yes" : "no");
+  return info;
+}
+
+// --- memory ------------------------------------------------------------------
+
+Result<MemoryRegion> VerbsSeam::register_memory(std::span<std::byte> mem) {
+  if (!pd_)
+    return Error::from_errno(ENODEV, "ibv_reg_mr: seam not open");
+  auto mr = check_ibv_ptr(ibv_reg_mr(pd_.get(), mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE),
+                          "ibv_reg_mr");
+  if (!mr)
+    return with_context(mr.error(), std::to_string(mem.size()) + " bytes");
+  MemoryRegion out;
+  out.handle = next_mr_++;
+  out.lkey = (*mr)->lkey;
+  mrs_[out.handle].reset(*mr);
+  return out;
+}
+
+void VerbsSeam::unregister_memory(const MemoryRegion& mr) {
+  if (mrs_.erase(mr.handle) == 0) {
+    spdlog::warn("unregister_memory: unknown MR handle {}", mr.handle);
+  }
+}
+
+// --- rdma_cm -----------------------------------------------------------------
+
+Result<CmIdHandle> VerbsSeam::create_id() {
+  if (!channel_ok_)
+    return channel_error_;
+  rdma_cm_id* raw = nullptr;
+  if (auto r =
+          check_rdma(rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP), "rdma_create_id");
+      !r) {
+    return r.error();
+  }
+  set_ack_timeout(raw);
+  return adopt(raw);
+}
+
+Result<void> VerbsSeam::resolve_addr(CmIdHandle h, const Endpoint& dst, Duration timeout) {
+  auto e = entry(h, "rdma_resolve_addr");
+  if (!e)
+    return e.error();
+  if (!listener_)
+    return Error::from_errno(ENODEV, "rdma_resolve_addr: seam not open");
+  // Our own address as the source: an unbound connect loops back on the local
+  // device when several nodes share one namespace (LAB.md).
+  sockaddr_storage src{};
+  sockaddr_storage dsts{};
+  if (auto local = endpoint_from_sockaddr(rdma_get_local_addr(listener_.get()))) {
+    local->port = 0;
+    local->to_sockaddr(src);
+  }
+  dst.to_sockaddr(dsts);
+  const int rc = rdma_resolve_addr((*e)->id.get(), reinterpret_cast<sockaddr*>(&src),
+                                   reinterpret_cast<sockaddr*>(&dsts), to_timeout_ms(timeout));
+  if (auto r = check_rdma(rc, "rdma_resolve_addr"); !r) {
+    return with_context(r.error(), dst.to_string());
+  }
+  return {};
+}
+
+Result<void> VerbsSeam::resolve_route(CmIdHandle h, Duration timeout) {
+  auto e = entry(h, "rdma_resolve_route");
+  if (!e)
+    return e.error();
+  return check_rdma(rdma_resolve_route((*e)->id.get(), to_timeout_ms(timeout)),
+                    "rdma_resolve_route");
+}
+
+Result<Qpn> VerbsSeam::create_qp(CmIdHandle h, const QpCaps& caps) {
+  auto e = entry(h, "rdma_create_qp");
+  if (!e)
+    return e.error();
+  if (!pd_)
+    return Error::from_errno(ENODEV, "rdma_create_qp: seam not open");
+  if ((*e)->qp)
+    return Error::from_errno(EEXIST, "rdma_create_qp: id already has a QP");
+  if (caps.use_srq && !srq_) {
+    return Error::from_errno(EINVAL, "rdma_create_qp: use_srq but the seam has no SRQ");
+  }
+  rdma_cm_id* id = (*e)->id.get();
+  if (id->verbs != nullptr && id->verbs != listener_->verbs) {
+    // The route went out through another device than the one we listen on:
+    // our PD and CQ cannot be used there.
+    return Error::from_errno(EXDEV, "rdma_create_qp: id resolved to another RDMA device");
+  }
+  ibv_qp_init_attr attr{};
+  attr.send_cq = cq_.get();
+  attr.recv_cq = cq_.get();
+  attr.srq = caps.use_srq ? srq_.get() : nullptr;
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 0;
+  attr.cap.max_send_wr = caps.max_send_wr;
+  attr.cap.max_recv_wr = caps.use_srq ? 0 : caps.max_recv_wr;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  if (auto r = check_rdma(rdma_create_qp(id, pd_.get(), &attr), "rdma_create_qp"); !r) {
+    return r.error();
+  }
+  (*e)->qp.reset(id);
+  return id->qp->qp_num;
+}
+
+namespace {
+Result<rdma_conn_param> conn_param(const ConnParams& p, const char* what) {
+  // rdma_conn_param::private_data_len is a uint8_t; the transport limit is
+  // lower still (REQ 56, REP 196 bytes on IB/RoCE) and rdma_cm reports EINVAL.
+  if (p.private_data.size() > UINT8_MAX) {
+    return Error::from_errno(EINVAL, std::string(what) + ": private data of " +
+                                         std::to_string(p.private_data.size()) + " bytes");
+  }
+  rdma_conn_param cp{};
+  cp.private_data = p.private_data.empty() ? nullptr : p.private_data.data();
+  cp.private_data_len = static_cast<std::uint8_t>(p.private_data.size());
+  // SEND only: no RDMA READ or atomics in either direction.
+  cp.responder_resources = 0;
+  cp.initiator_depth = 0;
+  cp.retry_count = p.retry_count;
+  cp.rnr_retry_count = p.rnr_retry_count;
+  return cp;
+}
+}  // namespace
+
+Result<void> VerbsSeam::connect(CmIdHandle h, const ConnParams& p) {
+  auto e = entry(h, "rdma_connect");
+  if (!e)
+    return e.error();
+  auto cp = conn_param(p, "rdma_connect");
+  if (!cp)
+    return cp.error();
+  return check_rdma(rdma_connect((*e)->id.get(), &*cp), "rdma_connect");
+}
+
+Result<void> VerbsSeam::accept(CmIdHandle h, const ConnParams& p) {
+  auto e = entry(h, "rdma_accept");
+  if (!e)
+    return e.error();
+  auto cp = conn_param(p, "rdma_accept");
+  if (!cp)
+    return cp.error();
+  return check_rdma(rdma_accept((*e)->id.get(), &*cp), "rdma_accept");
+}
+
+Result<void> VerbsSeam::reject(CmIdHandle h, std::span<const std::uint8_t> private_data) {
+  auto e = entry(h, "rdma_reject");
+  if (!e)
+    return e.error();
+  if (private_data.size() > UINT8_MAX) {
+    return Error::from_errno(
+        EINVAL, "rdma_reject: private data of " + std::to_string(private_data.size()) + " bytes");
+  }
+  return check_rdma(
+      rdma_reject((*e)->id.get(), private_data.empty() ? nullptr : private_data.data(),
+                  static_cast<std::uint8_t>(private_data.size())),
+      "rdma_reject");
+}
+
+Result<void> VerbsSeam::disconnect(CmIdHandle h) {
+  auto e = entry(h, "rdma_disconnect");
+  if (!e)
+    return e.error();
+  return check_rdma(rdma_disconnect((*e)->id.get()), "rdma_disconnect");
+}
+
+Result<void> VerbsSeam::destroy_qp(CmIdHandle h) {
+  auto e = entry(h, "rdma_destroy_qp");
+  if (!e)
+    return e.error();
+  if (!(*e)->qp)
+    return Error::from_errno(EINVAL, "rdma_destroy_qp: id has no QP");
+  (*e)->qp.reset();
+  return {};
+}
+
+Result<void> VerbsSeam::destroy_id(CmIdHandle h) {
+  if (h == listener_handle_ && h != kNoCmId) {
+    return Error::from_errno(EPERM, "rdma_destroy_id: the listener belongs to the seam");
+  }
+  auto it = ids_.find(h);
+  if (it == ids_.end()) {
+    return Error::from_errno(ENOENT, "rdma_destroy_id: unknown cm id " + std::to_string(h));
+  }
+  if (it->second.qp) {
+    spdlog::warn("rdma_destroy_id: cm id {} still has QP {}; destroying the QP first", h,
+                 it->second.id->qp != nullptr ? it->second.id->qp->qp_num : 0);
+    it->second.qp.reset();
+  }
+  // Release by hand to see rdma_destroy_id's result (-1 and errno).
+  rdma_cm_id* id = it->second.id.release();
+  ids_.erase(it);
+  return check_rdma(rdma_destroy_id(id), "rdma_destroy_id");
+}
+
+// --- verbs -------------------------------------------------------------------
+
+Result<void> VerbsSeam::modify_qp_to_error(CmIdHandle h) {
+  auto qp = qp_of(h, "ibv_modify_qp(ERR)");
+  if (!qp)
+    return qp.error();
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  return check_ibv_rc(ibv_modify_qp(*qp, &attr, IBV_QP_STATE), "ibv_modify_qp(ERR)");
+}
+
+Result<void> VerbsSeam::post_send(CmIdHandle h, std::uint64_t wr_id, const Sge& sge,
+                                  std::uint32_t imm, bool signaled) {
+  auto qp = qp_of(h, "ibv_post_send");
+  if (!qp)
+    return qp.error();
+  ibv_sge s{sge.addr, sge.length, sge.lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(imm);
+  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  ibv_send_wr* bad = nullptr;
+  return check_ibv_rc(ibv_post_send(*qp, &wr, &bad), "ibv_post_send");
+}
+
+Result<void> VerbsSeam::post_drain(CmIdHandle h, std::uint64_t wr_id) {
+  auto qp = qp_of(h, "ibv_post_send(drain)");
+  if (!qp)
+    return qp.error();
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = nullptr;
+  wr.num_sge = 0;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  return check_ibv_rc(ibv_post_send(*qp, &wr, &bad), "ibv_post_send(drain)");
+}
+
+namespace {
+// Links wrs[i] → wrs[i+1]; returns the head or nullptr when empty.
+ibv_recv_wr* build_recv_chain(std::span<const std::uint64_t> wr_ids, std::span<const Sge> sges,
+                              std::vector<ibv_recv_wr>& wrs, std::vector<ibv_sge>& sg) {
+  const std::size_t n = wr_ids.size();
+  wrs.assign(n, ibv_recv_wr{});
+  sg.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    sg[i] = ibv_sge{sges[i].addr, sges[i].length, sges[i].lkey};
+    wrs[i].wr_id = wr_ids[i];
+    wrs[i].sg_list = &sg[i];
+    wrs[i].num_sge = 1;
+    wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
+  }
+  return n == 0 ? nullptr : wrs.data();
+}
+
+Result<void> recv_result(int rc, const char* what, const ibv_recv_wr* bad,
+                         const std::vector<ibv_recv_wr>& wrs) {
+  if (rc == 0)
+    return {};
+  const auto posted = bad != nullptr ? static_cast<std::size_t>(bad - wrs.data()) : 0;
+  return Error::from_errno(rc < 0 ? -rc : rc, std::string(what) + ": posted " +
+                                                  std::to_string(posted) + " of " +
+                                                  std::to_string(wrs.size()) + " WRs");
+}
+}  // namespace
+
+Result<void> VerbsSeam::post_srq_recv(std::span<const std::uint64_t> wr_ids,
+                                      std::span<const Sge> sges) {
+  if (!srq_)
+    return Error::from_errno(EINVAL, "ibv_post_srq_recv: the seam has no SRQ");
+  if (wr_ids.size() != sges.size()) {
+    return Error::invalid("ibv_post_srq_recv: wr_ids and sges differ in length");
+  }
+  ibv_recv_wr* head = build_recv_chain(wr_ids, sges, recv_wrs_, recv_sges_);
+  if (head == nullptr)
+    return {};
+  ibv_recv_wr* bad = nullptr;
+  return recv_result(ibv_post_srq_recv(srq_.get(), head, &bad), "ibv_post_srq_recv", bad,
+                     recv_wrs_);
+}
+
+Result<void> VerbsSeam::post_qp_recv(CmIdHandle h, std::span<const std::uint64_t> wr_ids,
+                                     std::span<const Sge> sges) {
+  auto qp = qp_of(h, "ibv_post_recv");
+  if (!qp)
+    return qp.error();
+  if (wr_ids.size() != sges.size()) {
+    return Error::invalid("ibv_post_recv: wr_ids and sges differ in length");
+  }
+  ibv_recv_wr* head = build_recv_chain(wr_ids, sges, recv_wrs_, recv_sges_);
+  if (head == nullptr)
+    return {};
+  ibv_recv_wr* bad = nullptr;
+  return recv_result(ibv_post_recv(*qp, head, &bad), "ibv_post_recv", bad, recv_wrs_);
+}
+
+Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
+  if (!srq_)
+    return Error::from_errno(EINVAL, "ibv_modify_srq(IBV_SRQ_LIMIT): no SRQ");
+  ibv_srq_attr attr{};
+  attr.srq_limit = limit;
+  return check_ibv_rc(ibv_modify_srq(srq_.get(), &attr, IBV_SRQ_LIMIT),
+                      "ibv_modify_srq(IBV_SRQ_LIMIT)");
+}
+
+// --- event dispatch ----------------------------------------------------------
+
+void VerbsSeam::dispatch_cm_events() {
+  if (!channel_)
+    return;
+  for (;;) {
+    rdma_cm_event* raw = nullptr;
+    if (rdma_get_cm_event(channel_.get(), &raw) != 0) {
+      const int err = errno;
+      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+        spdlog::error("rdma_get_cm_event: {}", std::generic_category().message(err));
+      }
+      return;
+    }
+    CmEvent ev;
+    ev.type = map_cm_event(raw->event);
+    ev.status = raw->status;
+    if (ev.type == CmEventType::kConnectRequest) {
+      // A new passive id, on our channel, whose context is the listener's:
+      // give it a handle of its own and take ownership.
+      ev.listen_id = handle_of(raw->listen_id);
+      ev.id = adopt(raw->id);
+      set_ack_timeout(raw->id);
+      if (auto src = endpoint_from_sockaddr(rdma_get_peer_addr(raw->id)))
+        ev.src = *src;
+      if (auto dst = endpoint_from_sockaddr(rdma_get_local_addr(raw->id)))
+        ev.dst = *dst;
+    } else {
+      ev.id = handle_of(raw->id);
+    }
+    const bool has_conn_param = ev.type == CmEventType::kConnectRequest ||
+                                ev.type == CmEventType::kEstablished ||
+                                ev.type == CmEventType::kRejected;
+    if (has_conn_param) {
+      const auto& c = raw->param.conn;
+      if (c.private_data != nullptr && c.private_data_len > 0) {
+        const auto* p = static_cast<const std::uint8_t*>(c.private_data);
+        ev.private_data.assign(p, p + c.private_data_len);
+      }
+      if (ev.type != CmEventType::kRejected)
+        ev.remote_qpn = c.qp_num;
+    }
+    const auto raw_type = raw->event;
+    // The private data lives in the event: copied above, so ack now.
+    if (rdma_ack_cm_event(raw) != 0) {
+      spdlog::error("rdma_ack_cm_event: {}", std::generic_category().message(errno));
+    }
+    if (ev.type == CmEventType::kOther) {
+      spdlog::debug("rdma_cm event {} ({}) mapped to OTHER", rdma_event_str(raw_type),
+                    static_cast<int>(raw_type));
+    }
+    if (sink_ != nullptr) {
+      sink_->on_cm_event(ev);
+    } else {
+      spdlog::warn("rdma_cm event {} on id {} dropped: no sink", to_string(ev.type), ev.id);
+    }
+  }
+}
+
+void VerbsSeam::dispatch_async_events() {
+  if (!listener_ || listener_->verbs == nullptr || !pd_)
+    return;
+  for (;;) {
+    ibv_async_event raw{};
+    if (ibv_get_async_event(listener_->verbs, &raw) != 0) {
+      const int err = errno;
+      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+        spdlog::error("ibv_get_async_event: {}", std::generic_category().message(err));
+      }
+      return;
+    }
+    AsyncEvent ev;
+    ev.type = map_async_event(raw.event_type);
+    if (is_qp_event(raw.event_type) && raw.element.qp != nullptr)
+      ev.qpn = raw.element.qp->qp_num;
+    // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
+    // acks, and the sink may destroy that QP in response.
+    ibv_ack_async_event(&raw);
+    if (ev.type == AsyncEventType::kOther) {
+      spdlog::debug("async event {} mapped to OTHER", ibv_event_type_str(raw.event_type));
+    }
+    if (sink_ != nullptr) {
+      sink_->on_async_event(ev);
+    } else {
+      spdlog::warn("async event {} (QPN {}) dropped: no sink", to_string(ev.type), ev.qpn);
+    }
+  }
+}
+
+void VerbsSeam::ack_cq_events(bool all) {
+  if (!cq_ || unacked_cq_events_ == 0)
+    return;
+  if (all || unacked_cq_events_ >= kCqAckBatch) {
+    ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+    unacked_cq_events_ = 0;
+  }
+}
+
+bool VerbsSeam::dispatch_completions(int budget) {
+  if (!cq_ || !comp_channel_)
+    return false;
+  for (;;) {
+    ibv_cq* ev_cq = nullptr;
+    void* ev_ctx = nullptr;
+    if (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ev_ctx) != 0) {
+      const int err = errno;
+      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+        spdlog::error("ibv_get_cq_event: {}", std::generic_category().message(err));
+      }
+      break;
+    }
+    ++unacked_cq_events_;
+  }
+  ack_cq_events(false);
+
+  std::array<ibv_wc, kPollBatch> raw{};
+  std::array<WorkCompletion, kPollBatch> wcs{};
+  int handed = 0;
+  bool armed = false;
+  for (;;) {
+    if (handed >= budget)
+      return true;
+    const int want = std::min(kPollBatch, budget - handed);
+    const int n = ibv_poll_cq(cq_.get(), want, raw.data());
+    if (n < 0) {
+      // ibv_poll_cq(3): negative on error; the CQ may be in error (CQ_ERR
+      // arrives as an async event). Nothing to retry here.
+      spdlog::error("ibv_poll_cq failed: {}", n);
+      return false;
+    }
+    if (n > 0) {
+      for (int i = 0; i < n; ++i)
+        wcs[static_cast<std::size_t>(i)] = to_work_completion(raw[static_cast<std::size_t>(i)]);
+      handed += n;
+      if (sink_ != nullptr) {
+        sink_->on_completions(
+            std::span<const WorkCompletion>(wcs.data(), static_cast<std::size_t>(n)));
+      } else {
+        spdlog::warn("{} work completions dropped: no sink", n);
+      }
+      continue;
+    }
+    if (armed)
+      return false;
+    // Empty: re-arm, then poll once more, since a WC that arrived between the
+    // empty poll and the re-arm raises no event (ibv_get_cq_event(3)).
+    if (auto r = check_ibv_rc(ibv_req_notify_cq(cq_.get(), 0), "ibv_req_notify_cq"); !r) {
+      spdlog::error("{}", r.error().message());
+      return false;
+    }
+    armed = true;
+  }
+}
+
+}  // namespace rcnet::rdma

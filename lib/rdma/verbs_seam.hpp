@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// VerbsSeam: rcnet::rdma::Seam over librdmacm + libibverbs. The semantics of
+// every Seam operation are those written in rdma/seam.hpp; this header only
+// adds what the daemon needs to drive it from its event loop.
+//
+// Objects: one rdma_cm event channel (created by the constructor), one
+// listener id bound to the local address, and on the listener's device one PD,
+// one completion channel, one CQ shared by the send and receive queues of
+// every QP, and one SRQ (unless DeviceConfig::srq_size is 0). Every rdma_cm id
+// (active, passive and the listener) is named by a CmIdHandle kept in
+// id->context; handles count up from 1 and are never reused.
+//
+// Threading: single-threaded. Every call, including the destructor, on the
+// loop's thread; never call any of it from a second thread (DESIGN.md
+// "Why it exists", item 3).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "rdma/raii.hpp"
+#include "rdma/seam.hpp"
+
+namespace rcnet::rdma {
+
+class VerbsSeam final : public Seam {
+ public:
+  // Creates the rdma_cm event channel; no device yet. If that fails (no
+  // /dev/infiniband/rdma_cm: rdma_ucm not loaded) the seam is inert: cm_fd()
+  // is -1 and open() returns the saved error. Prefer create().
+  VerbsSeam();
+  ~VerbsSeam() override;
+  VerbsSeam(const VerbsSeam&) = delete;
+  VerbsSeam& operator=(const VerbsSeam&) = delete;
+
+  // A seam with a working event channel, or the error of
+  // rdma_create_event_channel(3) with a context naming the missing device.
+  static Result<std::unique_ptr<VerbsSeam>> create();
+
+  // Borrowed; must outlive the seam or be reset to nullptr first. Events
+  // arriving with no sink are acknowledged and dropped (logged).
+  void set_sink(EventSink* sink);
+
+  // The fds to watch for EPOLLIN, all O_NONBLOCK. -1 when not (yet) valid.
+  int cm_fd() const;     // rdma_event_channel fd
+  int async_fd() const;  // device async-event fd; valid after open()
+  int cq_fd() const;     // completion channel fd; valid after open()
+
+  // Each reads until EAGAIN; every event is copied and acknowledged before it
+  // is handed to the sink (seam.hpp "Event delivery").
+  void dispatch_cm_events();
+  void dispatch_async_events();
+  // Consumes completion-channel events (acknowledged in batches), polls the
+  // CQ in batches of up to 64 WCs and hands each batch to the sink, then
+  // re-arms with ibv_req_notify_cq and polls once more to close the race
+  // (ibv_get_cq_event(3) "EXAMPLES"). Hands over at most `budget` WCs per
+  // call; returns true when more may be pending, and then the CQ may not be
+  // armed: the caller must schedule another pass rather than wait for cq_fd.
+  bool dispatch_completions(int budget = 1024);
+
+  // For the audit: the QPNs of every QP this seam created and has not
+  // destroyed, in ascending order.
+  std::vector<Qpn> qpns() const;
+
+  // --- Seam ------------------------------------------------------------------
+  Result<DeviceInfo> open(const Endpoint& local, const DeviceConfig& cfg) override;
+  Result<MemoryRegion> register_memory(std::span<std::byte> mem) override;
+  void unregister_memory(const MemoryRegion& mr) override;
+  Result<CmIdHandle> create_id() override;
+  Result<void> resolve_addr(CmIdHandle id, const Endpoint& dst, Duration timeout) override;
+  Result<void> resolve_route(CmIdHandle id, Duration timeout) override;
+  Result<Qpn> create_qp(CmIdHandle id, const QpCaps& caps) override;
+  Result<void> connect(CmIdHandle id, const ConnParams& p) override;
+  Result<void> accept(CmIdHandle id, const ConnParams& p) override;
+  Result<void> reject(CmIdHandle id, std::span<const std::uint8_t> private_data) override;
+  Result<void> disconnect(CmIdHandle id) override;
+  // Also used by destroy_id() when the id still has a QP (logged): a QP is
+  // never leaked behind its id.
+  Result<void> destroy_qp(CmIdHandle id) override;
+  Result<void> destroy_id(CmIdHandle id) override;
+  Result<void> modify_qp_to_error(CmIdHandle id) override;
+  Result<void> post_send(CmIdHandle id, std::uint64_t wr_id, const Sge& sge, std::uint32_t imm,
+                         bool signaled) override;
+  Result<void> post_drain(CmIdHandle id, std::uint64_t wr_id) override;
+  // When a chain fails part-way, the WRs before the failing one ARE posted
+  // (ibv_post_srq_recv(3) bad_wr); the error context says how many.
+  Result<void> post_srq_recv(std::span<const std::uint64_t> wr_ids,
+                             std::span<const Sge> sges) override;
+  Result<void> post_qp_recv(CmIdHandle id, std::span<const std::uint64_t> wr_ids,
+                            std::span<const Sge> sges) override;
+  Result<void> arm_srq_limit(std::uint32_t limit) override;
+
+ private:
+  // ~VerbsSeam releases these explicitly in the order rdma-core needs: QPs,
+  // ids, MRs, SRQ, CQ, completion channel, PD, listener, event channel.
+  struct IdEntry {
+    CmIdPtr id;
+    IdQpPtr qp;  // non-null while the id has a QP
+  };
+
+  Result<IdEntry*> entry(CmIdHandle h, const char* what);
+  Result<ibv_qp*> qp_of(CmIdHandle h, const char* what);
+  CmIdHandle adopt(rdma_cm_id* id);  // new handle, context set, owned
+  void set_ack_timeout(rdma_cm_id* id);
+  void ack_cq_events(bool all);
+
+  Error channel_error_{};
+  bool channel_ok_ = false;
+  EventChannelPtr channel_;
+  CmIdPtr listener_;
+  CmIdHandle listener_handle_ = kNoCmId;
+  PdPtr pd_;
+  CompChannelPtr comp_channel_;
+  CqPtr cq_;
+  SrqPtr srq_;
+  std::map<std::uint32_t, MrPtr> mrs_;
+  std::map<CmIdHandle, IdEntry> ids_;
+
+  EventSink* sink_ = nullptr;
+  DeviceConfig cfg_{};
+  CmIdHandle next_handle_ = 1;
+  std::uint32_t next_mr_ = 1;
+  unsigned int unacked_cq_events_ = 0;
+  // Scratch for building receive WR chains without allocating per call.
+  std::vector<ibv_recv_wr> recv_wrs_;
+  std::vector<ibv_sge> recv_sges_;
+};
+
+}  // namespace rcnet::rdma
