@@ -54,36 +54,36 @@ struct ManagerConfig {
   std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
 
   bool use_srq = true;
-  std::uint32_t srq_size = 512;         // receive buffers on the SRQ (each mtu bytes)
-  std::uint32_t srq_limit = 0;          // low watermark; 0 = srq_size / 8
-  std::uint32_t rq_depth = 64;          // per-QP receive buffers without SRQ
-  std::uint32_t send_slots = 256;       // registered send buffers (each mtu bytes) shared by all QPs
-  std::uint32_t qp_send_depth = 128;    // max outstanding sends per QP
-  std::uint32_t signal_every = 16;      // selective signalling: 1 signaled send in N
+  std::uint32_t srq_size = 512;       // receive buffers on the SRQ (each mtu bytes)
+  std::uint32_t srq_limit = 0;        // low watermark; 0 = srq_size / 8
+  std::uint32_t rq_depth = 64;        // per-QP receive buffers without SRQ
+  std::uint32_t send_slots = 256;     // registered send buffers (each mtu bytes) shared by all QPs
+  std::uint32_t qp_send_depth = 128;  // max outstanding sends per QP
+  std::uint32_t signal_every = 16;    // selective signalling: 1 signaled send in N
   std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED
   std::uint32_t max_connections = 0;    // 0 = default: 128 without SRQ, 4096 with
 
-  Duration idle_timeout = 10s;      // no traffic either way → graceful teardown
-  Duration last_wqe_timeout = 1s;   // bound of AWAIT_LAST_WQE
-  Duration drain_timeout = 1s;      // bound of DRAINING
-  Duration disconnect_timeout = 1s; // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
-  Duration resolve_timeout = 2s;    // rdma_resolve_addr / rdma_resolve_route
-  Duration connect_timeout = 5s;    // REQ/REP sent → ESTABLISHED
-  std::uint32_t connect_retries = 2; // further attempts after a failed connect
-  Duration reaper_interval = 1s;    // granularity of idle checks
-  std::uint8_t retry_count = 3;     // RC transport retries (7 = infinite on rxe)
+  Duration idle_timeout = 10s;        // no traffic either way → graceful teardown
+  Duration last_wqe_timeout = 1s;     // bound of AWAIT_LAST_WQE
+  Duration drain_timeout = 1s;        // bound of DRAINING
+  Duration disconnect_timeout = 1s;   // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
+  Duration resolve_timeout = 2s;      // rdma_resolve_addr / rdma_resolve_route
+  Duration connect_timeout = 5s;      // REQ/REP sent → ESTABLISHED
+  std::uint32_t connect_retries = 2;  // further attempts after a failed connect
+  Duration reaper_interval = 1s;      // granularity of idle checks
+  std::uint8_t retry_count = 3;       // RC transport retries (7 = infinite on rxe)
   std::uint8_t rnr_retry_count = 7;
 
   std::vector<IpPrefix> allowed_peers;  // empty = any; else REQ from outside → REJ not_allowed
 };
 
 enum class SendResult : std::uint8_t {
-  kSent,         // posted on an ESTABLISHED connection
-  kQueued,       // held until the connection is ESTABLISHED (maybe after starting it)
-  kDroppedOldest,// queued, and the oldest queued packet was dropped (counted)
-  kNoSlot,       // no send slot: caller should stop reading (back-pressure)
-  kOversize,     // larger than mtu (counted)
-  kRefused,      // shutting down, link down, or the peer is not allowed
+  kSent,           // posted on an ESTABLISHED connection
+  kQueued,         // held until the connection is ESTABLISHED (maybe after starting it)
+  kDroppedOldest,  // queued, and the oldest queued packet was dropped (counted)
+  kNoSlot,         // no send slot: caller should stop reading (back-pressure)
+  kOversize,       // larger than mtu (counted)
+  kRefused,        // shutting down, link down, or the peer is not allowed
 };
 
 class Manager final : public rdma::EventSink {

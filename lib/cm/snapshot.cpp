@@ -5,20 +5,32 @@ namespace rcnet::cm {
 
 std::string_view to_string(QpState s) {
   switch (s) {
-    case QpState::kResolvingAddr: return "RESOLVING_ADDR";
-    case QpState::kResolvingRoute: return "RESOLVING_ROUTE";
-    case QpState::kConnecting: return "CONNECTING";
-    case QpState::kAccepting: return "ACCEPTING";
-    case QpState::kEstablished: return "ESTABLISHED";
-    case QpState::kDisconnecting: return "DISCONNECTING";
-    case QpState::kError: return "ERROR";
-    case QpState::kAwaitLastWqe: return "AWAIT_LAST_WQE";
-    case QpState::kDraining: return "DRAINING";
-    case QpState::kDestroyed: return "DESTROYED";
+    case QpState::kResolvingAddr:
+      return "RESOLVING_ADDR";
+    case QpState::kResolvingRoute:
+      return "RESOLVING_ROUTE";
+    case QpState::kConnecting:
+      return "CONNECTING";
+    case QpState::kAccepting:
+      return "ACCEPTING";
+    case QpState::kEstablished:
+      return "ESTABLISHED";
+    case QpState::kDisconnecting:
+      return "DISCONNECTING";
+    case QpState::kError:
+      return "ERROR";
+    case QpState::kAwaitLastWqe:
+      return "AWAIT_LAST_WQE";
+    case QpState::kDraining:
+      return "DRAINING";
+    case QpState::kDestroyed:
+      return "DESTROYED";
   }
   return "?";
 }
 
-bool is_teardown(QpState s) { return s >= QpState::kDisconnecting; }
+bool is_teardown(QpState s) {
+  return s >= QpState::kDisconnecting;
+}
 
 }  // namespace rcnet::cm

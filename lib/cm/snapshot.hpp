@@ -19,8 +19,8 @@ namespace rcnet::cm {
 enum class QpState : std::uint8_t {
   kResolvingAddr,
   kResolvingRoute,
-  kConnecting,   // REQ sent
-  kAccepting,    // REP sent
+  kConnecting,  // REQ sent
+  kAccepting,   // REP sent
   kEstablished,
   kDisconnecting,  // DREQ sent or received
   kError,          // modified to IBV_QPS_ERR
@@ -32,6 +32,8 @@ inline constexpr int kQpStateCount = 10;
 // "RESOLVING_ADDR", ..., "DESTROYED": the names operators see.
 std::string_view to_string(QpState s);
 bool is_teardown(QpState s);
+// Whether the state machine allows from -> to (the table in manager.cpp).
+bool is_legal_transition(QpState from, QpState to);
 
 // Every counter of the manager. X(name, help) — the ctl `stats` command and
 // the journal enumerate them through this list.
@@ -114,10 +116,10 @@ struct QpSnapshot {
 struct PeerSnapshot {
   NodeId node = 0;
   Endpoint underlay;
-  IpAddr overlay;                  // from the peer's private data, when known
-  std::uint64_t incarnation = 0;   // 0 until known
-  std::uint32_t queue_depth = 0;   // packets waiting for ESTABLISHED
-  std::uint64_t conn_id = 0;       // in-service QP's id, 0 if none
+  IpAddr overlay;                 // from the peer's private data, when known
+  std::uint64_t incarnation = 0;  // 0 until known
+  std::uint32_t queue_depth = 0;  // packets waiting for ESTABLISHED
+  std::uint64_t conn_id = 0;      // in-service QP's id, 0 if none
 };
 
 struct SrqSnapshot {

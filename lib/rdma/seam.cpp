@@ -5,55 +5,92 @@ namespace rcnet::rdma {
 
 std::string_view to_string(CmEventType t) {
   switch (t) {
-    case CmEventType::kAddrResolved: return "ADDR_RESOLVED";
-    case CmEventType::kAddrError: return "ADDR_ERROR";
-    case CmEventType::kRouteResolved: return "ROUTE_RESOLVED";
-    case CmEventType::kRouteError: return "ROUTE_ERROR";
-    case CmEventType::kConnectRequest: return "CONNECT_REQUEST";
-    case CmEventType::kConnectError: return "CONNECT_ERROR";
-    case CmEventType::kUnreachable: return "UNREACHABLE";
-    case CmEventType::kRejected: return "REJECTED";
-    case CmEventType::kEstablished: return "ESTABLISHED";
-    case CmEventType::kDisconnected: return "DISCONNECTED";
-    case CmEventType::kDeviceRemoval: return "DEVICE_REMOVAL";
-    case CmEventType::kTimewaitExit: return "TIMEWAIT_EXIT";
-    case CmEventType::kAddrChange: return "ADDR_CHANGE";
-    case CmEventType::kOther: break;
+    case CmEventType::kAddrResolved:
+      return "ADDR_RESOLVED";
+    case CmEventType::kAddrError:
+      return "ADDR_ERROR";
+    case CmEventType::kRouteResolved:
+      return "ROUTE_RESOLVED";
+    case CmEventType::kRouteError:
+      return "ROUTE_ERROR";
+    case CmEventType::kConnectRequest:
+      return "CONNECT_REQUEST";
+    case CmEventType::kConnectError:
+      return "CONNECT_ERROR";
+    case CmEventType::kUnreachable:
+      return "UNREACHABLE";
+    case CmEventType::kRejected:
+      return "REJECTED";
+    case CmEventType::kEstablished:
+      return "ESTABLISHED";
+    case CmEventType::kDisconnected:
+      return "DISCONNECTED";
+    case CmEventType::kDeviceRemoval:
+      return "DEVICE_REMOVAL";
+    case CmEventType::kTimewaitExit:
+      return "TIMEWAIT_EXIT";
+    case CmEventType::kAddrChange:
+      return "ADDR_CHANGE";
+    case CmEventType::kOther:
+      break;
   }
   return "OTHER";
 }
 
 std::string_view to_string(AsyncEventType t) {
   switch (t) {
-    case AsyncEventType::kQpFatal: return "QP_FATAL";
-    case AsyncEventType::kQpReqErr: return "QP_REQ_ERR";
-    case AsyncEventType::kQpAccessErr: return "QP_ACCESS_ERR";
-    case AsyncEventType::kCommEstablished: return "COMM_EST";
-    case AsyncEventType::kSqDrained: return "SQ_DRAINED";
-    case AsyncEventType::kPathMigrated: return "PATH_MIG";
-    case AsyncEventType::kLastWqeReached: return "QP_LAST_WQE_REACHED";
-    case AsyncEventType::kSrqLimitReached: return "SRQ_LIMIT_REACHED";
-    case AsyncEventType::kSrqErr: return "SRQ_ERR";
-    case AsyncEventType::kCqErr: return "CQ_ERR";
-    case AsyncEventType::kPortActive: return "PORT_ACTIVE";
-    case AsyncEventType::kPortError: return "PORT_ERR";
-    case AsyncEventType::kDeviceFatal: return "DEVICE_FATAL";
-    case AsyncEventType::kOther: break;
+    case AsyncEventType::kQpFatal:
+      return "QP_FATAL";
+    case AsyncEventType::kQpReqErr:
+      return "QP_REQ_ERR";
+    case AsyncEventType::kQpAccessErr:
+      return "QP_ACCESS_ERR";
+    case AsyncEventType::kCommEstablished:
+      return "COMM_EST";
+    case AsyncEventType::kSqDrained:
+      return "SQ_DRAINED";
+    case AsyncEventType::kPathMigrated:
+      return "PATH_MIG";
+    case AsyncEventType::kLastWqeReached:
+      return "QP_LAST_WQE_REACHED";
+    case AsyncEventType::kSrqLimitReached:
+      return "SRQ_LIMIT_REACHED";
+    case AsyncEventType::kSrqErr:
+      return "SRQ_ERR";
+    case AsyncEventType::kCqErr:
+      return "CQ_ERR";
+    case AsyncEventType::kPortActive:
+      return "PORT_ACTIVE";
+    case AsyncEventType::kPortError:
+      return "PORT_ERR";
+    case AsyncEventType::kDeviceFatal:
+      return "DEVICE_FATAL";
+    case AsyncEventType::kOther:
+      break;
   }
   return "OTHER";
 }
 
 std::string_view to_string(WcStatus s) {
   switch (s) {
-    case WcStatus::kSuccess: return "SUCCESS";
-    case WcStatus::kFlushErr: return "WR_FLUSH_ERR";
-    case WcStatus::kRetryExceeded: return "RETRY_EXC_ERR";
-    case WcStatus::kRnrRetryExceeded: return "RNR_RETRY_EXC_ERR";
-    case WcStatus::kRemoteAccessErr: return "REM_ACCESS_ERR";
-    case WcStatus::kRemoteOpErr: return "REM_OP_ERR";
-    case WcStatus::kLocalLengthErr: return "LOC_LEN_ERR";
-    case WcStatus::kLocalProtErr: return "LOC_PROT_ERR";
-    case WcStatus::kOther: break;
+    case WcStatus::kSuccess:
+      return "SUCCESS";
+    case WcStatus::kFlushErr:
+      return "WR_FLUSH_ERR";
+    case WcStatus::kRetryExceeded:
+      return "RETRY_EXC_ERR";
+    case WcStatus::kRnrRetryExceeded:
+      return "RNR_RETRY_EXC_ERR";
+    case WcStatus::kRemoteAccessErr:
+      return "REM_ACCESS_ERR";
+    case WcStatus::kRemoteOpErr:
+      return "REM_OP_ERR";
+    case WcStatus::kLocalLengthErr:
+      return "LOC_LEN_ERR";
+    case WcStatus::kLocalProtErr:
+      return "LOC_PROT_ERR";
+    case WcStatus::kOther:
+      break;
   }
   return "OTHER";
 }

@@ -66,26 +66,26 @@ struct CmEvent {
   // REQ private data on kConnectRequest (the receiver sees 56 bytes on IB/RoCE,
   // zero-padded), REP on kEstablished (active side), REJ on kRejected.
   std::vector<std::uint8_t> private_data;
-  Endpoint src;           // kConnectRequest: the peer's underlay address
-  Endpoint dst;           // kConnectRequest: our address it connected to
-  Qpn remote_qpn = 0;     // kConnectRequest / kEstablished when known
+  Endpoint src;        // kConnectRequest: the peer's underlay address
+  Endpoint dst;        // kConnectRequest: our address it connected to
+  Qpn remote_qpn = 0;  // kConnectRequest / kEstablished when known
 };
 
 // Affiliated and unaffiliated asynchronous events (ibv_get_async_event(3)).
 enum class AsyncEventType : std::uint8_t {
-  kQpFatal,            // IBV_EVENT_QP_FATAL
-  kQpReqErr,           // IBV_EVENT_QP_REQ_ERR
-  kQpAccessErr,        // IBV_EVENT_QP_ACCESS_ERR
-  kCommEstablished,    // IBV_EVENT_COMM_EST
-  kSqDrained,          // IBV_EVENT_SQ_DRAINED
-  kPathMigrated,       // IBV_EVENT_PATH_MIG
-  kLastWqeReached,     // IBV_EVENT_QP_LAST_WQE_REACHED (IB spec 10.3.1, 11.6.3)
-  kSrqLimitReached,    // IBV_EVENT_SRQ_LIMIT_REACHED
-  kSrqErr,             // IBV_EVENT_SRQ_ERR
-  kCqErr,              // IBV_EVENT_CQ_ERR
-  kPortActive,         // IBV_EVENT_PORT_ACTIVE
-  kPortError,          // IBV_EVENT_PORT_ERR
-  kDeviceFatal,        // IBV_EVENT_DEVICE_FATAL
+  kQpFatal,          // IBV_EVENT_QP_FATAL
+  kQpReqErr,         // IBV_EVENT_QP_REQ_ERR
+  kQpAccessErr,      // IBV_EVENT_QP_ACCESS_ERR
+  kCommEstablished,  // IBV_EVENT_COMM_EST
+  kSqDrained,        // IBV_EVENT_SQ_DRAINED
+  kPathMigrated,     // IBV_EVENT_PATH_MIG
+  kLastWqeReached,   // IBV_EVENT_QP_LAST_WQE_REACHED (IB spec 10.3.1, 11.6.3)
+  kSrqLimitReached,  // IBV_EVENT_SRQ_LIMIT_REACHED
+  kSrqErr,           // IBV_EVENT_SRQ_ERR
+  kCqErr,            // IBV_EVENT_CQ_ERR
+  kPortActive,       // IBV_EVENT_PORT_ACTIVE
+  kPortError,        // IBV_EVENT_PORT_ERR
+  kDeviceFatal,      // IBV_EVENT_DEVICE_FATAL
   kOther,
 };
 std::string_view to_string(AsyncEventType t);
@@ -97,12 +97,12 @@ struct AsyncEvent {
 
 enum class WcStatus : std::uint8_t {
   kSuccess,
-  kFlushErr,         // IBV_WC_WR_FLUSH_ERR
-  kRetryExceeded,    // IBV_WC_RETRY_EXC_ERR
-  kRnrRetryExceeded, // IBV_WC_RNR_RETRY_EXC_ERR
+  kFlushErr,          // IBV_WC_WR_FLUSH_ERR
+  kRetryExceeded,     // IBV_WC_RETRY_EXC_ERR
+  kRnrRetryExceeded,  // IBV_WC_RNR_RETRY_EXC_ERR
   kRemoteAccessErr,
   kRemoteOpErr,
-  kLocalLengthErr,   // IBV_WC_LOC_LEN_ERR: receive buffer too small
+  kLocalLengthErr,  // IBV_WC_LOC_LEN_ERR: receive buffer too small
   kLocalProtErr,
   kOther,
 };

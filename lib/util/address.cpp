@@ -30,7 +30,8 @@ std::optional<IpAddr> IpAddr::parse(std::string_view text) {
 }
 
 std::optional<IpAddr> IpAddr::from_sockaddr(const sockaddr* sa) {
-  if (sa == nullptr) return std::nullopt;
+  if (sa == nullptr)
+    return std::nullopt;
   IpAddr a;
   if (sa->sa_family == AF_INET) {
     a.family = AF_INET;
@@ -47,8 +48,10 @@ std::optional<IpAddr> IpAddr::from_sockaddr(const sockaddr* sa) {
 
 std::string IpAddr::to_string() const {
   char buf[INET6_ADDRSTRLEN] = {};
-  if (family != AF_INET && family != AF_INET6) return "-";
-  if (inet_ntop(family, bytes.data(), buf, sizeof buf) == nullptr) return "?";
+  if (family != AF_INET && family != AF_INET6)
+    return "-";
+  if (inet_ntop(family, bytes.data(), buf, sizeof buf) == nullptr)
+    return "?";
   return buf;
 }
 
@@ -61,35 +64,43 @@ std::uint32_t IpAddr::v4_host_order() const {
 std::optional<IpPrefix> IpPrefix::parse(std::string_view text) {
   const auto slash = text.find('/');
   auto addr = IpAddr::parse(text.substr(0, slash));
-  if (!addr) return std::nullopt;
+  if (!addr)
+    return std::nullopt;
   const unsigned max = addr->is_v4() ? 32 : 128;
   unsigned len = max;
   if (slash != std::string_view::npos) {
     const auto digits = text.substr(slash + 1);
-    if (digits.empty() || digits.size() > 3) return std::nullopt;
+    if (digits.empty() || digits.size() > 3)
+      return std::nullopt;
     len = 0;
     for (char c : digits) {
-      if (c < '0' || c > '9') return std::nullopt;
+      if (c < '0' || c > '9')
+        return std::nullopt;
       len = len * 10 + static_cast<unsigned>(c - '0');
     }
-    if (len > max) return std::nullopt;
+    if (len > max)
+      return std::nullopt;
   }
   return IpPrefix{*addr, static_cast<std::uint8_t>(len)};
 }
 
 bool IpPrefix::contains(const IpAddr& a) const {
-  if (a.family != addr.family) return false;
+  if (a.family != addr.family)
+    return false;
   unsigned bits = length;
   for (std::size_t i = 0; bits > 0; ++i) {
     const unsigned take = bits >= 8 ? 8 : bits;
     const auto mask = static_cast<std::uint8_t>(0xFFu << (8 - take));
-    if ((a.bytes[i] & mask) != (addr.bytes[i] & mask)) return false;
+    if ((a.bytes[i] & mask) != (addr.bytes[i] & mask))
+      return false;
     bits -= take;
   }
   return true;
 }
 
-std::string IpPrefix::to_string() const { return addr.to_string() + "/" + std::to_string(length); }
+std::string IpPrefix::to_string() const {
+  return addr.to_string() + "/" + std::to_string(length);
+}
 
 socklen_t Endpoint::to_sockaddr(sockaddr_storage& out) const {
   std::memset(&out, 0, sizeof out);
@@ -108,13 +119,16 @@ socklen_t Endpoint::to_sockaddr(sockaddr_storage& out) const {
 }
 
 std::string Endpoint::to_string() const {
-  if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(port);
+  if (addr.is_v6())
+    return "[" + addr.to_string() + "]:" + std::to_string(port);
   return addr.to_string() + ":" + std::to_string(port);
 }
 
 NodeId node_id_for(const IpAddr& underlay) {
-  if (underlay.is_v4()) return underlay.v4_host_order();
-  if (!underlay.is_v6()) return 0;
+  if (underlay.is_v4())
+    return underlay.v4_host_order();
+  if (!underlay.is_v6())
+    return 0;
   std::uint64_t h = 1469598103934665603ull;
   for (auto b : underlay.bytes) {
     h ^= b;

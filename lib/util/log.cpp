@@ -5,6 +5,10 @@ namespace rcnet::log {
 namespace {
 const Fields* g_current = nullptr;
 }
-const Fields* current_fields() { return g_current; }
-void detail::set_current(const Fields* f) { g_current = f; }
+const Fields* current_fields() {
+  return g_current;
+}
+void detail::set_current(const Fields* f) {
+  g_current = f;
+}
 }  // namespace rcnet::log

@@ -40,7 +40,8 @@ template <class... Args>
 void event(spdlog::level::level_enum level, const Fields& fields,
            spdlog::format_string_t<Args...> fmt, Args&&... args) {
   auto* logger = spdlog::default_logger_raw();
-  if (!logger->should_log(level)) return;
+  if (!logger->should_log(level))
+    return;
   detail::set_current(&fields);
   logger->log(level, fmt, std::forward<Args>(args)...);
   detail::set_current(nullptr);

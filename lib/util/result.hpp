@@ -63,19 +63,22 @@ class [[nodiscard]] Result<void> {
 // --- Converting C calls by their documented error contract -----------------
 // rdma_* (librdmacm): return -1 and set errno (rdma_cm(7)).
 inline Result<void> check_rdma(int rc, const char* what) {
-  if (rc == 0) return {};
+  if (rc == 0)
+    return {};
   return Error::from_errno(rc == -1 ? errno : -rc, what);
 }
 // ibv_modify_*, ibv_post_*, ibv_destroy_*, ibv_req_notify_cq: return 0 or the
 // errno value itself (ibv_modify_qp(3), ibv_post_send(3), ibv_destroy_qp(3)).
 inline Result<void> check_ibv_rc(int rc, const char* what) {
-  if (rc == 0) return {};
+  if (rc == 0)
+    return {};
   return Error::from_errno(rc < 0 ? -rc : rc, what);
 }
 // ibv_create_*/ibv_alloc_*/ibv_reg_mr: return NULL and set errno.
 template <class P>
 inline Result<P*> check_ibv_ptr(P* p, const char* what) {
-  if (p != nullptr) return p;
+  if (p != nullptr)
+    return p;
   return Error::from_errno(errno != 0 ? errno : ENOMEM, what);
 }
 

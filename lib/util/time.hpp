@@ -12,5 +12,7 @@ using Duration = std::chrono::nanoseconds;
 using namespace std::chrono_literals;
 
 // Milliseconds as a plain number, for logs and JSON.
-inline double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+inline double to_ms(Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 }  // namespace rcnet

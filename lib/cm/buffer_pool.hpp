@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// A registered pool of equal-sized buffers: the SRQ's receive buffers, a
+// non-SRQ QP's own receive ring, or the shared send slots. One allocation, one
+// memory region (ibv_reg_mr(3)), indices handed out from a LIFO free list so
+// the most recently used (cache-warm) buffer is reused first.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "rdma/seam.hpp"
+#include "util/result.hpp"
+
+namespace rcnet::cm {
+
+class BufferPool {
+ public:
+  BufferPool() = default;
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // Allocates count × size bytes (page aligned) and registers them through
+  // `seam`, which must outlive the pool. Errors: ENOMEM, or the seam's.
+  Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size);
+
+  std::uint32_t count() const { return count_; }
+  std::uint32_t buffer_size() const { return size_; }
+  std::uint32_t free_count() const { return static_cast<std::uint32_t>(free_.size()); }
+  std::byte* data(std::uint32_t index) const { return mem_.get() + std::size_t{index} * size_; }
+  rdma::Sge sge(std::uint32_t index, std::uint32_t length) const;
+  rdma::Sge sge(std::uint32_t index) const { return sge(index, size_); }
+
+  std::optional<std::uint32_t> take();
+  void give(std::uint32_t index);
+  bool is_free(std::uint32_t index) const { return in_free_[index]; }
+
+ private:
+  struct AlignedDelete {
+    void operator()(std::byte* p) const noexcept;
+  };
+  rdma::Seam* seam_ = nullptr;
+  std::unique_ptr<std::byte[], AlignedDelete> mem_;
+  rdma::MemoryRegion mr_{};
+  bool registered_ = false;
+  std::uint32_t count_ = 0;
+  std::uint32_t size_ = 0;
+  std::vector<std::uint32_t> free_;
+  std::vector<bool> in_free_;
+};
+
+}  // namespace rcnet::cm
