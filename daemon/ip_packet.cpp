@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ip_packet.hpp"
+
+#include <cstring>
+
+namespace rcnet::daemon {
+
+namespace {
+constexpr std::size_t kIpv4HeaderMin = 20;
+constexpr std::size_t kIpv4DstOffset = 16;
+constexpr std::size_t kIpv6Header = 40;
+constexpr std::size_t kIpv6DstOffset = 24;
+}  // namespace
+
+std::optional<IpAddr> ip_destination(std::span<const std::byte> packet) {
+  if (packet.empty())
+    return std::nullopt;
+  const auto first = std::to_integer<unsigned>(packet[0]);
+  IpAddr dst;
+  switch (first >> 4) {
+    case 4:
+      if (packet.size() < kIpv4HeaderMin || (first & 0x0f) < 5)
+        return std::nullopt;
+      dst.family = AF_INET;
+      std::memcpy(dst.bytes.data(), packet.data() + kIpv4DstOffset, 4);
+      return dst;
+    case 6:
+      if (packet.size() < kIpv6Header)
+        return std::nullopt;
+      dst.family = AF_INET6;
+      std::memcpy(dst.bytes.data(), packet.data() + kIpv6DstOffset, 16);
+      return dst;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The one thing the TUN data path reads from a packet: its IP destination
+// (RFC 791 section 3.1: IPv4 header, destination at offset 16; RFC 8200
+// section 3: IPv6 header, destination at offset 24). No I/O.
+#include <cstddef>
+#include <optional>
+#include <span>
+
+#include "util/address.hpp"
+
+namespace rcnet::daemon {
+
+// The destination address of an IP packet as read from a TUN device opened
+// with IFF_NO_PI (the packet starts at the IP header). nullopt when the
+// packet is shorter than its fixed header, the version nibble is neither 4 nor
+// 6, or an IPv4 IHL is below 5.
+std::optional<IpAddr> ip_destination(std::span<const std::byte> packet);
+
+}  // namespace rcnet::daemon

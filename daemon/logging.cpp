@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "logging.hpp"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace rcnet::daemon {
+
+std::optional<LogTarget> parse_log_target(std::string_view s) {
+  if (s == "auto")
+    return LogTarget::kAuto;
+  if (s == "journal")
+    return LogTarget::kJournal;
+  if (s == "stderr")
+    return LogTarget::kStderr;
+  return std::nullopt;
+}
+
+spdlog::level::level_enum to_spdlog(LogLevel l) {
+  using L = spdlog::level::level_enum;
+  switch (l) {
+    case LogLevel::kTrace:
+      return L::trace;
+    case LogLevel::kDebug:
+      return L::debug;
+    case LogLevel::kInfo:
+      return L::info;
+    case LogLevel::kWarn:
+      return L::warn;
+    case LogLevel::kError:
+      return L::err;
+    case LogLevel::kCritical:
+      return L::critical;
+    case LogLevel::kOff:
+      return L::off;
+  }
+  return L::info;
+}
+
+LogTarget resolve_log_target(LogTarget t) {
+  if (t != LogTarget::kAuto)
+    return t;
+  const char* js = std::getenv("JOURNAL_STREAM");
+  if (js == nullptr)
+    return LogTarget::kStderr;
+  struct stat st {};
+  if (fstat(STDERR_FILENO, &st) < 0)
+    return LogTarget::kStderr;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2)
+    return LogTarget::kStderr;
+  return (dev == st.st_dev && ino == st.st_ino) ? LogTarget::kJournal : LogTarget::kStderr;
+}
+
+#ifndef RCNETD_HAVE_JOURNAL_SINK
+spdlog::sink_ptr make_journal_sink() {
+  return nullptr;
+}
+#endif
+
+void setup_logging(LogTarget target, LogLevel level) {
+  spdlog::sink_ptr sink;
+  if (resolve_log_target(target) == LogTarget::kJournal)
+    sink = make_journal_sink();
+  if (!sink) {
+    // Unbuffered stderr so a crash loses nothing, and journald's stdout
+    // capture keeps line order with other units.
+    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    sink->set_pattern("[rcnetd] %l %v");
+  }
+  auto logger = std::make_shared<spdlog::logger>("rcnetd", sink);
+  logger->set_level(to_spdlog(level));
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+}
+
+void set_log_level(LogLevel level) {
+  spdlog::default_logger()->set_level(to_spdlog(level));
+}
+
+}  // namespace rcnet::daemon

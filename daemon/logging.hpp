@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// rcnetd's logging: spdlog's default logger, which librcnet logs through too.
+// setup_logging() is the one place sinks are chosen; the journal sink
+// (daemon/journal_sink.*) plugs in through make_journal_sink().
+#include <spdlog/common.h>
+#include <spdlog/sinks/sink.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/config.hpp"
+
+namespace rcnet::daemon {
+
+using config::LogLevel;
+using config::LogTarget;
+
+spdlog::level::level_enum to_spdlog(LogLevel l);
+// "auto" | "journal" | "stderr".
+std::optional<LogTarget> parse_log_target(std::string_view s);
+
+// kAuto resolves to the journal when stderr is already connected to it
+// (systemd sets $JOURNAL_STREAM to stderr's "device:inode", systemd.exec(5)),
+// else to stderr.
+LogTarget resolve_log_target(LogTarget t);
+
+// Installs the default logger ("rcnetd") with the sink for `target` at
+// `level`. Safe to call again (e.g. on SIGHUP); the old logger is replaced.
+// stderr format: "[rcnetd] level message".
+void setup_logging(LogTarget target, LogLevel level);
+void set_log_level(LogLevel level);
+
+// Defined by daemon/journal_sink.cpp when it is built (meson defines
+// RCNETD_HAVE_JOURNAL_SINK); until then the journal target falls back to
+// stderr, which journald captures for a service anyway.
+spdlog::sink_ptr make_journal_sink();
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// rcnetd: command line, configuration, then the Daemon.
+// Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "daemon.hpp"
+#include "logging.hpp"
+#include "rcnet_build_config.h"
+
+namespace {
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rcnet;
+  CLI::App app{"rcnetd: IP over RDMA reliable-connected QPs (IPoIB-CM style)", "rcnetd"};
+  std::string config_path = "/etc/rcnet/rcnetd.toml";
+  bool check_config = false;
+  bool version = false;
+  std::string log_level;
+  std::string log_target;
+  app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
+  app.add_flag("--check-config", check_config, "parse and validate the configuration, then exit");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error, critical, off (overrides log.level)");
+  app.add_option("--log-target", log_target, "auto, journal, stderr (overrides log.target)");
+  app.add_flag("--version", version, "print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (version) {
+    std::printf("rcnetd %s\n", RCNET_VERSION);
+    return kExitOk;
+  }
+
+  daemon::DaemonOptions opts;
+  opts.config_path = config_path;
+  if (!log_level.empty()) {
+    opts.log_level = config::parse_log_level(log_level);
+    if (!opts.log_level) {
+      std::fprintf(stderr, "rcnetd: --log-level: unknown level '%s'\n", log_level.c_str());
+      return kExitUsage;
+    }
+  }
+  if (!log_target.empty()) {
+    opts.log_target = daemon::parse_log_target(log_target);
+    if (!opts.log_target) {
+      std::fprintf(stderr, "rcnetd: --log-target: expected auto, journal or stderr, not '%s'\n",
+                   log_target.c_str());
+      return kExitUsage;
+    }
+  }
+
+  // Configuration errors end here, before any device is touched.
+  auto cfg = config::load(config_path);
+  if (!cfg) {
+    std::fprintf(stderr, "rcnetd: %s\n", cfg.error().context.c_str());
+    return kExitUsage;
+  }
+  if (check_config) {
+    std::printf("rcnetd: %s: configuration OK\n", config_path.c_str());
+    return kExitOk;
+  }
+
+  daemon::setup_logging(opts.log_target.value_or(cfg->log_target),
+                        opts.log_level.value_or(cfg->log_level));
+
+  // Blocked before anything else exists, so sd-event can take them over a
+  // signalfd (sd_event_add_signal(3)).
+  if (auto r = daemon::block_signals({SIGTERM, SIGINT, SIGHUP}); !r) {
+    spdlog::critical("{}", r.error().message());
+    return kExitRuntime;
+  }
+
+  auto d = daemon::Daemon::create(std::move(*cfg), std::move(opts));
+  if (!d) {
+    spdlog::error("{}", d.error().message());
+    return kExitRuntime;
+  }
+  return (*d)->run();
+}

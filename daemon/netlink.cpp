@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "netlink.hpp"
+
+#include <linux/if.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+
+namespace rcnet::daemon {
+
+std::optional<bool> LinkTracker::update(int ifindex, unsigned flags, bool deleted) {
+  if (ifindex != ifindex_)
+    return std::nullopt;
+  const bool now_up = !deleted && (flags & IFF_UP) != 0 && (flags & IFF_RUNNING) != 0;
+  if (up_ == now_up)
+    return std::nullopt;
+  const bool first = !up_.has_value();
+  up_ = now_up;
+  // The first observation is the initial state, not a change, unless the
+  // link starts down (the manager assumes up until told otherwise).
+  if (first && now_up)
+    return std::nullopt;
+  return now_up;
+}
+
+bool neighbour_failed(int nud_state) {
+  return (nud_state & NUD_FAILED) != 0;
+}
+
+Result<int> ifindex_of_address(nl_sock* sock, const IpAddr& addr) {
+  nl_cache* raw = nullptr;
+  if (int r = rtnl_addr_alloc_cache(sock, &raw); r < 0)
+    return nl_error(r, "RTM_GETADDR dump");
+  NlCachePtr cache(raw);
+  struct Search {
+    const IpAddr* want;
+    int ifindex = 0;
+  } search{&addr};
+  nl_cache_foreach(
+      cache.get(),
+      [](nl_object* obj, void* arg) {
+        auto* s = static_cast<Search*>(arg);
+        auto* a = reinterpret_cast<rtnl_addr*>(obj);
+        if (s->ifindex != 0)
+          return;
+        if (auto ip = to_ip(rtnl_addr_get_local(a)); ip && *ip == *s->want) {
+          s->ifindex = rtnl_addr_get_ifindex(a);
+        }
+      },
+      &search);
+  if (search.ifindex == 0) {
+    return Error::from_errno(EADDRNOTAVAIL, "no interface holds address " + addr.to_string());
+  }
+  return search.ifindex;
+}
+
+Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
+                                                               const IpAddr& underlay,
+                                                               Handlers handlers) {
+  auto query = open_route_socket();
+  if (!query)
+    return query.error();
+  auto ifindex = ifindex_of_address(query->get(), underlay);
+  if (!ifindex)
+    return ifindex.error();
+
+  std::unique_ptr<NetlinkMonitor> m(new NetlinkMonitor(*ifindex, std::move(handlers)));
+  m->query_ = std::move(*query);
+
+  NlSockPtr ev(nl_socket_alloc());
+  if (!ev)
+    return Error::from_errno(ENOMEM, "nl_socket_alloc");
+  // Notifications carry no sequence numbers of ours.
+  nl_socket_disable_seq_check(ev.get());
+  nl_socket_modify_cb(ev.get(), NL_CB_VALID, NL_CB_CUSTOM, &NetlinkMonitor::on_message, m.get());
+  if (int r = nl_connect(ev.get(), NETLINK_ROUTE); r < 0)
+    return nl_error(r, "nl_connect");
+  if (int r = nl_socket_add_memberships(ev.get(), RTNLGRP_LINK, RTNLGRP_NEIGH, 0); r < 0) {
+    return nl_error(r, "subscribe RTNLGRP_LINK, RTNLGRP_NEIGH");
+  }
+  if (int r = nl_socket_set_nonblocking(ev.get()); r < 0)
+    return nl_error(r, "nonblocking");
+  // Neighbour tables churn on busy hosts; a larger buffer makes overflow rare
+  // (and resync() covers it when it happens).
+  nl_socket_set_buffer_size(ev.get(), 1 << 20, 0);
+  m->events_ = std::move(ev);
+
+  auto src = loop.add_io(nl_socket_get_fd(m->events_.get()), EPOLLIN, "netlink",
+                         [p = m.get()](std::uint32_t) { p->on_readable(); });
+  if (!src)
+    return src.error();
+  m->source_ = std::move(*src);
+  m->resync();
+  return m;
+}
+
+NetlinkMonitor::~NetlinkMonitor() = default;
+
+void NetlinkMonitor::on_readable() {
+  // Each nl_recvmsgs_default() call reads one datagram; drain the socket.
+  for (int i = 0; i < 256; ++i) {
+    const int r = nl_recvmsgs_default(events_.get());
+    if (r >= 0)
+      continue;
+    if (r == -NLE_AGAIN)
+      return;
+    if (r == -NLE_NOMEM) {
+      // ENOBUFS: the kernel dropped notifications.
+      spdlog::warn("netlink: notifications lost (socket overflow); re-reading the underlay link");
+      resync();
+      continue;
+    }
+    spdlog::warn("netlink: receive failed: {}", nl_geterror(-r));
+    return;
+  }
+}
+
+int NetlinkMonitor::on_message(nl_msg* msg, void* self) {
+  auto* m = static_cast<NetlinkMonitor*>(self);
+  const int type = nlmsg_hdr(msg)->nlmsg_type;
+  struct Ctx {
+    NetlinkMonitor* m;
+    int type;
+  } ctx{m, type};
+  nl_msg_parse(
+      msg,
+      [](nl_object* obj, void* arg) {
+        auto* c = static_cast<Ctx*>(arg);
+        c->m->on_object(obj, c->type);
+      },
+      &ctx);
+  return NL_OK;
+}
+
+void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
+  if (msg_type == RTM_NEWLINK || msg_type == RTM_DELLINK) {
+    auto* link = reinterpret_cast<rtnl_link*>(obj);
+    const auto changed = tracker_.update(rtnl_link_get_ifindex(link), rtnl_link_get_flags(link),
+                                         msg_type == RTM_DELLINK);
+    if (changed) {
+      spdlog::info("underlay link {} (ifindex {}) is {}",
+                   rtnl_link_get_name(link) ? rtnl_link_get_name(link) : "?", tracker_.ifindex(),
+                   *changed ? "up" : "down");
+      if (handlers_.link_changed)
+        handlers_.link_changed(*changed);
+    }
+    return;
+  }
+  if (msg_type == RTM_NEWNEIGH) {
+    auto* n = reinterpret_cast<rtnl_neigh*>(obj);
+    if (rtnl_neigh_get_ifindex(n) != tracker_.ifindex())
+      return;
+    if (!neighbour_failed(rtnl_neigh_get_state(n)))
+      return;
+    const auto addr = to_ip(rtnl_neigh_get_dst(n));
+    if (!addr)
+      return;
+    ++neighbour_failures_;
+    spdlog::info("underlay neighbour {} is FAILED", addr->to_string());
+    if (handlers_.neighbour_failed)
+      handlers_.neighbour_failed(*addr);
+  }
+}
+
+void NetlinkMonitor::resync() {
+  ++resyncs_;
+  rtnl_link* raw = nullptr;
+  const int r = rtnl_link_get_kernel(query_.get(), tracker_.ifindex(), nullptr, &raw);
+  if (r < 0) {
+    if (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND) {
+      if (auto changed = tracker_.update(tracker_.ifindex(), 0, true); changed) {
+        if (handlers_.link_changed)
+          handlers_.link_changed(*changed);
+      }
+      return;
+    }
+    spdlog::warn("netlink: cannot read underlay link {}: {}", tracker_.ifindex(), nl_geterror(-r));
+    return;
+  }
+  RtnlLinkPtr link(raw);
+  if (auto changed = tracker_.update(tracker_.ifindex(), rtnl_link_get_flags(link.get()), false)) {
+    spdlog::info("underlay link {} is {}", rtnl_link_get_name(link.get()),
+                 *changed ? "up" : "down");
+    if (handlers_.link_changed)
+      handlers_.link_changed(*changed);
+  }
+}
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Underlay monitoring over rtnetlink (rtnetlink(7)), in the loop: the state of
+// the underlay link (the interface holding the node's address) and neighbour
+// entries (ARP and IPv6 ND) going FAILED on it. The socket is non-blocking and
+// read from an io source; nothing here blocks except the initial dumps.
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "event_loop.hpp"
+#include "nl.hpp"
+#include "util/address.hpp"
+#include "util/result.hpp"
+
+namespace rcnet::daemon {
+
+// The up/down decision for one link, from RTM_NEWLINK/RTM_DELLINK. "Up" means
+// IFF_UP and IFF_RUNNING (carrier and operstate usable); a deleted link is
+// down. update() returns the new state only when it changed, so a flood of
+// unrelated link messages produces no manager calls.
+class LinkTracker {
+ public:
+  explicit LinkTracker(int ifindex) : ifindex_(ifindex) {}
+  std::optional<bool> update(int ifindex, unsigned flags, bool deleted);
+  int ifindex() const { return ifindex_; }
+  std::optional<bool> up() const { return up_; }
+
+ private:
+  int ifindex_;
+  std::optional<bool> up_;
+};
+
+// A neighbour state (NUD_* of ndm_state, rtnetlink(7)) that means the peer's
+// underlay address stopped answering ARP/ND.
+bool neighbour_failed(int nud_state);
+
+class NetlinkMonitor {
+ public:
+  struct Handlers {
+    std::function<void(bool up)> link_changed;
+    std::function<void(const IpAddr& addr)> neighbour_failed;
+  };
+
+  // Finds the interface holding `underlay` (RTM_GETADDR dump), subscribes to
+  // RTNLGRP_LINK, RTNLGRP_NEIGH (IPv4 and IPv6 entries arrive on it) and adds
+  // the socket to `loop`. Errors: EADDRNOTAVAIL when no interface holds
+  // `underlay`; netlink errors otherwise.
+  static Result<std::unique_ptr<NetlinkMonitor>> create(EventLoop& loop, const IpAddr& underlay,
+                                                        Handlers handlers);
+  ~NetlinkMonitor();
+
+  int underlay_ifindex() const { return tracker_.ifindex(); }
+  bool link_up() const { return tracker_.up().value_or(false); }
+  std::uint64_t neighbour_failures() const { return neighbour_failures_; }
+  std::uint64_t resyncs() const { return resyncs_; }
+
+ private:
+  NetlinkMonitor(int ifindex, Handlers h) : tracker_(ifindex), handlers_(std::move(h)) {}
+  void on_readable();
+  static int on_message(nl_msg* msg, void* self);
+  void on_object(nl_object* obj, int msg_type);
+  // Re-reads the link state after the socket overflowed (ENOBUFS): messages
+  // were lost, so the last one seen may be stale.
+  void resync();
+
+  LinkTracker tracker_;
+  Handlers handlers_;
+  NlSockPtr events_;  // subscribed, non-blocking
+  NlSockPtr query_;   // for resync's RTM_GETLINK
+  EventSource source_;
+  std::uint64_t neighbour_failures_ = 0;
+  std::uint64_t resyncs_ = 0;
+};
+
+// The interface index holding `addr` in the current namespace; ENOENT-style
+// Error (EADDRNOTAVAIL) if none does.
+Result<int> ifindex_of_address(nl_sock* sock, const IpAddr& addr);
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "tun.hpp"
+
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "netns.hpp"
+#include "nl.hpp"
+
+namespace rcnet::daemon {
+
+Result<TunDevice> TunDevice::open(const std::string& name) {
+  if (name.empty() || name.size() >= IFNAMSIZ)
+    return Error::invalid("TUN name '" + name + "'");
+  UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (!fd)
+    return Error::from_errno(errno, "open /dev/net/tun");
+  ifreq ifr{};
+  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  std::memcpy(ifr.ifr_name, name.data(), name.size());
+  if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
+    return Error::from_errno(errno, "TUNSETIFF " + name);
+  // The kernel fills in the final name when `name` was a template.
+  return TunDevice(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)));
+}
+
+Result<void> TunDevice::move_to_netns(const std::string& netns) {
+  auto ns = open_netns(netns);
+  if (!ns)
+    return ns.error();
+  auto sock = open_route_socket();
+  if (!sock)
+    return sock.error();
+  rtnl_link* raw = nullptr;
+  if (int r = rtnl_link_get_kernel(sock->get(), 0, name_.c_str(), &raw); r < 0) {
+    return nl_error(r, "look up link " + name_);
+  }
+  RtnlLinkPtr link(raw);
+  RtnlLinkPtr change(rtnl_link_alloc());
+  if (!change)
+    return Error::from_errno(ENOMEM, "rtnl_link_alloc");
+  rtnl_link_set_ns_fd(change.get(), ns->get());
+  if (int r = rtnl_link_change(sock->get(), link.get(), change.get(), 0); r < 0) {
+    return nl_error(r, "move " + name_ + " into network namespace " + netns);
+  }
+  netns_ = netns;
+  return {};
+}
+
+Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu) {
+  Result<NlSockPtr> sock = Error::invalid("unset");
+  {
+    auto in_ns = NetnsSwitch::enter(netns_);
+    if (!in_ns)
+      return in_ns.error();
+    sock = open_route_socket();
+  }  // back home: the socket stays bound to the device's namespace
+  if (!sock)
+    return sock.error();
+  const std::string where = netns_.empty() ? name_ : name_ + " (netns " + netns_ + ")";
+
+  rtnl_link* raw = nullptr;
+  if (int r = rtnl_link_get_kernel(sock->get(), 0, name_.c_str(), &raw); r < 0) {
+    return nl_error(r, "look up link " + where);
+  }
+  RtnlLinkPtr link(raw);
+  const int ifindex = rtnl_link_get_ifindex(link.get());
+
+  RtnlLinkPtr change(rtnl_link_alloc());
+  if (!change)
+    return Error::from_errno(ENOMEM, "rtnl_link_alloc");
+  rtnl_link_set_mtu(change.get(), mtu);
+  rtnl_link_set_flags(change.get(), IFF_UP);
+  if (int r = rtnl_link_change(sock->get(), link.get(), change.get(), 0); r < 0) {
+    return nl_error(r, "set mtu " + std::to_string(mtu) + " and up on " + where);
+  }
+
+  RtnlAddrPtr addr(rtnl_addr_alloc());
+  NlAddrPtr local = to_nl_addr(address.addr, address.length);
+  if (!addr || !local)
+    return Error::from_errno(ENOMEM, "rtnl_addr_alloc");
+  rtnl_addr_set_ifindex(addr.get(), ifindex);
+  rtnl_addr_set_family(addr.get(), address.addr.family);
+  if (int r = rtnl_addr_set_local(addr.get(), local.get()); r < 0) {
+    return nl_error(r, "rtnl_addr_set_local");
+  }
+  rtnl_addr_set_prefixlen(addr.get(), address.length);
+  if (int r = rtnl_addr_add(sock->get(), addr.get(), 0); r < 0 && r != -NLE_EXIST) {
+    return nl_error(r, "add address " + address.to_string() + " to " + where);
+  }
+  return {};
+}
+
+Result<std::size_t> TunDevice::read(std::span<std::byte> buf) {
+  const ssize_t n = ::read(fd_.get(), buf.data(), buf.size());
+  if (n < 0)
+    return Error::from_errno(errno, "read " + name_);
+  return static_cast<std::size_t>(n);
+}
+
+Result<void> TunDevice::write(std::span<const std::byte> packet) {
+  const ssize_t n = ::write(fd_.get(), packet.data(), packet.size());
+  if (n < 0)
+    return Error::from_errno(errno, "write " + name_);
+  return {};
+}
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The TUN side of the data path (DESIGN.md "Data path"): packets read from
+// the TUN fd are routed by IP destination to a peer's underlay endpoint and
+// handed to the connection manager; packets the manager receives are written
+// to the TUN fd. It is the manager's cm::PacketSink.
+//
+// Back-pressure: while the manager has no send slot the TUN io source is
+// disabled, so packets wait in the kernel's TUN queue (and the kernel drops
+// there, counted by the interface) instead of being read and dropped here.
+// Reading resumes on send_capacity(true), or when a check after any loop
+// iteration finds has_capacity() true again.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cm/manager.hpp"
+#include "event_loop.hpp"
+#include "util/address.hpp"
+
+namespace rcnet::daemon {
+
+// Daemon-side counters of the data path (the manager counts its own).
+#define RCNETD_TUN_COUNTERS(X)                                                      \
+  X(tun_rx_packets, "packets read from the TUN device")                             \
+  X(tun_rx_bytes, "bytes read from the TUN device")                                 \
+  X(tun_tx_packets, "packets written to the TUN device")                            \
+  X(tun_tx_bytes, "bytes written to the TUN device")                                \
+  X(drops_unmapped, "packets dropped: no peer maps to the IP destination")          \
+  X(drops_not_ip, "packets dropped: not IPv4/IPv6 or shorter than its header")      \
+  X(drops_refused, "packets the manager did not take (no slot, oversize, refused)") \
+  X(drops_tun_write, "received packets the TUN device did not accept")              \
+  X(drops_not_attached, "received packets before the TUN device existed")           \
+  X(read_pauses, "times TUN reading stopped for want of send slots")
+
+struct TunCounters {
+#define RCNET_X(name, help) std::uint64_t name = 0;
+  RCNETD_TUN_COUNTERS(RCNET_X)
+#undef RCNET_X
+  template <class F>
+  void for_each(F&& f) const {
+#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
+    RCNETD_TUN_COUNTERS(RCNET_X)
+#undef RCNET_X
+  }
+};
+
+class TunPath final : public cm::PacketSink {
+ public:
+  // Packets read per wakeup before yielding to the other sources.
+  static constexpr int kReadBatch = 64;
+  // Read buffer: the largest IP packet (the TUN MTU is at most 65520).
+  static constexpr std::size_t kBufferSize = 65536;
+
+  struct Hooks {
+    // Overlay destination → the peer's underlay endpoint (config's mapping).
+    std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
+    // cm::Manager::send.
+    std::function<cm::SendResult(const Endpoint& peer, std::span<const std::byte> packet)> send;
+    // cm::Manager::has_send_capacity.
+    std::function<bool()> has_capacity;
+  };
+
+  TunPath(EventLoop& loop, Hooks hooks);
+  ~TunPath() override;
+
+  // Starts reading `fd` (a TUN fd opened IFF_TUN|IFF_NO_PI, O_NONBLOCK, or any
+  // fd with the same one-packet-per-read semantics). The fd is borrowed and
+  // must outlive this object or a detach(). Errors: sd-event.
+  Result<void> attach(int fd);
+  void detach();
+  // Stops reading for good (graceful shutdown); writes still go through.
+  void stop_reading();
+
+  // --- cm::PacketSink --------------------------------------------------------
+  void deliver(NodeId peer, std::span<const std::byte> packet) override;
+  void send_capacity(bool available) override;
+
+  // One read pass, as the io source runs it; public for tests.
+  void on_readable();
+
+  bool reading() const { return source_.enabled(); }
+  const TunCounters& counters() const { return counters_; }
+
+ private:
+  void update_reading();
+
+  EventLoop& loop_;
+  Hooks hooks_;
+  int fd_ = -1;
+  EventSource source_;
+  // While paused: after every loop iteration, ask the manager whether slots
+  // came back, so a missed send_capacity(true) cannot stall the TUN forever.
+  EventSource recheck_;
+  bool capacity_ = true;
+  bool stopped_ = false;
+  std::vector<std::byte> buf_;
+  TunCounters counters_;
+};
+
+}  // namespace rcnet::daemon
