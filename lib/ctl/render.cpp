@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ctl/render.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace rcnet::ctl {
+
+namespace {
+
+const json& empty_array() {
+  static const json kEmpty = json::array();
+  return kEmpty;
+}
+
+const json* field(const json& j, const char* key) {
+  if (!j.is_object())
+    return nullptr;
+  const auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+// A value as table text; "-" for missing, null or an empty string.
+std::string text(const json* v) {
+  if (v == nullptr || v->is_null())
+    return "-";
+  if (v->is_string()) {
+    const auto& s = v->get_ref<const std::string&>();
+    return s.empty() ? "-" : s;
+  }
+  if (v->is_boolean())
+    return v->get<bool>() ? "yes" : "no";
+  if (v->is_number_unsigned())
+    return std::to_string(v->get<std::uint64_t>());
+  if (v->is_number_integer())
+    return std::to_string(v->get<std::int64_t>());
+  if (v->is_number_float()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v->get<double>());
+    return buf;
+  }
+  return v->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+std::string text(const json& j, const char* key) {
+  return text(field(j, key));
+}
+
+std::optional<double> number(const json& j, const char* key) {
+  const json* v = field(j, key);
+  if (v == nullptr || !v->is_number())
+    return std::nullopt;
+  return v->get<double>();
+}
+
+std::optional<std::uint64_t> count(const json& j, const char* key) {
+  const json* v = field(j, key);
+  if (v == nullptr || !v->is_number_unsigned())
+    return std::nullopt;
+  return v->get<std::uint64_t>();
+}
+
+std::string duration(const json& j, const char* key) {
+  const auto ms = number(j, key);
+  return ms ? format_duration_ms(*ms) : "-";
+}
+
+// "packets/bytes" for TX and RX columns.
+std::string traffic(const json& j, const char* packets, const char* bytes) {
+  const auto p = count(j, packets);
+  const auto b = count(j, bytes);
+  return (p ? std::to_string(*p) : "-") + "/" + (b ? format_bytes(*b) : "-");
+}
+
+const json& array_of(const json& data, const char* key) {
+  const json* v = field(data, key);
+  return v != nullptr && v->is_array() ? *v : empty_array();
+}
+
+// Columns separated by two spaces, numbers right-aligned, no trailing blanks.
+class Table {
+ public:
+  struct Column {
+    std::string title;
+    bool right = false;
+  };
+  explicit Table(std::vector<Column> cols) : cols_(std::move(cols)) {}
+  void add(std::vector<std::string> row) {
+    row.resize(cols_.size(), "-");
+    rows_.push_back(std::move(row));
+  }
+  std::string str() const {
+    std::vector<std::size_t> width(cols_.size());
+    for (std::size_t c = 0; c < cols_.size(); ++c)
+      width[c] = cols_[c].title.size();
+    for (const auto& row : rows_) {
+      for (std::size_t c = 0; c < cols_.size(); ++c)
+        width[c] = std::max(width[c], row[c].size());
+    }
+    std::string out;
+    std::vector<std::string> header;
+    for (const auto& col : cols_)
+      header.push_back(col.title);
+    line(out, header, width);
+    for (const auto& row : rows_)
+      line(out, row, width);
+    return out;
+  }
+
+ private:
+  void line(std::string& out, const std::vector<std::string>& cells,
+            const std::vector<std::size_t>& width) const {
+    std::string l;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0)
+        l += "  ";
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      l += cols_[c].right ? pad + cells[c] : cells[c] + pad;
+    }
+    while (!l.empty() && l.back() == ' ')
+      l.pop_back();
+    out += l + "\n";
+  }
+  std::vector<Column> cols_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+void flatten(const json& j, const std::string& prefix, std::string& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      flatten(*it, prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    }
+    return;
+  }
+  if (j.is_array() && std::any_of(j.begin(), j.end(),
+                                  [](const json& e) { return e.is_object() || e.is_array(); })) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      flatten(j[i], prefix + "[" + std::to_string(i) + "]", out);
+    }
+    return;
+  }
+  out += prefix + " = " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string format_duration_ms(double ms) {
+  if (!std::isfinite(ms) || ms < 0)
+    return "-";
+  char buf[32];
+  const auto whole_ms = static_cast<long long>(std::llround(ms));
+  if (whole_ms < 1000) {
+    std::snprintf(buf, sizeof buf, "%lldms", whole_ms);
+    return buf;
+  }
+  const auto tenths = static_cast<long long>(std::llround(ms / 100));
+  if (tenths < 600) {
+    std::snprintf(buf, sizeof buf, "%lld.%llds", tenths / 10, tenths % 10);
+    return buf;
+  }
+  const auto s = static_cast<long long>(ms / 1000);
+  if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+  }
+  return buf;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes < 1024)
+    return std::to_string(bytes) + "B";
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  std::size_t u = 0;
+  // Move up a unit before "1024.0KiB" would be printed.
+  while (v >= 1023.95 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%s", v, kUnits[u]);
+  return buf;
+}
+
+std::string render_status(const json& d) {
+  std::string out;
+  out += "node " + text(d, "node") + "  incarnation " + text(d, "incarnation") + "\n";
+  out += "local " + text(d, "local") + "  device " + text(d, "device") + "  mtu " + text(d, "mtu") +
+         "\n";
+  out += "peers " + text(d, "peers") + "  connections " + text(d, "connections") +
+         "  established " + text(d, "established") + "  qps " + text(d, "qps") + "  in teardown " +
+         text(d, "in_teardown") + "\n";
+  const json* slots = field(d, "send_slots");
+  out += "send slots " + (slots ? text(*slots, "free") : "-") + "/" +
+         (slots ? text(*slots, "total") : "-") + " free\n";
+  if (const json* srq = field(d, "srq"); srq != nullptr && srq->is_object()) {
+    const json* enabled = field(*srq, "enabled");
+    if (enabled != nullptr && enabled->is_boolean() && !enabled->get<bool>()) {
+      out += "srq off\n";
+    } else {
+      out += "srq " + text(*srq, "posted") + "/" + text(*srq, "size") + " posted  limit " +
+             text(*srq, "limit") + "  limit events " + text(*srq, "limit_events") + "\n";
+    }
+  }
+  if (const json* states = field(d, "states"); states != nullptr && states->is_object()) {
+    std::string line;
+    for (auto it = states->begin(); it != states->end(); ++it) {
+      if (it->is_number() && it->get<double>() != 0)
+        line += "  " + it.key() + " " + text(&*it);
+    }
+    if (!line.empty())
+      out += "states" + line + "\n";
+  }
+  return out;
+}
+
+std::string render_peers(const json& d) {
+  Table t({{"NODE", true},
+           {"UNDERLAY"},
+           {"OVERLAY"},
+           {"INCARNATION"},
+           {"STATE"},
+           {"QUEUED", true},
+           {"CONN", true}});
+  for (const json& p : array_of(d, "peers")) {
+    t.add({text(p, "node"), text(p, "underlay"), text(p, "overlay"), text(p, "incarnation"),
+           text(p, "state"), text(p, "queue_depth"), text(p, "conn_id")});
+  }
+  return t.str();
+}
+
+std::string render_qps(const json& d) {
+  Table t({{"PEER", true},
+           {"ADDR"},
+           {"QPN", true},
+           {"RQPN", true},
+           {"STATE"},
+           {"IN-STATE", true},
+           {"AGE", true},
+           {"IDLE", true},
+           {"TX", true},
+           {"RX", true},
+           {"REASON"}});
+  for (const json& q : array_of(d, "qps")) {
+    t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "qpn"), text(q, "remote_qpn"),
+           text(q, "state"), duration(q, "time_in_state_ms"), duration(q, "age_ms"),
+           duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
+           traffic(q, "rx_packets", "rx_bytes"), text(q, "teardown_reason")});
+  }
+  return t.str();
+}
+
+std::string render_connections(const json& d) {
+  Table t({{"PEER", true},
+           {"ADDR"},
+           {"OVERLAY"},
+           {"QPN", true},
+           {"RQPN", true},
+           {"STATE"},
+           {"IN-STATE", true},
+           {"AGE", true},
+           {"IDLE", true},
+           {"TX", true},
+           {"RX", true}});
+  for (const json& q : array_of(d, "connections")) {
+    t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "overlay"), text(q, "qpn"),
+           text(q, "remote_qpn"), text(q, "state"), duration(q, "time_in_state_ms"),
+           duration(q, "age_ms"), duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
+           traffic(q, "rx_packets", "rx_bytes")});
+  }
+  return t.str();
+}
+
+std::string render_srq(const json& d) {
+  Table t({{"ENABLED"},
+           {"SIZE", true},
+           {"POSTED", true},
+           {"FILL", true},
+           {"LIMIT", true},
+           {"LIMIT-EVENTS", true}});
+  std::string fill = "-";
+  const auto size = count(d, "size");
+  const auto posted = count(d, "posted");
+  if (size && posted && *size > 0)
+    fill = std::to_string(*posted * 100 / *size) + "%";
+  t.add({text(d, "enabled"), text(d, "size"), text(d, "posted"), fill, text(d, "limit"),
+         text(d, "limit_events")});
+  return t.str();
+}
+
+std::string render_stats(const json& d) {
+  Table t({{"NAME"}, {"VALUE", true}, {"HELP"}});
+  for (const json& c : array_of(d, "counters")) {
+    t.add({text(c, "name"), text(c, "value"), text(c, "help")});
+  }
+  return t.str();
+}
+
+std::string render_audit(const json& d) {
+  const json* ok = field(d, "ok");
+  const bool good = ok != nullptr && ok->is_boolean() && ok->get<bool>();
+  std::string out = std::string("audit ") + (good ? "ok" : "MISMATCH") + ": daemon " +
+                    text(d, "daemon_qps") + " QPs, kernel " + text(d, "kernel_qps") + " QPs\n";
+  const auto list = [&](const char* key, const char* title) {
+    const json& arr = array_of(d, key);
+    if (arr.empty())
+      return;
+    out += title;
+    for (const json& q : arr)
+      out += " " + text(&q);
+    out += "\n";
+  };
+  list("kernel_only", "kernel only (leaked, or unknown to rcnetd):");
+  list("daemon_only", "daemon only (gone from the kernel):");
+  return out;
+}
+
+std::string render_config(const json& d) {
+  std::string out;
+  flatten(d, "", out);
+  return out;
+}
+
+std::string render_action(Command c, const json& d) {
+  switch (c) {
+    case Command::kDisconnect:
+      return "disconnecting peer " + text(d, "disconnected") + "\n";
+    case Command::kReap: {
+      const auto n = count(d, "reaped");
+      return "reaped " + text(d, "reaped") + (n && *n == 1 ? " connection\n" : " connections\n");
+    }
+    case Command::kLogLevel:
+      return "log level " + text(d, "previous") + " -> " + text(d, "level") + "\n";
+    default:
+      return d.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+}
+
+std::string render(Command c, const json& data) {
+  switch (c) {
+    case Command::kStatus:
+      return render_status(data);
+    case Command::kPeers:
+      return render_peers(data);
+    case Command::kConnections:
+      return render_connections(data);
+    case Command::kQps:
+      return render_qps(data);
+    case Command::kSrq:
+      return render_srq(data);
+    case Command::kStats:
+      return render_stats(data);
+    case Command::kAudit:
+      return render_audit(data);
+    case Command::kConfig:
+      return render_config(data);
+    case Command::kDisconnect:
+    case Command::kReap:
+    case Command::kLogLevel:
+      return render_action(c, data);
+  }
+  return render_action(c, data);
+}
+
+}  // namespace rcnet::ctl

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// rcnetctl's human output: a reply's "data" (protocol.hpp) as aligned text
+// tables in the style of iproute2 and ss. `-j` prints the JSON instead.
+//
+// Renderers read JSON that came over a socket, so they never trust it: a
+// missing or mistyped field prints as "-", and nothing throws.
+
+#include <cstdint>
+#include <string>
+
+#include "ctl/protocol.hpp"
+
+namespace rcnet::ctl {
+
+// Human durations from milliseconds: "350ms", "1.2s", "3m04s", "2h05m",
+// "3d04h". Negative or non-finite → "-".
+std::string format_duration_ms(double ms);
+// Human sizes in IEC units: "512B", "1.5KiB", "1.5MiB", "2.0GiB", "1.0TiB".
+std::string format_bytes(std::uint64_t bytes);
+
+// One renderer per command; each returns '\n'-terminated lines.
+std::string render_status(const json& data);
+std::string render_peers(const json& data);
+// Columns: PEER ADDR QPN RQPN STATE IN-STATE AGE IDLE TX RX REASON, TX and RX
+// as "packets/bytes".
+std::string render_connections(const json& data);
+std::string render_qps(const json& data);
+std::string render_srq(const json& data);
+// "name value help", one counter per line.
+std::string render_stats(const json& data);
+std::string render_audit(const json& data);
+// The running config as TOML-like "section.key = value" lines.
+std::string render_config(const json& data);
+// disconnect, reap, log-level: one line saying what happened.
+std::string render_action(Command c, const json& data);
+
+// Dispatches on `c`.
+std::string render(Command c, const json& data);
+
+}  // namespace rcnet::ctl
