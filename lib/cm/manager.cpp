@@ -377,6 +377,7 @@ class Manager::Impl {
   // ---------------------------------------------------------------- timer
   void on_timer() {
     const TimePoint t = now();
+    scheduled_ = TimePoint::max();  // that wakeup is used up
     // Deferred rdma_cm id destruction (never inside the id's own callback).
     auto ids = std::move(pending_id_destroy_);
     pending_id_destroy_.clear();

@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The connection manager on the simulated fabric, virtual clock, no sleeps.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "cm/manager.hpp"
+#include "harness.hpp"
+#include "wire/private_data.hpp"
+
+using namespace rcnet;
+using namespace rcnet::test;
+using sim::Profile;
+
+namespace {
+
+Profile any_profile() {
+  return GENERATE(Profile::kMlx, Profile::kEhca, Profile::kRxe);
+}
+
+// Nothing left: no QP, no cm id (but the listener), SRQ full, no misuse.
+void require_clean(Node& n) {
+  INFO("node " << n.addr.to_string());
+  CHECK(n.mgr->live_qpns().empty());
+  CHECK(n.mgr->live_cm_ids() == 0);
+  CHECK(n.sim->live_qps() == 0);
+  CHECK(n.sim->live_cm_ids() == 0);
+  CHECK(n.sim->srq_posted() == n.mgr->config().srq_size);
+  CHECK(n.sim->stats().misuse == 0);
+  CHECK(n.ctr().qps_created == n.ctr().qps_destroyed);
+  CHECK(n.ctr().cm_ids_created == n.ctr().cm_ids_destroyed);
+  auto s = n.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+}
+
+std::size_t in_service(Node& n) {
+  auto s = n.mgr->snapshot();
+  return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
+    return q.in_service && q.state == cm::QpState::kEstablished;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("state names and the transition table", "[cm]") {
+  std::set<std::string_view> names;
+  for (int i = 0; i < cm::kQpStateCount; ++i) {
+    const auto s = static_cast<cm::QpState>(i);
+    const auto name = cm::to_string(s);
+    CHECK(name != "?");
+    names.insert(name);
+    CHECK_FALSE(cm::is_legal_transition(s, s));  // no self-loops
+    CHECK_FALSE(cm::is_legal_transition(cm::QpState::kDestroyed, s));
+  }
+  CHECK(names.size() == cm::kQpStateCount);
+  // Teardown only moves forward, through the spec's order.
+  CHECK(cm::is_legal_transition(cm::QpState::kEstablished, cm::QpState::kDisconnecting));
+  CHECK(cm::is_legal_transition(cm::QpState::kError, cm::QpState::kAwaitLastWqe));
+  CHECK(cm::is_legal_transition(cm::QpState::kAwaitLastWqe, cm::QpState::kDraining));
+  CHECK(cm::is_legal_transition(cm::QpState::kDraining, cm::QpState::kDestroyed));
+  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kEstablished, cm::QpState::kDestroyed));
+  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kDraining, cm::QpState::kAwaitLastWqe));
+  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kAwaitLastWqe, cm::QpState::kEstablished));
+  CHECK(cm::is_teardown(cm::QpState::kDisconnecting));
+  CHECK_FALSE(cm::is_teardown(cm::QpState::kEstablished));
+}
+
+TEST_CASE("on-demand connect delivers queued packets in order", "[cm]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    CHECK(a.mgr->send(b.ep(), packet(i)) == cm::SendResult::kQueued);
+  }
+  c.run(100ms);
+  REQUIRE(b.sink.packets.size() == 10);
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+    CHECK(b.sink.packets[i].bytes == packet(i));
+    CHECK(b.sink.packets[i].from == a.mgr->node_id());
+  }
+  // Now ESTABLISHED: the next one is sent directly, and the other way works.
+  CHECK(a.mgr->send(b.ep(), packet(10)) == cm::SendResult::kSent);
+  CHECK(b.mgr->send(a.ep(), packet(11, 2048)) == cm::SendResult::kSent);
+  CHECK(b.mgr->send(a.ep(), packet(12, 2049)) == cm::SendResult::kOversize);
+  c.run(10ms);
+  CHECK(b.sink.packets.size() == 11);
+  REQUIRE(a.sink.packets.size() == 1);
+  CHECK(a.sink.packets[0].bytes == packet(11, 2048));
+  CHECK(a.ctr().connects_established == 1);
+  CHECK(b.ctr().accepts == 1);
+  CHECK(b.ctr().drops_oversize == 1);
+  auto s = a.mgr->snapshot();
+  REQUIRE(s.qps.size() == 1);
+  CHECK(s.qps[0].state == cm::QpState::kEstablished);
+  CHECK(s.qps[0].tx_packets == 11);
+  CHECK(s.qps[0].rx_packets == 1);
+  CHECK(s.qps[0].remote_qpn == b.mgr->live_qpns().at(0));
+  REQUIRE(s.peers.size() == 1);
+  CHECK(s.peers[0].incarnation == b.mgr->config().incarnation);
+  CHECK(s.peers[0].overlay == b.mgr->config().overlay);
+}
+
+TEST_CASE("connect/teardown cycles leave nothing behind", "[cm][cycles]") {
+  const auto profile = any_profile();
+  Cluster c(profile);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  const int cycles = 10000;
+  std::size_t delivered = 0;
+  for (int i = 0; i < cycles; ++i) {
+    // Alternate who opens and who closes.
+    Node& from = (i % 2) ? a : b;
+    Node& to = (i % 2) ? b : a;
+    from.mgr->send(to.ep(), packet(static_cast<std::uint32_t>(i)));
+    c.run(5ms);
+    REQUIRE(from.mgr->disconnect_peer(to.mgr->node_id(), "test cycle"));
+    c.run(700ms);  // > disconnect + last_wqe + drain bounds
+    delivered = a.sink.packets.size() + b.sink.packets.size();
+    if (static_cast<int>(delivered) != i + 1)
+      FAIL("cycle " << i << " lost its packet");
+  }
+  CHECK(delivered == cycles);
+  require_clean(a);
+  require_clean(b);
+  CHECK(a.ctr().qps_created + b.ctr().qps_created == 2 * cycles);
+  if (profile == Profile::kMlx) {
+    CHECK(a.ctr().last_wqe_timeouts + b.ctr().last_wqe_timeouts == 0);
+    CHECK(a.ctr().last_wqe_received + b.ctr().last_wqe_received == 2 * cycles);
+  } else {
+    // ehca and rxe never deliver Last WQE Reached: every QP took the bounded fallback.
+    CHECK(a.ctr().last_wqe_received + b.ctr().last_wqe_received == 0);
+    CHECK(a.ctr().last_wqe_timeouts + b.ctr().last_wqe_timeouts == 2 * cycles);
+  }
+  CHECK(a.ctr().drains_completed + b.ctr().drains_completed == 2 * cycles);
+  CHECK(a.ctr().forced_destroys + b.ctr().forced_destroys == 0);
+}
+
+TEST_CASE("Last WQE never delivered: destroyed within last_wqe_timeout + drain", "[cm][teardown]") {
+  const auto profile = GENERATE(Profile::kEhca, Profile::kRxe);
+  Cluster c(profile);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  const auto start = c.fabric.now();
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  // Stage visible while it happens.
+  c.run(50ms);
+  auto s = a.mgr->snapshot();
+  REQUIRE(s.qps.size() == 1);
+  CHECK(s.qps[0].state == cm::QpState::kAwaitLastWqe);
+  CHECK(s.qps[0].teardown_reason == "test");
+  // Step until gone and measure when.
+  TimePoint gone{};
+  while (c.fabric.now() - start < 2s) {
+    c.run(1ms);
+    if (a.mgr->live_qpns().empty()) {
+      gone = c.fabric.now();
+      break;
+    }
+  }
+  REQUIRE(gone != TimePoint{});
+  const auto cfg = a.mgr->config();
+  CHECK(gone - start >= cfg.last_wqe_timeout);
+  CHECK(gone - start <= cfg.disconnect_timeout + cfg.last_wqe_timeout + cfg.drain_timeout);
+  CHECK(a.ctr().last_wqe_timeouts == 1);
+  CHECK(a.ctr().drains_completed == 1);
+  CHECK(a.ctr().forced_destroys == 0);
+  c.run(1s);
+  require_clean(a);
+  require_clean(b);
+}
+
+TEST_CASE("drain WR never completes: destroyed at drain_timeout, counted", "[cm][teardown]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  const auto qpn = a.mgr->live_qpns().at(0);
+  c.fabric.faults().drop_drain_completion(a.addr, qpn);
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(1s);
+  CHECK(a.mgr->live_qpns().empty());
+  CHECK(a.ctr().drain_timeouts == 1);
+  CHECK(a.ctr().forced_destroys == 1);
+  CHECK(a.ctr().drains_completed == 0);
+  c.run(1s);
+  require_clean(a);
+  require_clean(b);
+}
+
+TEST_CASE("QP FATAL and Last WQE on one QP: one teardown", "[cm][async]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  const auto qpn = a.mgr->live_qpns().at(0);
+  REQUIRE(c.fabric.faults().inject_qp_fatal(a.addr, qpn));
+  c.run(5ms);
+  // A duplicate Last WQE on top of the real one.
+  c.fabric.faults().inject_last_wqe(a.addr, qpn);
+  c.run(1s);
+  CHECK(a.ctr().qp_fatal_events == 1);
+  CHECK(a.ctr().qps_destroyed == 1);
+  CHECK(a.ctr().last_wqe_timeouts == 0);
+  CHECK(a.ctr().async_events_ignored >= 1);
+  require_clean(a);
+  // The peer notices through DREQ/retries and is clean too; traffic reconnects.
+  a.mgr->send(b.ep(), packet(2));
+  c.run(2s);
+  CHECK(b.sink.packets.size() == 2);
+}
+
+TEST_CASE("duplicate and reordered async and CM events are counted, never fatal", "[cm][async]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.fabric.faults().async(sim::FaultAction::kDuplicate, rdma::AsyncEventType::kLastWqeReached, 4);
+  c.fabric.faults().cm(sim::FaultAction::kDuplicate, rdma::CmEventType::kEstablished, 2);
+  c.fabric.faults().cm(sim::FaultAction::kReorder, rdma::CmEventType::kDisconnected, 2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(2s);
+  CHECK(a.ctr().async_events_ignored + b.ctr().async_events_ignored >= 1);
+  CHECK(a.ctr().cm_events_ignored + b.ctr().cm_events_ignored >= 1);
+  require_clean(a);
+  require_clean(b);
+  // Still works afterwards.
+  b.mgr->send(a.ep(), packet(2));
+  c.run(100ms);
+  CHECK(a.sink.packets.size() == 1);
+}
+
+TEST_CASE("simultaneous open of two nodes converges on one connection", "[cm][collision]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    a.mgr->send(b.ep(), packet(i));
+    b.mgr->send(a.ep(), packet(100 + i));
+  }
+  c.run(500ms);
+  CHECK(in_service(a) == 1);
+  CHECK(in_service(b) == 1);
+  CHECK(a.mgr->live_qpns().size() == 1);
+  CHECK(b.mgr->live_qpns().size() == 1);
+  CHECK(a.sink.packets.size() == 5);
+  CHECK(b.sink.packets.size() == 5);
+  // Lower node id wins: a (10.99.0.1) rejected b's REQ; b merged.
+  CHECK(a.ctr().rejects_sent_collision == 1);
+  CHECK(b.ctr().collisions_merged == 1);
+  // Both sides name the same QP pair.
+  auto sa = a.mgr->snapshot(), sb = b.mgr->snapshot();
+  CHECK(sa.qps[0].remote_qpn == sb.qps[0].qpn);
+  CHECK(sb.qps[0].remote_qpn == sa.qps[0].qpn);
+  c.run(2s);
+  CHECK(a.sim->stats().misuse == 0);
+  CHECK(b.sim->stats().misuse == 0);
+}
+
+TEST_CASE("16 nodes all connecting to all at one instant: one connection per pair",
+          "[cm][collision]") {
+  Cluster c(any_profile());
+  const int n = 16;
+  for (int i = 1; i <= n; ++i)
+    c.add(i);
+  for (int i = 1; i <= n; ++i) {
+    for (int j = 1; j <= n; ++j) {
+      if (i != j)
+        c[i].mgr->send(c[j].ep(), packet(static_cast<std::uint32_t>(i * 100 + j)));
+    }
+  }
+  c.run(3s);
+  std::size_t merged = 0, rejected = 0;
+  for (int i = 1; i <= n; ++i) {
+    INFO("node " << i);
+    CHECK(in_service(c[i]) == n - 1);
+    CHECK(c[i].mgr->live_qpns().size() == n - 1);
+    CHECK(c[i].sim->live_qps() == n - 1);
+    CHECK(c[i].sink.packets.size() == n - 1);  // no packet lost from the queues
+    std::set<NodeId> from;
+    for (auto& p : c[i].sink.packets)
+      from.insert(p.from);
+    CHECK(from.size() == n - 1);
+    CHECK(c[i].ctr().drops_queue_full + c[i].ctr().drops_connect_failed == 0);
+    CHECK(c[i].sim->stats().misuse == 0);
+    merged += c[i].ctr().collisions_merged;
+    rejected += c[i].ctr().rejects_sent_collision;
+  }
+  CHECK(merged == rejected);
+  // Every pair's QPs point at each other.
+  for (int i = 1; i <= n; ++i) {
+    for (auto& q : c[i].mgr->snapshot().qps) {
+      int j = static_cast<int>(q.peer_node & 0xff);
+      auto theirs = c[j].mgr->snapshot().qps;
+      auto it = std::find_if(theirs.begin(), theirs.end(),
+                             [&](auto& t) { return t.qpn == q.remote_qpn; });
+      REQUIRE(it != theirs.end());
+      CHECK(it->remote_qpn == q.qpn);
+    }
+  }
+}
+
+TEST_CASE("peer restart: old QP reaped at the new REQ, not at the timer", "[cm][restart]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  const auto old_qpn = a.mgr->live_qpns().at(0);
+  b.sim->crash();
+  c.run(1ms);
+  b.sim->restart();
+  c.restart(2, 0xbeef);
+  auto& b2 = c[2];
+  b2.mgr->send(a.ep(), packet(2));
+  c.run(100ms);  // far below idle_timeout (5 s)
+  CHECK(a.ctr().restarts_detected == 1);
+  CHECK(a.ctr().idle_reaps == 0);
+  auto s = a.mgr->snapshot();
+  CHECK(std::none_of(s.qps.begin(), s.qps.end(),
+                     [&](auto& q) { return q.qpn == old_qpn && q.in_service; }));
+  CHECK(a.sink.packets.size() == 1);
+  c.run(1s);  // teardown bounds
+  auto qpns = a.mgr->live_qpns();
+  CHECK(std::find(qpns.begin(), qpns.end(), old_qpn) == qpns.end());
+  CHECK(qpns.size() == 1);
+  CHECK(in_service(a) == 1);
+  REQUIRE(a.mgr->snapshot().peers.size() == 1);
+  CHECK(a.mgr->snapshot().peers[0].incarnation == 0xbeef);
+}
+
+TEST_CASE("peer crash without DREQ: reaped at idle_timeout", "[cm][reap]") {
+  const auto profile = any_profile();
+  Cluster c(profile);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(300ms);  // the send's fence has completed: nothing outstanding towards b
+  const auto t0 = c.fabric.now() - 300ms;
+  b.sim->crash();
+  const auto cfg = a.mgr->config();
+  // Just before idle_timeout: still there.
+  c.run(cfg.idle_timeout - cfg.reaper_interval - 300ms);
+  CHECK(a.ctr().idle_reaps == 0);
+  // By idle_timeout + one reaper tick the reap has started.
+  c.run(2 * cfg.reaper_interval + 10ms);
+  CHECK(a.ctr().idle_reaps == 1);
+  CHECK(c.fabric.now() - t0 <= cfg.idle_timeout + 2 * cfg.reaper_interval);
+  c.run(2s);
+  require_clean(a);
+}
+
+TEST_CASE("send to a dead peer: retry exceeded reaps it at once", "[cm][reap]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kEhca));
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  b.sim->crash();
+  for (std::uint32_t i = 0; i < 20; ++i)
+    a.mgr->send(b.ep(), packet(i));  // some signaled
+  c.run(2s);                         // < idle_timeout
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  CHECK(a.ctr().idle_reaps == 0);
+  require_clean(a);
+}
+
+TEST_CASE("neighbour FAILED and link down reap at once", "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  auto& d = c.add(3);
+  a.mgr->send(b.ep(), packet(1));
+  a.mgr->send(d.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 2);
+  a.mgr->peer_failed(b.addr, "neighbour FAILED");
+  CHECK(in_service(a) == 1);
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  a.mgr->link_changed(false);
+  CHECK(in_service(a) == 0);
+  CHECK(a.mgr->send(d.ep(), packet(2)) == cm::SendResult::kRefused);
+  c.run(1s);
+  require_clean(a);
+  a.mgr->link_changed(true);
+  a.mgr->send(d.ep(), packet(3));
+  c.run(50ms);
+  CHECK(in_service(a) == 1);
+}
+
+TEST_CASE("idle connections are reaped and come back on demand", "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  c.run(a.mgr->config().idle_timeout + 1s);
+  CHECK(a.ctr().idle_reaps + b.ctr().idle_reaps >= 1);
+  c.run(2s);
+  require_clean(a);
+  require_clean(b);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(50ms);
+  CHECK(b.sink.packets.size() == 2);
+}
+
+TEST_CASE("max_connections with SRQ: LRU evicted, new peer gets through", "[cm][limits]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.max_connections = 3; });
+  for (int i = 2; i <= 5; ++i)
+    c.add(i);
+  for (int i = 2; i <= 4; ++i) {
+    a.mgr->send(c[i].ep(), packet(1));
+    c.run(50ms);
+  }
+  REQUIRE(in_service(a) == 3);
+  // Touch 2 and 4 so that 3 is least recently used.
+  a.mgr->send(c[2].ep(), packet(2));
+  a.mgr->send(c[4].ep(), packet(2));
+  c.run(50ms);
+  a.mgr->send(c[5].ep(), packet(1));
+  c.run(1s);
+  CHECK(a.ctr().evictions == 1);
+  CHECK(in_service(a) == 3);
+  CHECK(c[5].sink.packets.size() == 1);
+  auto s = a.mgr->snapshot();
+  const NodeId evicted = c[3].mgr->node_id();
+  CHECK(std::none_of(s.qps.begin(), s.qps.end(), [&](auto& q) { return q.peer_node == evicted; }));
+}
+
+TEST_CASE("non-SRQ mode: LRU eviction at the limit, teardown without Last WQE", "[cm][limits]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto no_srq = [](cm::ManagerConfig& m) {
+    m.use_srq = false;
+    m.max_connections = 4;
+  };
+  auto& a = c.add(1, no_srq);
+  for (int i = 2; i <= 7; ++i)
+    c.add(i, [](cm::ManagerConfig& m) { m.use_srq = false; });
+  for (int i = 2; i <= 7; ++i) {
+    a.mgr->send(c[i].ep(), packet(static_cast<std::uint32_t>(i)));
+    c.run(50ms);
+  }
+  CHECK(in_service(a) == 4);
+  CHECK(a.ctr().evictions == 2);
+  for (int i = 2; i <= 7; ++i)
+    CHECK(c[i].sink.packets.size() == 1);
+  c.run(2s);
+  CHECK(a.ctr().last_wqe_received == 0);
+  CHECK(a.ctr().last_wqe_timeouts == 0);  // flushed receives counted instead
+  CHECK(a.ctr().flushed_recvs_counted >= 2 * a.mgr->config().rq_depth);
+  CHECK(a.ctr().qps_destroyed == 2);
+  CHECK(a.sim->stats().misuse == 0);
+  // Default limit without SRQ is IPoIB-CM's 128.
+  Cluster d(Profile::kRxe);
+  auto& x = d.add(1, [](cm::ManagerConfig& m) {
+    m.use_srq = false;
+    m.max_connections = 0;
+  });
+  CHECK(x.mgr->config().max_connections == 128);
+}
+
+TEST_CASE("malformed REQ private data: REJ malformed, counted, nothing leaked", "[cm][wire]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  // A raw client on node 9 speaking garbage through the seam directly.
+  auto& raw = c.fabric.add_node(node_addr(9), Profile::kRxe);
+  struct RawSink : rdma::EventSink {
+    rdma::Seam* seam = nullptr;
+    std::vector<std::uint8_t> pd;
+    std::vector<rdma::CmEvent> events;
+    rdma::CmIdHandle id = 0;
+    void on_cm_event(const rdma::CmEvent& ev) override {
+      events.push_back(ev);
+      if (ev.type == rdma::CmEventType::kAddrResolved)
+        (void)seam->resolve_route(id, 1s);
+      if (ev.type == rdma::CmEventType::kRouteResolved) {
+        (void)seam->create_qp(id, rdma::QpCaps{});
+        rdma::ConnParams p;
+        p.private_data = pd;
+        (void)seam->connect(id, p);
+      }
+    }
+    void on_async_event(const rdma::AsyncEvent&) override {}
+    void on_completions(std::span<const rdma::WorkCompletion>) override {}
+  } sink;
+  sink.seam = &raw.seam();
+  raw.set_sink(&sink);
+  REQUIRE(raw.seam().open(Endpoint{node_addr(9), kPort}, rdma::DeviceConfig{}));
+  auto bad = GENERATE(std::vector<std::uint8_t>{1, 2, 3}, std::vector<std::uint8_t>(56, 0xff),
+                      std::vector<std::uint8_t>(56, 0));
+  sink.pd = bad;
+  sink.id = *raw.seam().create_id();
+  REQUIRE(raw.seam().resolve_addr(sink.id, a.ep(), 1s));
+  c.run(100ms);
+  auto rej = std::find_if(sink.events.begin(), sink.events.end(),
+                          [](auto& e) { return e.type == rdma::CmEventType::kRejected; });
+  REQUIRE(rej != sink.events.end());
+  auto d = wire::decode(rej->private_data, wire::Kind::kRej);
+  REQUIRE(d.ok);
+  CHECK((d.data.reason == wire::RejectReason::kMalformed ||
+         d.data.reason == wire::RejectReason::kVersion));
+  CHECK(a.ctr().malformed_private_data == 1);
+  CHECK(a.ctr().rejects_sent_malformed + a.ctr().rejects_sent_version == 1);
+  c.run(100ms);
+  require_clean(a);
+}
+
+TEST_CASE("REQ from outside the allowed subnets is refused", "[cm]") {
+  Cluster c(Profile::kMlx);
+  auto& a =
+      c.add(1, [](cm::ManagerConfig& m) { m.allowed_peers = {*IpPrefix::parse("10.99.0.0/30")}; });
+  auto& b = c.add(2);
+  auto& far = c.add(5);
+  b.mgr->send(a.ep(), packet(1));
+  far.mgr->send(a.ep(), packet(1));
+  c.run(100ms);
+  CHECK(a.sink.packets.size() == 1);
+  CHECK(a.ctr().rejects_sent_not_allowed == 1);
+  CHECK(far.ctr().drops_connect_failed == 1);
+  c.run(1s);
+  require_clean(far);
+}
+
+TEST_CASE("shutdown tears every QP down and stops", "[cm]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  for (int i = 2; i <= 5; ++i) {
+    c.add(i);
+    a.mgr->send(c[i].ep(), packet(1));
+  }
+  c.run(50ms);
+  REQUIRE(in_service(a) == 4);
+  a.mgr->shutdown();
+  CHECK_FALSE(a.mgr->stopped());
+  CHECK(a.mgr->send(c[2].ep(), packet(2)) == cm::SendResult::kRefused);
+  c.run(1s);
+  CHECK(a.mgr->stopped());
+  require_clean(a);
+  for (int i = 2; i <= 5; ++i) {
+    c.run(1s);
+    CHECK(c[i].mgr->live_qpns().empty());
+  }
+}
+
+TEST_CASE("back-pressure: slots run out, sending resumes, nothing lost", "[cm][datapath]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.send_slots = 8;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  for (std::uint32_t i = 1; i <= 200; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  CHECK(a.sink.capacity_off >= 1);
+  c.run(100ms);
+  CHECK(a.sink.capacity_on >= 1);
+  CHECK(a.mgr->has_send_capacity());
+  REQUIRE(b.sink.packets.size() == 201);
+  for (std::uint32_t i = 0; i <= 200; ++i)
+    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+}
+
+TEST_CASE("an idle QP's unsignaled sends are fenced so their slots come back", "[cm][datapath]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.signal_every = 1000; });
+  auto& b = c.add(2);
+  for (std::uint32_t i = 0; i < 5; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  c.run(10ms);
+  auto s = a.mgr->snapshot();
+  CHECK(s.send_slots_free < s.send_slots_total);
+  c.run(300ms);  // a reaper tick or two
+  s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+  CHECK(b.sink.packets.size() == 5);  // the fence is not delivered as a packet
+}
