@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The simulated HCA and fabric: many nodes (one HCA + its rdma_cm each) in
+// one process, on a virtual clock, deterministically. Tests drive the
+// connection manager through each node's rdma::Seam and cm::TimerService.
+//
+// Determinism: one event queue ordered by (virtual time, sequence number) and
+// one seeded PRNG (splitmix64) for every latency jitter. No threads, no
+// sleeps, no real clock. The same seed and the same calls give the same trace.
+//
+// Delivery (rdma::Seam contract): events reach a node's EventSink only from
+// inside Fabric::run_*; CM and async events one by one, completions in
+// batches of at most kCompletionBatch. A sink may call back into the seam;
+// what that generates is queued, never delivered recursively.
+//
+// Semantics follow rdma_cm(7), rdma_connect(3), rdma_accept(3),
+// rdma_disconnect(3), ibv_modify_qp(3), ibv_post_send(3), ibv_poll_cq(3),
+// ibv_get_async_event(3), IB spec 10.3.1 / 11.6.3, and the Soft-RoCE facts in
+// LAB.md for Profile::kRxe. Where the real stack leaks or deadlocks on misuse
+// (destroy_id with a QP, destroy_id from inside its own event), the simulator
+// refuses the call and counts it in SimStats::misuse instead.
+//
+// Ownership: the Fabric owns every SimNode; references stay valid for the
+// Fabric's lifetime (crash()/restart() keep the object). Single-threaded.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cm/manager.hpp"
+#include "rdma/seam.hpp"
+#include "util/address.hpp"
+#include "util/time.hpp"
+
+namespace rcnet::sim {
+
+// Device quirk profiles (DESIGN.md "Components").
+enum class Profile : std::uint8_t {
+  kMlx,   // delivers Last WQE Reached for an SRQ QP entering ERR
+  kEhca,  // never delivers Last WQE Reached for an SRQ QP in ERR with an empty RQ
+  kRxe,   // Soft-RoCE as measured in LAB.md: no async events at all, passive QP
+          // stays RTS after DISCONNECTED, retry_count 7 is infinite, drain CQE
+          // after 2-3 ms, flushed receives reported as SEND with byte_len 0
+};
+std::string_view to_string(Profile p);
+
+// The hardware QP state (ibv_qp_state), as the simulated HCA sees it.
+enum class QpStateSim : std::uint8_t { kReset, kInit, kRtr, kRts, kErr };
+std::string_view to_string(QpStateSim s);
+
+// Latencies of the simulated fabric. Defaults are in the range LAB.md measured
+// or the IB spec gives; change them through Fabric::timing() before running.
+struct Timing {
+  Duration resolve = 50us;                  // rdma_resolve_addr / rdma_resolve_route
+  Duration cm_hop = 100us;                  // one CM MAD (REQ, REP, RTU, REJ, DREQ, DREP) one way
+  Duration cm_jitter = 20us;                // uniform [0, cm_jitter) added to each CM hop (seeded)
+  Duration wire = 2us;                      // one data packet or ACK one way, plus size / link rate
+  std::uint64_t link_bytes_per_us = 12500;  // 100 Gb/s
+  Duration rnr_timer = 1ms;                 // delay between RNR retries
+  Duration last_wqe = 100us;                // ERR → Last WQE Reached (mlx)
+  Duration async = 10us;                    // injected async events (QP FATAL, ...)
+  Duration drain = 10us;                    // drain WR flush on mlx/ehca
+  Duration drain_rxe_min = 2ms;             // rxe: drain flush after [min, max) (LAB.md)
+  Duration drain_rxe_max = 3ms;
+  Duration unreachable = 1s;      // REQ to a crashed host → UNREACHABLE (CM retries exhausted)
+  Duration dreq_timeout = 100ms;  // DREQ without DREP → DISCONNECTED anyway
+  Duration reorder_hold = 10ms;   // a reordered event waits at most this for a successor
+};
+
+// Counters of what the simulator saw. Misuse is what leaks or deadlocks in
+// the real stack; tests of the manager assert it stays 0.
+struct SimStats {
+  std::uint64_t misuse = 0;                  // sum of the next three
+  std::uint64_t destroy_id_with_qp = 0;      // rdma_destroy_id while its QP exists (leak)
+  std::uint64_t destroy_id_in_dispatch = 0;  // rdma_destroy_id inside its own event (deadlock)
+  std::uint64_t unknown_handle = 0;          // cm id never created here or already destroyed
+  std::uint64_t stale_handle = 0;            // handle from before a restart (not misuse: old owner)
+  std::uint64_t bad_state = 0;        // call refused with EINVAL because of the object's state
+  std::uint64_t on_crashed_node = 0;  // calls while crashed (ENODEV)
+
+  std::uint64_t sends_posted = 0;
+  std::uint64_t packets_delivered = 0;  // receive completions with success
+  std::uint64_t bytes_delivered = 0;
+  std::uint64_t rnr_naks = 0;  // RNR NAKs this node received as sender
+  std::uint64_t retry_exceeded = 0;
+  std::uint64_t rnr_retry_exceeded = 0;
+  std::uint64_t length_errors = 0;      // receive buffer too small (this node's receive side)
+  std::uint64_t protection_errors = 0;  // SGE outside registered memory / wrong lkey
+  std::uint64_t flushed = 0;            // kFlushErr CQEs generated (drain included)
+  std::uint64_t last_wqe_events = 0;    // Last WQE Reached generated (before faults)
+
+  std::uint64_t cm_events_dropped = 0, cm_events_duplicated = 0, cm_events_delayed = 0,
+                cm_events_reordered = 0;
+  std::uint64_t async_events_dropped = 0, async_events_duplicated = 0, async_events_delayed = 0,
+                async_events_reordered = 0;
+  std::uint64_t cm_events_for_destroyed_ids = 0;  // discarded as the real stack does
+  std::uint64_t events_without_sink = 0;          // discarded: no sink set
+  std::uint64_t drains_dropped = 0;
+  std::uint64_t cq_overflows = 0;
+  std::uint64_t cqes_lost = 0;  // generated after the CQ overflowed
+};
+
+enum class FaultAction : std::uint8_t {
+  kDrop,       // the event is never delivered
+  kDuplicate,  // delivered twice
+  kDelay,      // delivered `delay` later (even if its id is destroyed by then)
+  kReorder,    // held back and delivered right after the node's next event of
+               // the same class (CM or async), or after Timing::reorder_hold
+};
+
+class Fabric;
+
+inline constexpr std::size_t kCompletionBatch = 64;
+
+// One HCA and its rdma_cm on one host.
+class SimNode {
+ public:
+  ~SimNode();
+  SimNode(const SimNode&) = delete;
+  SimNode& operator=(const SimNode&) = delete;
+
+  rdma::Seam& seam();
+  // now() is fabric time; schedule() arms this node's single wakeup.
+  cm::TimerService& timers();
+  // Where the node's events go (borrowed; nullptr discards and counts them).
+  void set_sink(rdma::EventSink* sink);
+  // Called from inside Fabric::run_* when the scheduled deadline is reached.
+  void set_timer_callback(std::function<void()> cb);
+
+  // The host dies: no DREQ, every id, QP, SRQ, CQ and pending event is gone,
+  // the sink and timer callback are dropped, calls fail with ENODEV. Peers
+  // see it only through timeouts (retry exceeded, UNREACHABLE).
+  void crash();
+  // The host is back at the same address with a fresh device and nothing
+  // open. QPNs and handles continue from before (never reused in a run).
+  void restart();
+  bool is_up() const;
+
+  const IpAddr& address() const;
+  Profile profile() const;
+  // Lowers the device's max_qp (create_qp → ENOMEM beyond it), for limit tests.
+  void set_max_qp(std::uint32_t max_qp);
+
+  // --- test oracles ---
+  std::size_t live_qps() const;
+  std::size_t live_cm_ids() const;  // excluding the listener
+  std::uint32_t srq_posted() const;
+  std::size_t rq_posted(rdma::Qpn qpn) const;  // per-QP RQ (non-SRQ QPs)
+  std::size_t sends_outstanding(rdma::Qpn qpn) const;
+  std::optional<QpStateSim> qp_state(rdma::Qpn qpn) const;  // nullopt: no such QP
+  std::size_t cq_unpolled() const;
+  const SimStats& stats() const;
+  // One line per misuse, for test failure messages.
+  const std::vector<std::string>& misuse_log() const;
+
+  struct Impl;
+  Impl& impl();  // the simulator's own access
+
+ private:
+  friend class Fabric;
+  SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Fault injection. Rules apply to events the simulator generates from now
+// on, first matching rule first; injected copies are never matched again.
+// All of it is deterministic.
+class Faults {
+ public:
+  // The next `count` rdma_cm events of `type` (for `node` only, when given).
+  void cm(FaultAction action, rdma::CmEventType type, std::uint32_t count = 1,
+          std::optional<IpAddr> node = std::nullopt, Duration delay = 0ns);
+  // The next `count` async events of `type` (for `node` only, when given).
+  void async(FaultAction action, rdma::AsyncEventType type, std::uint32_t count = 1,
+             std::optional<IpAddr> node = std::nullopt, Duration delay = 0ns);
+  void clear();  // forget every pending rule
+
+  // QP → ERR (flushing) and kQpFatal; on mlx an SRQ QP then also gets Last WQE
+  // Reached, so a manager sees both on one QP. false if no such QP.
+  bool inject_qp_fatal(const IpAddr& node, rdma::Qpn qpn);
+  // The QP's outstanding send (or, if none, its next one) completes with
+  // kRetryExceeded and the QP goes to ERR. false if no such QP.
+  bool inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn);
+  // An (unsolicited or duplicate) Last WQE Reached for `qpn`, on any profile.
+  bool inject_last_wqe(const IpAddr& node, rdma::Qpn qpn);
+  // While on, incoming SENDs at `node` find no receive WR (RNR NAK).
+  void starve_receives(const IpAddr& node, bool on = true);
+  // The host dies: no DREQ, state gone (SimNode::crash()).
+  void crash(const IpAddr& node);
+  // The node's CQ overflows now: kCqErr, every QP on it to ERR, later CQEs lost.
+  void cq_overflow(const IpAddr& node);
+  // The drain WR of `qpn` never completes (to exercise drain_timeout).
+  void drop_drain_completion(const IpAddr& node, rdma::Qpn qpn);
+
+  struct Rule {
+    bool cm = true;
+    FaultAction action = FaultAction::kDrop;
+    std::uint8_t type = 0;  // CmEventType or AsyncEventType
+    std::optional<IpAddr> node;
+    std::uint32_t remaining = 0;
+    Duration delay{};
+  };
+  // For the simulator: consumes the first matching rule; nullptr if none.
+  const Rule* match(bool cm, std::uint8_t type, const IpAddr& node);
+
+ private:
+  friend class Fabric;
+  explicit Faults(Fabric& f) : fabric_(f) {}
+  SimNode::Impl* live(const IpAddr& node);  // nullptr: unknown or crashed
+  Fabric& fabric_;
+  std::vector<Rule> rules_;
+  Rule last_{};
+};
+
+class Fabric {
+ public:
+  explicit Fabric(std::uint64_t seed = 1);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // Virtual time; starts at a fixed epoch (not 0, so "unset" stays distinct).
+  TimePoint now() const;
+  // The fabric owns the node. Adding an address twice returns the existing node.
+  SimNode& add_node(const IpAddr& underlay, Profile profile);
+  SimNode* node(const IpAddr& underlay);
+  std::vector<SimNode*> nodes();
+
+  // Processes everything due up to now()+d and leaves the clock there.
+  void run_for(Duration d);
+  void run_until(TimePoint t);
+  // Processes events (node timers included) up to now()+limit. Returns true as
+  // soon as nothing is scheduled but node timers beyond that point (the clock
+  // stays at the last event processed); false if fabric events are still
+  // pending there (the clock is then at now()+limit).
+  bool run_until_idle(Duration limit);
+  // Events processed so far (a cheap progress / determinism check).
+  std::uint64_t events_processed() const;
+
+  Faults& faults();
+  Timing& timing();
+  // Every dispatched event and completion as one line ("t=... node ... ev"),
+  // for debugging and determinism checks. Empty function = off.
+  void set_tracer(std::function<void(const std::string&)> tracer);
+
+  struct Impl;
+  Impl& impl();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rcnet::sim

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Internals of the simulated fabric, shared by fabric.cpp (queue, clock,
+// faults), node_cm.cpp (rdma_cm) and node_verbs.cpp (QPs, data path).
+// Not part of the contract: include sim/fabric.hpp instead.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/fabric.hpp"
+
+namespace rcnet::sim {
+
+// splitmix64: tiny, seedable, and identical on every standard library (unlike
+// std::uniform_*_distribution), which the determinism promise needs.
+struct Rng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi); lo when the range is empty.
+  Duration uniform(Duration lo, Duration hi) {
+    if (hi <= lo)
+      return lo;
+    const auto span = static_cast<std::uint64_t>((hi - lo).count());
+    return lo + Duration(static_cast<Duration::rep>(next() % span));
+  }
+};
+
+struct Fabric::Impl {
+  explicit Impl(std::uint64_t seed) : rng{seed} {}
+
+  struct Item {
+    bool is_timer = false;
+    std::function<void()> fn;
+  };
+  // Schedules fn at t (never in the past). Timer items do not keep
+  // run_until_idle() busy.
+  void at(TimePoint t, std::function<void()> fn, bool is_timer = false);
+  void after(Duration d, std::function<void()> fn) { at(now + d, std::move(fn)); }
+  // Runs the earliest item; false if none.
+  bool step();
+  void trace(const std::string& line) {
+    if (tracer)
+      tracer(line);
+  }
+
+  Rng rng;
+  TimePoint now = TimePoint(std::chrono::hours(24));
+  std::uint64_t seq = 0;
+  std::map<std::pair<TimePoint, std::uint64_t>, Item> queue;
+  std::size_t pending_events = 0;  // non-timer items in the queue
+  std::uint64_t processed = 0;
+  std::vector<std::unique_ptr<SimNode>> nodes;
+  std::map<IpAddr, SimNode*> by_addr;
+  Timing timing;
+  std::function<void(const std::string&)> tracer;
+  std::unique_ptr<Faults> faults;
+};
+
+enum class IdState : std::uint8_t {
+  kIdle,
+  kListening,
+  kAddrQuery,
+  kAddrResolved,
+  kRouteQuery,
+  kRouteResolved,
+  kConnecting,   // REQ sent
+  kReqReceived,  // passive, REQ not answered yet
+  kRepSent,      // passive, waiting for RTU
+  kConnected,
+  kDisconnecting,  // DREQ sent, waiting for DREP
+  kDisconnected,
+  kRejected,
+  kAborted,  // rdma_disconnect before the connection was ESTABLISHED
+  kFailed,   // UNREACHABLE / CONNECT_ERROR / ADDR_ERROR
+};
+
+// Another node's object as it was when we learnt of it; `life` tells whether
+// that node has crashed or restarted since.
+struct PeerRef {
+  SimNode::Impl* node = nullptr;
+  std::uint64_t life = 0;
+  rdma::CmIdHandle id = rdma::kNoCmId;
+  rdma::Qpn qpn = 0;
+};
+
+struct CmId {
+  rdma::CmIdHandle handle = rdma::kNoCmId;
+  IdState state = IdState::kIdle;
+  Endpoint local, remote;
+  std::optional<rdma::Qpn> qpn;
+  PeerRef peer;
+  bool disconnected_reported = false;
+};
+
+struct RecvWr {
+  std::uint64_t wr_id = 0;
+  rdma::Sge sge;
+};
+
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  bool signaled = true;
+  std::vector<std::uint8_t> bytes;  // copied at post time (the buffer may be reused)
+  std::uint32_t imm = 0;
+};
+
+struct SimQp {
+  rdma::Qpn qpn = 0;
+  rdma::CmIdHandle id = rdma::kNoCmId;
+  QpStateSim state = QpStateSim::kInit;
+  bool use_srq = true;
+  std::uint32_t max_send_wr = 0, max_recv_wr = 0;
+  std::deque<RecvWr> rq;
+  std::deque<SendWr> sq;
+  bool in_flight = false;      // the head of sq is on the wire
+  std::uint64_t epoch = 0;     // bumped on ERR: cancels scheduled transmissions
+  TimePoint head_first_try{};  // for the transport retry budget
+  std::uint32_t rnr_tries = 0;
+  std::uint8_t retry_count = 7, rnr_retry_count = 7, ack_timeout = 14;
+  PeerRef peer;
+  bool fail_next_send = false;  // Faults::inject_retry_exceeded
+};
+
+struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
+  Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx);
+
+  // --- rdma::Seam (node_cm.cpp / node_verbs.cpp) ---
+  Result<rdma::DeviceInfo> open(const Endpoint& local, const rdma::DeviceConfig& cfg) override;
+  Result<rdma::MemoryRegion> register_memory(std::span<std::byte> mem) override;
+  void unregister_memory(const rdma::MemoryRegion& mr) override;
+  Result<rdma::CmIdHandle> create_id() override;
+  Result<void> resolve_addr(rdma::CmIdHandle id, const Endpoint& dst, Duration timeout) override;
+  Result<void> resolve_route(rdma::CmIdHandle id, Duration timeout) override;
+  Result<rdma::Qpn> create_qp(rdma::CmIdHandle id, const rdma::QpCaps& caps) override;
+  Result<void> connect(rdma::CmIdHandle id, const rdma::ConnParams& p) override;
+  Result<void> accept(rdma::CmIdHandle id, const rdma::ConnParams& p) override;
+  Result<void> reject(rdma::CmIdHandle id, std::span<const std::uint8_t> private_data) override;
+  Result<void> disconnect(rdma::CmIdHandle id) override;
+  Result<void> destroy_qp(rdma::CmIdHandle id) override;
+  Result<void> destroy_id(rdma::CmIdHandle id) override;
+  Result<void> modify_qp_to_error(rdma::CmIdHandle id) override;
+  Result<void> post_send(rdma::CmIdHandle id, std::uint64_t wr_id, const rdma::Sge& sge,
+                         std::uint32_t imm, bool signaled) override;
+  Result<void> post_drain(rdma::CmIdHandle id, std::uint64_t wr_id) override;
+  Result<void> post_srq_recv(std::span<const std::uint64_t> wr_ids,
+                             std::span<const rdma::Sge> sges) override;
+  Result<void> post_qp_recv(rdma::CmIdHandle id, std::span<const std::uint64_t> wr_ids,
+                            std::span<const rdma::Sge> sges) override;
+  Result<void> arm_srq_limit(std::uint32_t limit) override;
+
+  // --- cm::TimerService ---
+  TimePoint now() const override { return fab.now; }
+  void schedule(TimePoint deadline) override;
+
+  // --- helpers ---
+  // Runs fn after d unless this node crashes or restarts in between.
+  void later(Duration d, std::function<void()> fn);
+  Duration cm_hop();
+  Error fail(int err, const std::string& what);  // counts bad_state for EINVAL
+  Result<CmId*> lookup(rdma::CmIdHandle h, const char* op);
+  Result<SimQp*> lookup_qp(rdma::CmIdHandle h, const char* op);
+  void count_misuse(std::uint64_t SimStats::*which, const std::string& what);
+
+  // Event emission through the fault rules.
+  void emit_cm(Duration d, rdma::CmEvent ev);
+  void emit_async(Duration d, rdma::AsyncEvent ev);
+  void deliver_cm(const rdma::CmEvent& ev, bool injected);
+  void deliver_async(const rdma::AsyncEvent& ev);
+  void release_held(bool cm);
+  void report_disconnected(CmId& id);
+
+  // rdma_cm protocol steps, run on the receiving node.
+  void on_req(const PeerRef& from, const Endpoint& src, const Endpoint& dst,
+              std::vector<std::uint8_t> pd, TimePoint sent_at);
+  void on_rep(rdma::CmIdHandle active, const PeerRef& from, std::vector<std::uint8_t> pd);
+  void on_rtu(rdma::CmIdHandle passive);
+  void on_rej(rdma::CmIdHandle active, int status, std::vector<std::uint8_t> pd);
+  void on_dreq(rdma::CmIdHandle h, const PeerRef& from);
+  void on_drep(rdma::CmIdHandle h);
+  void send_dreq(CmId& id);
+
+  // Verbs.
+  void push_cqe(const rdma::WorkCompletion& wc);
+  void poll_cq();
+  void qp_to_error(SimQp& qp);
+  void kick(SimQp& qp);
+  void attempt(rdma::Qpn qpn, std::uint64_t epoch);
+  void fail_head(SimQp& qp, rdma::WcStatus status);
+  bool region_ok(const rdma::Sge& sge) const;
+  void srq_consumed();
+  void overflow_cq();
+  void reset_device();
+
+  Fabric& fabric;
+  Fabric::Impl& fab;
+  SimNode& self;
+  IpAddr addr;
+  Profile profile;
+  std::size_t index;
+
+  std::uint64_t life = 1;
+  bool up = true;
+  bool opened = false;
+  rdma::DeviceConfig cfg;
+  Endpoint local_ep;
+  rdma::CmIdHandle listener = rdma::kNoCmId;
+  std::map<rdma::CmIdHandle, CmId> ids;
+  std::map<rdma::Qpn, SimQp> qps;
+  bool has_srq = false;
+  std::deque<RecvWr> srq;
+  std::uint32_t srq_limit = 0;  // 0 = disarmed
+  std::deque<rdma::WorkCompletion> cq;
+  bool cq_poll_scheduled = false;
+  bool cq_broken = false;
+  struct Region {
+    std::uintptr_t base = 0;
+    std::size_t len = 0;
+    std::uint32_t lkey = 0;
+  };
+  std::map<std::uint32_t, Region> regions;
+  std::uint32_t next_mr = 1;
+  rdma::CmIdHandle next_handle;
+  rdma::CmIdHandle first_handle_of_life;
+  rdma::Qpn next_qpn = 0x100;
+  std::uint16_t next_port = 40000;
+  std::uint32_t max_qp;
+
+  rdma::EventSink* sink = nullptr;
+  std::function<void()> timer_cb;
+  TimePoint timer_deadline = TimePoint::max();
+  std::uint64_t timer_gen = 0;
+  rdma::CmIdHandle dispatching = rdma::kNoCmId;
+  rdma::CmIdHandle dispatching_listen = rdma::kNoCmId;
+
+  bool starved = false;
+  std::set<rdma::Qpn> drop_drain;
+  struct Held {
+    std::uint64_t token = 0;
+    bool cm = true;
+    std::function<void()> deliver;
+  };
+  std::vector<Held> held;
+  std::uint64_t next_token = 1;
+
+  SimStats stats;
+  std::vector<std::string> misuse_log;
+};
+
+// Whether the node `p` names is still the life we learnt of.
+inline bool peer_alive(const PeerRef& p) {
+  return p.node != nullptr && p.node->up && p.node->life == p.life;
+}
+
+std::string_view to_string(IdState s);
+
+}  // namespace rcnet::sim
