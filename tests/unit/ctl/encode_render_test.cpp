@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "ctl/protocol.hpp"
+#include "ctl/render.hpp"
+
+using namespace rcnet;
+using namespace rcnet::ctl;
+
+namespace {
+
+IpAddr ip(const char* s) {
+  return *IpAddr::parse(s);
+}
+
+cm::Snapshot sample() {
+  cm::Snapshot s;
+  s.node = node_id_for(ip("10.99.0.1"));
+  s.incarnation = 0x00000000deadbeefull;
+  s.local = Endpoint{ip("10.99.0.1"), 7471};
+  s.device = "rxe0";
+  s.mtu = 65520;
+  s.send_slots_total = 256;
+  s.send_slots_free = 250;
+
+  cm::QpSnapshot a;
+  a.id = 1;
+  a.peer_node = node_id_for(ip("10.99.0.2"));
+  a.peer_addr = Endpoint{ip("10.99.0.2"), 7471};
+  a.qpn = 17;
+  a.remote_qpn = 4242;
+  a.state = cm::QpState::kEstablished;
+  a.active = true;
+  a.in_service = true;
+  a.time_in_state = 1200ms;
+  a.age = 184s;
+  a.idle = 350ms;
+  a.tx_packets = 10;
+  a.tx_bytes = 1572864;  // 1.5 MiB
+  a.rx_packets = 7;
+  a.rx_bytes = 700;
+
+  cm::QpSnapshot b;
+  b.id = 2;
+  b.peer_node = node_id_for(ip("10.99.0.3"));
+  b.peer_addr = Endpoint{ip("10.99.0.3"), 7471};
+  b.qpn = 18;
+  b.remote_qpn = 99;
+  b.state = cm::QpState::kAwaitLastWqe;
+  b.time_in_state = 800ms;
+  b.age = 20s;
+  b.idle = 11s;
+  b.teardown_reason = "idle";
+  s.qps = {a, b};
+
+  cm::PeerSnapshot p;
+  p.node = a.peer_node;
+  p.underlay = a.peer_addr;
+  p.overlay = ip("10.100.0.2");
+  p.incarnation = 0x1122334455667788ull;
+  p.queue_depth = 3;
+  p.conn_id = 1;
+  cm::PeerSnapshot q;
+  q.node = b.peer_node;
+  q.underlay = b.peer_addr;
+  s.peers = {p, q};
+
+  s.srq.enabled = true;
+  s.srq.size = 512;
+  s.srq.posted = 448;
+  s.srq.limit = 64;
+  s.srq.limit_events = 2;
+  s.counters.packets_tx = 10;
+  s.counters.last_wqe_timeouts = 4;
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+// The words of a line, split on runs of spaces.
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;)
+    out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ctl: human durations and sizes", "[ctl]") {
+  CHECK(format_duration_ms(0) == "0ms");
+  CHECK(format_duration_ms(350) == "350ms");
+  CHECK(format_duration_ms(999.4) == "999ms");
+  CHECK(format_duration_ms(1000) == "1.0s");
+  CHECK(format_duration_ms(1200) == "1.2s");
+  CHECK(format_duration_ms(59940) == "59.9s");
+  CHECK(format_duration_ms(184000) == "3m04s");
+  CHECK(format_duration_ms(7500000) == "2h05m");
+  CHECK(format_duration_ms(3 * 86400000.0 + 4 * 3600000.0) == "3d04h");
+  CHECK(format_duration_ms(-1) == "-");
+  CHECK(format_bytes(0) == "0B");
+  CHECK(format_bytes(1023) == "1023B");
+  CHECK(format_bytes(1536) == "1.5KiB");
+  CHECK(format_bytes(1572864) == "1.5MiB");
+  CHECK(format_bytes(1048575) == "1.0MiB");
+  CHECK(format_bytes(2ull << 30) == "2.0GiB");
+  CHECK(format_bytes(~0ull) == "16.0EiB");
+}
+
+TEST_CASE("ctl: status encoder counts QPs by state", "[ctl]") {
+  const json j = status_json(sample());
+  CHECK(j["node"] == node_id_for(ip("10.99.0.1")));
+  CHECK(j["incarnation"] == "00000000deadbeef");
+  CHECK(j["local"] == "10.99.0.1:7471");
+  CHECK(j["device"] == "rxe0");
+  CHECK(j["mtu"] == 65520);
+  CHECK(j["peers"] == 2);
+  CHECK(j["qps"] == 2);
+  CHECK(j["connections"] == 1);
+  CHECK(j["established"] == 1);
+  CHECK(j["in_teardown"] == 1);
+  CHECK(j["states"].size() == static_cast<std::size_t>(cm::kQpStateCount));
+  CHECK(j["states"]["ESTABLISHED"] == 1);
+  CHECK(j["states"]["AWAIT_LAST_WQE"] == 1);
+  CHECK(j["states"]["DRAINING"] == 0);
+  CHECK(j["send_slots"]["free"] == 250);
+  CHECK(j["srq"]["posted"] == 448);
+}
+
+TEST_CASE("ctl: qps encoder carries every QpSnapshot field", "[ctl]") {
+  const json j = qps_json(sample());
+  REQUIRE(j["qps"].size() == 2);
+  const json& a = j["qps"][0];
+  CHECK(a["id"] == 1);
+  CHECK(a["peer_node"] == node_id_for(ip("10.99.0.2")));
+  CHECK(a["peer_addr"] == "10.99.0.2:7471");
+  CHECK(a["qpn"] == 17);
+  CHECK(a["remote_qpn"] == 4242);
+  CHECK(a["state"] == "ESTABLISHED");
+  CHECK(a["active"] == true);
+  CHECK(a["in_service"] == true);
+  CHECK(a["time_in_state_ms"] == 1200.0);
+  CHECK(a["age_ms"] == 184000.0);
+  CHECK(a["idle_ms"] == 350.0);
+  CHECK(a["tx_packets"] == 10);
+  CHECK(a["tx_bytes"] == 1572864);
+  CHECK(a["rx_packets"] == 7);
+  CHECK(a["rx_bytes"] == 700);
+  CHECK(a["teardown_reason"] == "");
+  CHECK(j["qps"][1]["state"] == "AWAIT_LAST_WQE");
+  CHECK(j["qps"][1]["teardown_reason"] == "idle");
+  CHECK(j["qps"][1]["in_service"] == false);
+}
+
+TEST_CASE("ctl: peers, connections, srq and stats encoders", "[ctl]") {
+  const cm::Snapshot s = sample();
+  const json peers = peers_json(s)["peers"];
+  REQUIRE(peers.size() == 2);
+  CHECK(peers[0]["overlay"] == "10.100.0.2");
+  CHECK(peers[0]["incarnation"] == "1122334455667788");
+  CHECK(peers[0]["state"] == "ESTABLISHED");
+  CHECK(peers[0]["queue_depth"] == 3);
+  CHECK(peers[1]["overlay"].is_null());
+  CHECK(peers[1]["incarnation"].is_null());
+  CHECK(peers[1]["state"].is_null());
+
+  const json conns = connections_json(s)["connections"];
+  REQUIRE(conns.size() == 1);  // the QP in teardown is not a connection
+  CHECK(conns[0]["qpn"] == 17);
+  CHECK(conns[0]["overlay"] == "10.100.0.2");
+
+  const json srq = srq_json(s.srq);
+  CHECK(srq["enabled"] == true);
+  CHECK(srq["size"] == 512);
+  CHECK(srq["limit"] == 64);
+  CHECK(srq["limit_events"] == 2);
+
+  const json stats = stats_json(s.counters)["counters"];
+  std::size_t n = 0;
+  s.counters.for_each([&](std::string_view, std::uint64_t, std::string_view) { ++n; });
+  REQUIRE(stats.size() == n);
+  CHECK(stats[0]["name"] == "connects_started");
+  bool found = false;
+  for (const json& c : stats) {
+    CHECK_FALSE(c["help"].get<std::string>().empty());
+    if (c["name"] == "last_wqe_timeouts") {
+      found = true;
+      CHECK(c["value"] == 4);
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("ctl: config encoder mirrors the file", "[ctl]") {
+  auto c = config::parse(
+      "[node]\naddress = \"10.99.0.1\"\n[tun]\naddress = \"10.100.0.1/24\"\n"
+      "[timeouts]\nidle = \"30s\"\n[[peers.static]]\noverlay = \"10.100.0.7\"\n"
+      "underlay = \"10.99.1.7\"\n",
+      "t.toml");
+  REQUIRE(c.ok());
+  const json j = config_json(*c);
+  CHECK(j["node"]["address"] == "10.99.0.1");
+  CHECK(j["node"]["port"] == 7471);
+  CHECK(j["tun"]["address"] == "10.100.0.1/24");
+  CHECK(j["timeouts"]["idle_ms"] == 30000.0);
+  CHECK(j["peers"]["static"][0]["underlay"] == "10.99.1.7");
+  CHECK(j["peers"]["underlay_prefix"].is_null());
+  CHECK(j["log"]["level"] == "info");
+  const std::string text = render_config(j);
+  CHECK_THAT(text, Catch::Contains("timeouts.idle_ms = 30000.0\n"));
+  CHECK_THAT(text, Catch::Contains("peers.static[0].overlay = \"10.100.0.7\"\n"));
+}
+
+TEST_CASE("ctl: qps renderer prints the columns and values", "[ctl]") {
+  const auto out = lines(render_qps(qps_json(sample())));
+  REQUIRE(out.size() == 3);
+  CHECK(words(out[0]) == std::vector<std::string>{"PEER", "ADDR", "QPN", "RQPN", "STATE",
+                                                  "IN-STATE", "AGE", "IDLE", "TX", "RX", "REASON"});
+  CHECK(words(out[1]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.2"))),
+                                                  "10.99.0.2:7471", "17", "4242", "ESTABLISHED",
+                                                  "1.2s", "3m04s", "350ms", "10/1.5MiB", "7/700B",
+                                                  "-"});
+  CHECK(words(out[2]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.3"))),
+                                                  "10.99.0.3:7471", "18", "99", "AWAIT_LAST_WQE",
+                                                  "800ms", "20.0s", "11.0s", "0/0B", "0/0B",
+                                                  "idle"});
+  // Aligned: every column starts at the same offset on every line.
+  CHECK(out[1].find("10.99.0.2") == out[0].find("ADDR"));
+  CHECK(out[2].find("AWAIT_LAST_WQE") == out[0].find("STATE"));
+  for (const auto& l : out)
+    CHECK(l.back() != ' ');
+}
+
+TEST_CASE("ctl: other renderers", "[ctl]") {
+  const cm::Snapshot s = sample();
+
+  const std::string status = render_status(status_json(s));
+  CHECK_THAT(status, Catch::Contains("device rxe0"));
+  CHECK_THAT(status, Catch::Contains("incarnation 00000000deadbeef"));
+  CHECK_THAT(status, Catch::Contains("send slots 250/256 free"));
+  CHECK_THAT(status, Catch::Contains("srq 448/512 posted"));
+  CHECK_THAT(status, Catch::Contains("AWAIT_LAST_WQE 1"));
+  CHECK_THAT(status, !Catch::Contains("DRAINING"));  // zero states are left out
+
+  const auto peers = lines(render_peers(peers_json(s)));
+  REQUIRE(peers.size() == 3);
+  CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "UNDERLAY", "OVERLAY", "INCARNATION",
+                                                    "STATE", "QUEUED", "CONN"});
+  CHECK(words(peers[1])[2] == "10.100.0.2");
+  CHECK(words(peers[2])[2] == "-");
+
+  const auto conns = lines(render_connections(connections_json(s)));
+  REQUIRE(conns.size() == 2);
+  CHECK(words(conns[1])[2] == "10.100.0.2");
+  CHECK(words(conns[1])[9] == "10/1.5MiB");
+
+  const auto srq = lines(render_srq(srq_json(s.srq)));
+  REQUIRE(srq.size() == 2);
+  CHECK(words(srq[1]) == std::vector<std::string>{"yes", "512", "448", "87%", "64", "2"});
+
+  const auto stats = lines(render_stats(stats_json(s.counters)));
+  CHECK(words(stats[0]) == std::vector<std::string>{"NAME", "VALUE", "HELP"});
+  bool found = false;
+  for (const auto& l : stats) {
+    const auto w = words(l);
+    if (w[0] == "last_wqe_timeouts") {
+      found = true;
+      CHECK(w[1] == "4");
+      CHECK_THAT(l, Catch::Contains("drain WR posted without the event"));
+    }
+  }
+  CHECK(found);
+
+  const std::vector<rdma::Qpn> d = {17, 40}, k = {17, 21};
+  const auto audit = lines(render_audit(audit_json(audit_compare(d, k))));
+  REQUIRE(audit.size() == 3);
+  CHECK_THAT(audit[0], Catch::StartsWith("audit MISMATCH"));
+  CHECK_THAT(audit[1], Catch::StartsWith("kernel only") && Catch::EndsWith(" 21"));
+  CHECK_THAT(audit[2], Catch::StartsWith("daemon only") && Catch::EndsWith(" 40"));
+  CHECK_THAT(render_audit(audit_json(audit_compare(d, d))), Catch::StartsWith("audit ok"));
+
+  CHECK(render(Command::kReap, reap_json(1)) == "reaped 1 connection\n");
+  CHECK(render(Command::kReap, reap_json(3)) == "reaped 3 connections\n");
+  CHECK(render(Command::kLogLevel,
+               log_level_json(config::LogLevel::kInfo, config::LogLevel::kDebug)) ==
+        "log level info -> debug\n");
+  CHECK(render(Command::kDisconnect, disconnect_json(7)) == "disconnecting peer 7\n");
+}
+
+TEST_CASE("ctl: renderers survive hostile data", "[ctl]") {
+  const json bad[] = {json(nullptr), json(5), json::array({1, 2}),
+                      json::parse(R"({"qps":[1,{"qpn":"x","age_ms":-3}],"peers":{"a":1},
+                                      "counters":[null],"states":[],"srq":7,
+                                      "send_slots":"no"})")};
+  for (const json& j : bad) {
+    for (int i = 0; i < kCommandCount; ++i) {
+      CHECK_NOTHROW(render(static_cast<Command>(i), j));
+    }
+  }
+  const auto out = lines(render_qps(bad[3]));
+  REQUIRE(out.size() == 3);
+  CHECK(words(out[2])[2] == "x");
+  CHECK(words(out[2])[6] == "-");  // a negative age prints as "-"
+}
