@@ -62,7 +62,11 @@ int main(int argc, char** argv) {
   // Configuration errors end here, before any device is touched.
   auto cfg = config::load(config_path);
   if (!cfg) {
-    std::fprintf(stderr, "rcnetd: %s\n", cfg.error().context.c_str());
+    // Validation errors are complete in their context ("file:line: key: ...");
+    // I/O errors need the errno text too.
+    const auto& e = cfg.error();
+    const std::string text = e.code == std::errc::invalid_argument ? e.context : e.message();
+    std::fprintf(stderr, "rcnetd: %s\n", text.c_str());
     return kExitUsage;
   }
   if (check_config) {

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The real TUN device, in a private network namespace.
+#include "tun.hpp"
+
+#include <arpa/inet.h>
+#include <linux/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "ip_packet.hpp"
+#include "nl.hpp"
+#include "private_netns.hpp"
+
+using namespace rcnet;
+using namespace rcnet::daemon;
+
+namespace {
+std::uint16_t ip_checksum(const std::uint8_t* p, std::size_t n) {
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i + 1 < n; i += 2)
+    sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+// An IPv4/UDP packet (UDP checksum 0 = none, RFC 768).
+std::vector<std::byte> udp_packet(const IpAddr& src, const IpAddr& dst, std::uint16_t port,
+                                  const std::string& payload) {
+  std::array<std::uint8_t, 1500> p{};
+  const std::size_t size = 28 + payload.size();
+  p[0] = 0x45;
+  p[2] = static_cast<std::uint8_t>(size >> 8);
+  p[3] = static_cast<std::uint8_t>(size);
+  p[8] = 64;
+  p[9] = IPPROTO_UDP;
+  std::memcpy(&p[12], src.bytes.data(), 4);
+  std::memcpy(&p[16], dst.bytes.data(), 4);
+  const auto cs = ip_checksum(p.data(), 20);
+  p[10] = static_cast<std::uint8_t>(cs >> 8);
+  p[11] = static_cast<std::uint8_t>(cs);
+  p[20] = 0x30;  // source port 12345
+  p[21] = 0x39;
+  p[22] = static_cast<std::uint8_t>(port >> 8);
+  p[23] = static_cast<std::uint8_t>(port);
+  const auto ulen = 8 + payload.size();
+  p[24] = static_cast<std::uint8_t>(ulen >> 8);
+  p[25] = static_cast<std::uint8_t>(ulen);
+  std::memcpy(&p[28], payload.data(), payload.size());
+  std::vector<std::byte> out(size);
+  std::memcpy(out.data(), p.data(), size);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("TUN device: configured by netlink, packets flow both ways", "[daemon][tun][netns]") {
+  test::PrivateNetns ns;
+  REQUIRE(ns.entered());
+  auto tun = TunDevice::open("rct%d");
+  REQUIRE(tun.ok());
+  CHECK(tun->name().rfind("rct", 0) == 0);
+  const auto prefix = *IpPrefix::parse("10.100.0.1/24");
+  auto cfg = tun->configure(prefix, 9000);
+  INFO((cfg.ok() ? "" : cfg.error().message()));
+  REQUIRE(cfg.ok());
+  // Configuring again is idempotent (address already present).
+  REQUIRE(tun->configure(prefix, 9000).ok());
+
+  auto sock = open_route_socket();
+  REQUIRE(sock.ok());
+  rtnl_link* raw = nullptr;
+  REQUIRE(rtnl_link_get_kernel(sock->get(), 0, tun->name().c_str(), &raw) == 0);
+  RtnlLinkPtr link(raw);
+  CHECK(rtnl_link_get_mtu(link.get()) == 9000);
+  CHECK((rtnl_link_get_flags(link.get()) & IFF_UP) != 0);
+
+  // Kernel → TUN: a datagram routed to the TUN's subnet is read from the fd.
+  UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  REQUIRE(udp.valid());
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  inet_pton(AF_INET, "10.100.0.2", &to.sin_addr);
+  REQUIRE(::sendto(udp.get(), "ping", 4, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) == 4);
+  // The kernel may also send its own packets out of a fresh link (IPv6 router
+  // solicitations, MLD): look for ours among what is queued.
+  std::vector<std::byte> buf(65536);
+  std::optional<IpAddr> dst;
+  std::size_t len = 0;
+  for (int i = 0; i < 16; ++i) {
+    auto n = tun->read(buf);
+    if (!n) {
+      CHECK(n.error().code == std::errc::resource_unavailable_try_again);
+      break;
+    }
+    auto d = ip_destination(std::span(buf).first(*n));
+    if (d && d->is_v4()) {
+      dst = d;
+      len = *n;
+      break;
+    }
+  }
+  REQUIRE(dst.has_value());
+  CHECK(*dst == *IpAddr::parse("10.100.0.2"));
+  CHECK(len == 20 + 8 + 4);
+
+  // TUN → kernel: a packet written to the fd reaches a local socket.
+  UniqueFd rx(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_in bind_to{};
+  bind_to.sin_family = AF_INET;
+  bind_to.sin_port = htons(5555);
+  inet_pton(AF_INET, "10.100.0.1", &bind_to.sin_addr);
+  REQUIRE(::bind(rx.get(), reinterpret_cast<sockaddr*>(&bind_to), sizeof bind_to) == 0);
+  REQUIRE(tun->write(udp_packet(*IpAddr::parse("10.100.0.2"), *IpAddr::parse("10.100.0.1"), 5555,
+                                "hello over rc0"))
+              .ok());
+  char got[64] = {};
+  const ssize_t r = ::recv(rx.get(), got, sizeof got, 0);
+  REQUIRE(r == 14);
+  CHECK(std::string(got, 14) == "hello over rc0");
+}
+
+TEST_CASE("TUN names are validated before any syscall", "[daemon][tun]") {
+  CHECK_FALSE(TunDevice::open("").ok());
+  CHECK_FALSE(TunDevice::open("a-name-that-is-too-long").ok());
+}
