@@ -31,6 +31,9 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include "rdma/verbs_seam.hpp"
 
 namespace {
@@ -553,6 +556,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // stdout carries only the JSON summary; the seam's logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_st("probe"));
   auto seam = VerbsSeam::create();
   if (!seam) {
     std::printf("%s\n", Json{{"ok", false}, {"errors", {seam.error().message()}}}.dump().c_str());
