@@ -41,11 +41,12 @@ run_pair() { # NAME PORT [probe args...]
   done
   lab_expect "probe $name: client exit 0" [ "$rc" -eq 0 ]
   lab_expect "probe $name: server exit 0" [ "$src" -eq 0 ]
-  local m d a k q lw lwms dms dqp cme ase
+  # No /dev/fd in the lab guest: here-strings, not process substitution.
+  local m="" d="" a="" k="" q="" lw="" lwms="" dms="" dqp="" cme="" ase=""
   for side in client server; do
     # One jq per side (each start costs ~1 s under TCG). The summary is the
     # probe's last stdout line; a missing one leaves every field empty → FAIL.
-    IFS=$'\t' read -r m d a k q lw lwms dms dqp cme ase < <(tail -n 1 "$out.$side.json" |
+    IFS=$'\t' read -r m d a k q lw lwms dms dqp cme ase <<<"$(tail -n 1 "$out.$side.json" |
       jq -r "[(.messages_ok == $MESSAGES and .messages_bad == 0),
               (.drain_completed and .drain_status == \"WR_FLUSH_ERR\"),
               (.completions_after_drain == 0),
@@ -53,7 +54,7 @@ run_pair() { # NAME PORT [probe args...]
               (.seam_qpns_left == 0), .last_wqe_seen, .last_wqe_wait_ms, .drain_ms,
               .destroy_qp_ms, ([.cm_events[].type] | join(\",\")),
               ([.async_events[].type] | join(\",\") | if . == \"\" then \"none\" else . end)]
-             | map(tostring) | @tsv" 2>/dev/null)
+             | map(tostring) | @tsv" 2>/dev/null)"
     lab_expect "probe $name $side: $MESSAGES messages verified" [ "$m" = true ]
     lab_expect "probe $name $side: drain WR completed with WR_FLUSH_ERR" [ "$d" = true ]
     lab_expect "probe $name $side: nothing of this QP completed after its drain WR" [ "$a" = true ]
@@ -62,11 +63,11 @@ run_pair() { # NAME PORT [probe args...]
     lab_log "probe $name $side: last_wqe_seen=$lw last_wqe_wait_ms=$lwms drain_ms=$dms" \
       "destroy_qp_ms=$dqp cm_events=$cme async_events=$ase"
   done
-  local rep cq cr sq sr
-  IFS=$'\t' read -r rep cq cr < <(tail -n 1 "$out.client.json" |
-    jq -r '[.rep_private_data_ok, .qpn, .remote_qpn] | map(tostring) | @tsv' 2>/dev/null)
-  IFS=$'\t' read -r sq sr < <(tail -n 1 "$out.server.json" |
-    jq -r '[.qpn, .remote_qpn] | map(tostring) | @tsv' 2>/dev/null)
+  local rep="" cq="" cr="" sq="" sr=""
+  IFS=$'\t' read -r rep cq cr <<<"$(tail -n 1 "$out.client.json" |
+    jq -r '[.rep_private_data_ok, .qpn, .remote_qpn] | map(tostring) | @tsv' 2>/dev/null)"
+  IFS=$'\t' read -r sq sr <<<"$(tail -n 1 "$out.server.json" |
+    jq -r '[.qpn, .remote_qpn] | map(tostring) | @tsv' 2>/dev/null)"
   lab_expect "probe $name: REP private data echoed the REQ" [ "$rep" = true ]
   local agree=false
   [[ -n $cq && $cq == "$sr" && $sq == "$cr" ]] && agree=true
