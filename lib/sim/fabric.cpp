@@ -331,8 +331,9 @@ SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size
       index(idx),
       // Handles differ between nodes too, so a handle passed to the wrong
       // node's seam is caught as unknown.
-      next_handle((static_cast<rdma::CmIdHandle>(idx) + 1) << 32),
-      first_handle_of_life(next_handle),
+      handle_base((static_cast<rdma::CmIdHandle>(idx) + 1) << 32),
+      next_handle(handle_base),
+      first_handle_of_life(handle_base),
       max_qp(p == Profile::kRxe   ? 1048560
              : p == Profile::kMlx ? 262144
                                   : 16384) {}
@@ -407,7 +408,7 @@ Result<CmId*> SimNode::Impl::lookup(rdma::CmIdHandle h, const char* op) {
   auto it = ids.find(h);
   if (it != ids.end())
     return &it->second;
-  if (h < first_handle_of_life && h != rdma::kNoCmId) {
+  if (h >= handle_base && h < first_handle_of_life) {
     ++stats.stale_handle;
   } else {
     count_misuse(&SimStats::unknown_handle, fmt::format("{} on unknown cm id {:#x}", op, h));

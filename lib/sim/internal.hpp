@@ -230,6 +230,7 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
   };
   std::map<std::uint32_t, Region> regions;
   std::uint32_t next_mr = 1;
+  rdma::CmIdHandle handle_base;  // this node's handles are [base, base + 2^32)
   rdma::CmIdHandle next_handle;
   rdma::CmIdHandle first_handle_of_life;
   rdma::Qpn next_qpn = 0x100;
