@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "daemon.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -208,6 +209,15 @@ int Daemon::run() {
   last_status_ = status_text();
   sd_notifyf(0, "READY=1\nSTATUS=%s", last_status_.c_str());
   auto r = loop_.run();
+  // One line with every nonzero counter, so that a run's totals survive in
+  // the journal after the ctl socket is gone.
+  std::string totals;
+  auto add = [&](std::string_view name, std::uint64_t v, std::string_view) {
+    if (v != 0) totals += fmt::format("{}{}={}", totals.empty() ? "" : " ", name, v);
+  };
+  manager_->counters().for_each(add);
+  tun_path_->counters().for_each(add);
+  spdlog::info("counters at exit: {}", totals.empty() ? "all zero" : totals);
   if (!r) {
     spdlog::critical("event loop failed: {}", r.error().message());
     return 1;

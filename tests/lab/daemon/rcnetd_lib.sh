@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck shell=bash
+# Helpers for the rcnetd lab scenarios; sourced after $RCNET_LAB_LIB.
+#   rcd_config I [TOML...]   write node I's config to $RCNET_RESULTS/node-I.toml;
+#                            extra TOML lines are appended (e.g. "[timeouts]" "idle = \"2s\"")
+#   rcd_start I              start rcnetd for node I; waits for its TUN and listener
+#   rcd_kill I SIG           signal node I's rcnetd
+#   rcd_wait_exit I SECS     wait for it; prints its exit code
+#   rcd_ping FROM TO [ARGS]  ping TO's overlay address from node FROM's netns
+#   rcd_qps I                QPs the kernel reports on rxe_I
+#   rcd_wait_qps I N SECS    wait until rxe_I has N QPs; prints elapsed ms; 1 on timeout
+#   rcd_now_ms               monotonic-ish wall clock in ms
+: "${RCNET_BUILD_DIR:?RCNET_BUILD_DIR must point at the build tree}"
+RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
+declare -A RCD_PID=()
+
+rcd_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+rcd_config() {
+  local i=$1
+  shift
+  local f=$RCNET_RESULTS/node-$i.toml
+  {
+    echo '[node]'
+    echo "address = \"$(lab_node_addr "$i")\""
+    echo '[tun]'
+    echo "address = \"10.100.0.$i/24\""
+    echo "netns = \"$(lab_node_netns "$i")\""
+    echo '[peers]'
+    echo 'underlay_prefix = "10.99.0.0/24"'
+    echo '[log]'
+    echo 'level = "info"'
+    echo 'target = "stderr"'
+    echo '[ctl]'
+    echo "socket = \"/run/rcnet/node$i.sock\""
+    echo 'group = "root"'
+    local line
+    for line in "$@"; do echo "$line"; done
+  } >"$f"
+}
+
+rcd_start() {
+  local i=$1 log=$RCNET_RESULTS/rcnetd-$i.log k
+  mkdir -p /run/rcnet
+  "$RCD_BIN" -c "$RCNET_RESULTS/node-$i.toml" >>"$log" 2>&1 &
+  RCD_PID[$i]=$!
+  for ((k = 0; k < 300; k++)); do
+    if grep -q "TUN rc0 up" "$log" 2>/dev/null; then
+      lab_pass "rcnetd node$i started (pid ${RCD_PID[$i]})"
+      return 0
+    fi
+    if ! kill -0 "${RCD_PID[$i]}" 2>/dev/null; then
+      lab_fail "rcnetd node$i exited during start: $(tail -3 "$log" | tr '\n' ' ')"
+      return 1
+    fi
+    sleep 0.1
+  done
+  lab_fail "rcnetd node$i not up after 30 s: $(tail -3 "$log" | tr '\n' ' ')"
+  return 1
+}
+
+rcd_kill() { kill -"$2" "${RCD_PID[$1]}"; }
+
+rcd_wait_exit() {
+  local i=$1 secs=$2 k rc=0
+  for ((k = 0; k < secs * 10; k++)); do
+    kill -0 "${RCD_PID[$i]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "${RCD_PID[$i]}" 2>/dev/null; then
+    echo timeout
+    return 1
+  fi
+  wait "${RCD_PID[$i]}" || rc=$?
+  echo "$rc"
+}
+
+rcd_ping() {
+  local from=$1 to=$2
+  shift 2
+  lab_in_node "$from" ping -n -q "$@" "10.100.0.$to"
+}
+
+rcd_qps() { lab_qp_count "$(lab_node_rdma_dev "$1")"; }
+
+rcd_wait_qps() {
+  local i=$1 want=$2 secs=$3 t0 k
+  t0=$(rcd_now_ms)
+  for ((k = 0; k < secs * 20; k++)); do
+    if [ "$(rcd_qps "$i")" -eq "$want" ]; then
+      echo $(($(rcd_now_ms) - t0))
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo $(($(rcd_now_ms) - t0))
+  return 1
+}
+
+rcd_stop_all() {
+  local i
+  for i in "${!RCD_PID[@]}"; do kill -TERM "${RCD_PID[$i]}" 2>/dev/null; done
+  for i in "${!RCD_PID[@]}"; do wait "${RCD_PID[$i]}" 2>/dev/null; done
+}

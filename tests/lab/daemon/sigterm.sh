@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# SIGTERM with live connections: every daemon exits 0 and no QP of any
+# rcnetd is left in the kernel.
+set -u -o pipefail
+. "$RCNET_LAB_LIB"
+. "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
+
+lab_setup_nodes 3 || lab_die "node setup"
+for i in 1 2 3; do
+  rcd_config "$i" "[timeouts]" 'idle = "60s"'
+  rcd_start "$i" || lab_die "start node$i"
+done
+rcd_ping 1 2 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node2"
+rcd_ping 1 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node3"
+rcd_ping 2 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node2 -> node3"
+lab_expect "6 QPs live before SIGTERM ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 6 ]
+lab_collect sigterm-before
+# Stop node1 alone first (its peers stay up), then the rest together.
+t0=$(rcd_now_ms)
+rcd_kill 1 TERM
+rc=$(rcd_wait_exit 1 10)
+lab_log "node1 stopped in $(($(rcd_now_ms) - t0)) ms: $(grep 'stopped:' "$RCNET_RESULTS/rcnetd-1.log")"
+lab_expect "node1 exits 0 on SIGTERM (exit $rc)" [ "$rc" = 0 ]
+lab_expect "no QP left on rxe_1" [ "$(rcd_qps 1)" -eq 0 ]
+rcd_kill 2 TERM
+rcd_kill 3 TERM
+rc2=$(rcd_wait_exit 2 10)
+rc3=$(rcd_wait_exit 3 10)
+lab_expect "node2 and node3 exit 0 (exit $rc2, $rc3)" [ "$rc2" = 0 -a "$rc3" = 0 ]
+lab_collect sigterm-after
+lab_expect "no QP of any rcnetd left ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
+grep -h "STOPP\|stopped\|stopping" "$RCNET_RESULTS"/rcnetd-*.log
+lab_finish
