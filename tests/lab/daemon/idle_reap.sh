@@ -27,8 +27,6 @@ for round in 1 2; do
     [ "$ms1" -le "$bound_ms" -a "$(rcd_qps 2)" -eq 0 ]
 done
 lab_collect idle-reap
-lab_expect "idle reaps logged on both nodes" \
-  [ "$(grep -c 'counters' "$RCNET_RESULTS/rcnetd-1.log")" -ge 0 ]
 rcd_stop_all
 for i in 1 2; do
   c=$(grep "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log")
