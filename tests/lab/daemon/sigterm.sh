@@ -16,6 +16,18 @@ rcd_ping 1 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node3"
 rcd_ping 2 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node2 -> node3"
 lab_expect "6 QPs live before SIGTERM ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 6 ]
 lab_collect sigterm-before
+# SIGHUP: a live key applies; a key that needs a restart is named and
+# nothing changes.
+sed -i 's/idle = "60s"/idle = "50s"/' "$RCNET_RESULTS/node-2.toml"
+rcd_kill 2 HUP
+sleep 2
+lab_expect "SIGHUP applied a live change" grep -q "reload applied" "$RCNET_RESULTS/rcnetd-2.log"
+sed -i 's/^\[tun\]$/[tun]\nmtu = 9000/' "$RCNET_RESULTS/node-2.toml"
+rcd_kill 2 HUP
+sleep 2
+lab_expect "SIGHUP named tun.mtu as needing a restart" \
+  grep -q "tun.mtu needs a restart" "$RCNET_RESULTS/rcnetd-2.log"
+lab_expect "node2 still running after the refused reload" kill -0 "${RCD_PID[2]}"
 # Stop node1 alone first (its peers stay up), then the rest together.
 t0=$(rcd_now_ms)
 rcd_kill 1 TERM
