@@ -213,7 +213,8 @@ int Daemon::run() {
   // the journal after the ctl socket is gone.
   std::string totals;
   auto add = [&](std::string_view name, std::uint64_t v, std::string_view) {
-    if (v != 0) totals += fmt::format("{}{}={}", totals.empty() ? "" : " ", name, v);
+    if (v != 0)
+      totals += fmt::format("{}{}={}", totals.empty() ? "" : " ", name, v);
   };
   manager_->counters().for_each(add);
   tun_path_->counters().for_each(add);
