@@ -74,8 +74,44 @@ run_pair() { # NAME PORT [probe args...]
   lab_expect "probe $name: QPNs agree across the connection ($cq<->$sq)" [ "$agree" = true ]
 }
 
+# A peer that vanishes without a DREQ (the server _exits after 20 messages):
+# the client's sends must end in RETRY_EXC_ERR within ~0.27 s thanks to
+# RDMA_OPTION_ID_ACK_TIMEOUT 14 and retry_count 3 (LAB.md), then tear down.
+run_crash() { # PORT
+  local port=$1 spid rc=0 src=0 out=$RCNET_RESULTS/probe-crash
+  lab_log "probe crash: server $SERVER:$port exits after 20 messages without DREQ"
+  lab_timeout 90 "$PROBE" --listen "$SERVER" --port "$port" --size "$SIZE" --crash-after 20 \
+    >"$out.server.json" 2>"$out.server.log" &
+  spid=$!
+  if ! lab_wait_listen "$SERVER" "$port" 20 >>"$out.server.log"; then
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    lab_fail "probe crash: server did not listen"
+    return 1
+  fi
+  lab_timeout 90 "$PROBE" --connect "$SERVER" --bind "$CLIENT" --port "$port" \
+    --messages "$MESSAGES" --size "$SIZE" --expect-peer-crash \
+    >"$out.client.json" 2>"$out.client.log" || rc=$?
+  wait "$spid" || src=$?
+  echo "probe crash client: $(cat "$out.client.json")"
+  local st="" after="" k="" q="" d=""
+  IFS=$'\t' read -r st after k q d <<<"$(tail -n 1 "$out.client.json" |
+    jq -r '[.first_error_status, .first_error_after_ms,
+            (.kernel_qps_before_destroy == 1 and .kernel_qps_left == 0), (.seam_qpns_left == 0),
+            (.drain_completed and .drain_status == "WR_FLUSH_ERR")] | map(tostring) | @tsv' \
+      2>/dev/null)"
+  lab_expect "probe crash: server died as asked (exit 3)" [ "$src" -eq 3 ]
+  lab_expect "probe crash: client exit 0" [ "$rc" -eq 0 ]
+  lab_expect "probe crash: client send ended in RETRY_EXC_ERR" [ "$st" = RETRY_EXC_ERR ]
+  lab_expect "probe crash: client drained its QP" [ "$d" = true ]
+  lab_expect "probe crash: kernel listed the QP before destroy, none after" [ "$k" = true ]
+  lab_expect "probe crash: the seam holds no QPN" [ "$q" = true ]
+  lab_log "probe crash: RETRY_EXC_ERR ${after} ms after the last good completion"
+}
+
 run_pair srq 7471
 run_pair nosrq 7472 --no-srq
+run_crash 7473
 
 lab_collect probe
 lab_expect "no QP left in the kernel after both probes (rdma res show qp)" \

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -66,6 +67,8 @@ struct Options {
   int drain_timeout_ms = 2000;
   int timeout_ms = 30000;
   bool no_srq = false;
+  std::uint32_t crash_after = 0;   // server: _exit after this many messages (0 = never)
+  bool expect_peer_crash = false;  // client: the run passes on RETRY_EXC_ERR
 };
 
 // Payload byte k of message `seq` sent by `side` (0 client, 1 server).
@@ -257,10 +260,18 @@ class Probe final : public EventSink {
         ++error_wcs_[std::string(to_string(wc.status))];
         if ((wc.wr_id & kSendTag) != 0)
           free_send_.push_back(static_cast<std::uint32_t>(wc.wr_id));
-        if (stage_ == Stage::kRunning)
-          fail("completion error " + std::string(to_string(wc.status)));
+        if (stage_ == Stage::kRunning) {
+          first_error_ = std::string(to_string(wc.status));
+          first_error_after_ms_ = now_ms() - last_good_ms_;
+          if (o_.expect_peer_crash) {
+            begin_teardown("send error");
+          } else {
+            fail("completion error " + first_error_);
+          }
+        }
         continue;
       }
+      last_good_ms_ = now_ms();
       if ((wc.wr_id & kSendTag) != 0) {
         free_send_.push_back(static_cast<std::uint32_t>(wc.wr_id));
         ++sends_done_;
@@ -338,9 +349,13 @@ class Probe final : public EventSink {
     j["seam_qpns_left"] = left.size();
     j["cm_events"] = cm_events_;
     j["async_events"] = async_events_;
+    j["first_error_status"] = first_error_;
+    j["first_error_after_ms"] = first_error_after_ms_;
     j["errors"] = errors_;
     j["elapsed_ms"] = now_ms();
-    const bool msgs_ok = client_ ? replies_ok_ == o_.messages : recv_ok_ == o_.messages;
+    const bool msgs_ok = o_.expect_peer_crash
+                             ? first_error_ == "RETRY_EXC_ERR"
+                             : (client_ ? replies_ok_ == o_.messages : recv_ok_ == o_.messages);
     j["ok"] = msgs_ok && drain_done_ && drain_status_ == "WR_FLUSH_ERR" && left.empty() &&
               kernel_left <= 0 && errors_.empty() && stage_ == Stage::kDone;
     return j;
@@ -454,6 +469,11 @@ class Probe final : public EventSink {
     if (!good)
       fail("payload or immediate mismatch on seq " + std::to_string(wc.imm));
     repost(slot);
+    if (!client_ && o_.crash_after != 0 && recv_ok_ >= o_.crash_after) {
+      // A peer that vanishes without a DREQ: the kernel reclaims its QP.
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
   }
 
   bool send_one(std::uint32_t seq) {
@@ -529,6 +549,8 @@ class Probe final : public EventSink {
   std::string teardown_reason_, drain_trigger_, drain_status_;
   int after_drain_ = 0, kernel_qps_before_ = -1;
   std::map<std::string, int> error_wcs_;
+  std::string first_error_;
+  double last_good_ms_ = 0, first_error_after_ms_ = -1;
   Json cm_events_ = Json::array(), async_events_ = Json::array();
   std::vector<std::string> errors_;
 };
@@ -549,6 +571,9 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms, "bound of DRAINING");
   app.add_option("--timeout-ms", o.timeout_ms, "bound of the whole run");
   app.add_flag("--no-srq", o.no_srq, "per-QP receive queues instead of the SRQ");
+  app.add_option("--crash-after", o.crash_after, "server: _exit after N messages, no DREQ");
+  app.add_flag("--expect-peer-crash", o.expect_peer_crash,
+               "client: pass on RETRY_EXC_ERR (server runs with --crash-after)");
   listen->excludes(conn);
   CLI11_PARSE(app, argc, argv);
   if (o.listen.empty() == o.connect.empty() || (!o.connect.empty() && o.bind.empty())) {
