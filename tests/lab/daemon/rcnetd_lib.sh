@@ -40,17 +40,19 @@ rcd_config() {
 }
 
 rcd_start() {
-  local i=$1 log=$RCNET_RESULTS/rcnetd-$i.log k
+  local i=$1 log=$RCNET_RESULTS/rcnetd-$i.log k skip
   mkdir -p /run/rcnet
+  # A restart appends to the same log: only look at this start's lines.
+  skip=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
   "$RCD_BIN" -c "$RCNET_RESULTS/node-$i.toml" >>"$log" 2>&1 &
   RCD_PID[$i]=$!
   for ((k = 0; k < 300; k++)); do
-    if grep -q "TUN rc0 up" "$log" 2>/dev/null; then
+    if tail -n +"$skip" "$log" 2>/dev/null | grep -q "TUN rc0 up"; then
       lab_pass "rcnetd node$i started (pid ${RCD_PID[$i]})"
       return 0
     fi
     if ! kill -0 "${RCD_PID[$i]}" 2>/dev/null; then
-      lab_fail "rcnetd node$i exited during start: $(tail -3 "$log" | tr '\n' ' ')"
+      lab_fail "rcnetd node$i exited during start: $(tail -n +"$skip" "$log" | tail -3 | tr '\n' ' ')"
       return 1
     fi
     sleep 0.1
