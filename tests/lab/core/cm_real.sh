@@ -29,7 +29,11 @@ wait_line() {  # FILE PATTERN SECS
 counter() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['counters'][sys.argv[2]])" "$1" "$2"; }
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
+PARTS=${*:-cycles simul kill}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
 # --- 1. cycles -------------------------------------------------------------
+if want cycles; then
 lab_log "cycles: 1000 connect/disconnect cycles with traffic"
 "$BIN" --local "$B" --mode echo --last-wqe-ms 20 --summary "$R/cycles-server.json" >"$R/cycles-server.log" 2>&1 &
 srv=$!
@@ -67,13 +71,18 @@ if [ -f "$R/cycles-client.json" ]; then
     [ "$(counter "$R/cycles-server.json" qps_created)" -eq "$(counter "$R/cycles-server.json" qps_destroyed)" ]
 fi
 
+fi
+
 # --- 2. simultaneous open ------------------------------------------------------
+# Program start-up under TCG takes ~1 s (binaries over 9p): start both well
+# before the agreed instant.
+if want simul; then
 lab_log "simultaneous open"
-at=$(($(date +%s%3N) + 2000))
-"$BIN" --local "$A" --peer "$B" --mode burst --count 20 --start-at-ms "$at" --last-wqe-ms 20 --linger 3 \
+at=$(($(date +%s%3N) + 6000))
+"$BIN" --local "$A" --peer "$B" --mode burst --count 20 --start-at-ms "$at" --last-wqe-ms 20 --linger 8 \
   --summary "$R/simul-a.json" >"$R/simul-a.log" 2>&1 &
 pa=$!
-"$BIN" --local "$B" --peer "$A" --mode burst --count 20 --start-at-ms "$at" --last-wqe-ms 20 --linger 3 \
+"$BIN" --local "$B" --peer "$A" --mode burst --count 20 --start-at-ms "$at" --last-wqe-ms 20 --linger 8 \
   --summary "$R/simul-b.json" >"$R/simul-b.log" 2>&1 &
 pb=$!
 wait_line "$R/simul-a.log" MODE-DONE 20 && wait_line "$R/simul-b.log" MODE-DONE 20
@@ -88,13 +97,16 @@ if [ -f "$R/simul-a.json" ] && [ -f "$R/simul-b.json" ]; then
   lab_log "simul: collisions_merged a=$(counter "$R/simul-a.json" collisions_merged) b=$(counter "$R/simul-b.json" collisions_merged) rejects_sent_collision a=$(counter "$R/simul-a.json" rejects_sent_collision) b=$(counter "$R/simul-b.json" rejects_sent_collision)"
 fi
 lab_expect "no QP left after both stopped" [ "$(ours)" -eq 0 ]
+fi
 
 # --- 3. peer SIGKILL --------------------------------------------------------------
+# idle_timeout 6 s: long enough that the slow guest shell sees the QPs first.
+if want kill; then
 lab_log "peer SIGKILL"
-"$BIN" --local "$B" --mode echo --idle-ms 2000 --last-wqe-ms 500 >"$R/kill-victim.log" 2>&1 &
+"$BIN" --local "$B" --mode echo --idle-ms 6000 --last-wqe-ms 500 >"$R/kill-victim.log" 2>&1 &
 victim=$!
 lab_wait_listen "$B" 7471 10 || lab_die "victim did not listen"
-"$BIN" --local "$A" --peer "$B" --mode burst --count 5 --duration 8 --idle-ms 2000 --last-wqe-ms 500 \
+"$BIN" --local "$A" --peer "$B" --mode burst --count 5 --linger 14 --idle-ms 6000 --last-wqe-ms 500 \
   --summary "$R/kill-survivor.json" >"$R/kill-survivor.log" 2>&1 &
 surv=$!
 wait_line "$R/kill-survivor.log" MODE-DONE 20 || lab_fail "survivor burst did not finish"
@@ -103,7 +115,7 @@ t0=$(date +%s%N)
 kill -KILL "$victim"
 wait "$victim" 2>/dev/null
 gone=""
-for ((i = 0; i < 60; i++)); do
+for ((i = 0; i < 100; i++)); do
   if [ "$(ours)" -eq 0 ]; then
     gone=$((($(date +%s%N) - t0) / 1000000))
     break
@@ -111,12 +123,13 @@ for ((i = 0; i < 60; i++)); do
   sleep 0.1
 done
 rdma res show qp >"$R/kill-rdma-res-qp.txt"
-lab_expect "survivor's QP reaped within idle_timeout + 1 s (${gone:-never} ms)" [ "${gone:-99999}" -le 3000 ]
+lab_expect "survivor's QP reaped within idle_timeout + 1 s (${gone:-never} ms)" [ "${gone:-99999}" -le 7000 ]
 wait "$surv"; rc=$?
 lab_expect "survivor stopped cleanly" [ "$rc" -eq 0 ]
 if [ -f "$R/kill-survivor.json" ]; then
   lab_log "survivor: idle_reaps=$(counter "$R/kill-survivor.json" idle_reaps) dead_peer_reaps=$(counter "$R/kill-survivor.json" dead_peer_reaps) last_wqe_timeouts=$(counter "$R/kill-survivor.json" last_wqe_timeouts)"
   lab_expect "survivor counted the Last WQE fallback" [ "$(counter "$R/kill-survivor.json" last_wqe_timeouts)" -ge 1 ]
+fi
 fi
 echo "{\"cycles_1000_ms\": ${cycles_ms:-null}, \"kill_reap_ms\": ${gone:-null}}" >"$R/core-real.json"
 lab_collect final

@@ -10,8 +10,7 @@
 //     cycles  --count N: N times: send a packet to B, wait for its echo,
 //             disconnect B, wait until the QP is destroyed
 //     burst   at --start-at-ms (CLOCK_REALTIME ms; 0 = now) send --count
-//             packets to B and wait for their echoes; then stay up serving
-//             for --duration seconds (0 = exit)
+//             packets to B and wait for their echoes (then --linger)
 //   Options: --idle-ms, --last-wqe-ms, --drain-ms, --no-srq, --summary FILE,
 //   --linger S (keep serving S seconds after the mode's work, before shutdown,
 //   so the lab can read the kernel's QP table while the process is alive)
@@ -254,9 +253,6 @@ int main(int argc, char** argv) {
       mgr.send(*peer, make_packet(i, 1000));
     ok = run_until([&] { return sink.echoed_back.size() == a.count; }, 10s);
     done = static_cast<std::uint32_t>(sink.echoed_back.size());
-    const auto serve_end = Clock::now() + std::chrono::seconds(a.duration_s);
-    while (Clock::now() < serve_end && !g_stop)
-      pump(100ms);
   } else {
     const auto end =
         a.duration_s > 0 ? Clock::now() + std::chrono::seconds(a.duration_s) : TimePoint::max();
