@@ -45,11 +45,14 @@
 #                             $RCNET_RESULTS/rping-FROM-TO.{client,server}.txt
 #   lab_collect NAME          `rdma res show qp` (text and -j), `rdma res show
 #                             cm_id`, `rdma link` into $RCNET_RESULTS/NAME-*.txt
+#   lab_wait_tcp_listen PORT [SECS]    wait until a TCP socket listens on PORT
+#   lab_gid_index DEV ADDR    index of DEV's RoCE v2 GID for IPv4 ADDR (-x)
 #   lab_qp_count [DEV]        number of QPs (excluding QP0/QP1) the kernel
 #                             reports, for DEV or all devices
 #   lab_perf_anchors FROM TO [OUT]     rdma-core/perftest reference figures
 #                             between two nodes, written as JSON to OUT
-#                             (default $RCNET_RESULTS/anchors.json); see below
+#                             (default $RCNET_RESULTS/anchors.json); see below.
+#                             Returns non-zero if any figure is missing.
 #
 # Environment set by the driver: RCNET_LAB_NODES, RCNET_RESULTS (writable,
 # copied back to the host), RCNET_SRC (source tree, read-only), RCNET_BUILD_DIR
@@ -154,10 +157,18 @@ lab_in_node() {
   ip netns exec "node$i" "$@"
 }
 
-_lab_sysctl() { sysctl -q -w "$1=$2" >/dev/null || lab_fail "sysctl $1=$2"; }
+# Written through /proc/sys with the shell's own echo: under TCG every exec
+# of a host binary over 9p costs a noticeable fraction of a second.
+_lab_sysctl() {
+  local path=/proc/sys/${1//.//}
+  echo "$2" >"$path" 2>/dev/null || lab_fail "sysctl $1=$2"
+}
+
+# Node i's MAC, fixed so that neighbour entries can be written up front.
+_lab_node_mac() { printf '02:99:00:00:%02x:%02x' $(($1 / 256)) $(($1 % 256)); }
 
 lab_setup_nodes() {
-  local n=${1:-$RCNET_LAB_NODES} i j key
+  local n=${1:-$RCNET_LAB_NODES} i j key batch=$RCNET_RESULTS/.lab-setup
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 2 || n > 32)); then
     lab_fail "lab_setup_nodes: node count must be 2..32, got '$n'"
     return 1
@@ -169,78 +180,90 @@ lab_setup_nodes() {
     _lab_sysctl "net.ipv4.conf.all.${key%=*}" "${key#*=}"
     _lab_sysctl "net.ipv4.conf.default.${key%=*}" "${key#*=}"
   done
-  ip link add "$LAB_BRIDGE" type bridge forward_delay 0 stp_state 0 || {
-    lab_fail "cannot create bridge $LAB_BRIDGE"
+  # One `ip -batch` for the whole topology. The local table must come after
+  # the per-node rules, or every packet to a lab address would be delivered
+  # locally instead of crossing the bridge.
+  {
+    # lo is down in a fresh guest: TCP between lab addresses (perftest's
+    # exchange, ctl sockets) is delivered locally over lo.
+    echo "link set lo up"
+    echo "link add $LAB_BRIDGE type bridge forward_delay 0 stp_state 0"
+    echo "link set $LAB_BRIDGE up"
+    for ((i = 1; i <= n; i++)); do
+      echo "link add v_$i address $(_lab_node_mac "$i") type veth peer name b_$i"
+      echo "link set b_$i master $LAB_BRIDGE"
+      echo "link set b_$i up"
+      echo "addr add 10.99.0.$i/24 dev v_$i"
+      echo "link set v_$i up"
+    done
+    echo "rule add pref 100 lookup local"
+    echo "rule del pref 0 lookup local"
+    for ((i = 1; i <= n; i++)); do
+      echo "rule add pref $((10 + i)) oif v_$i lookup $((100 + i))"
+      for ((j = 1; j <= n; j++)); do
+        ((i == j)) && continue
+        echo "route add 10.99.0.$j/32 dev v_$i src 10.99.0.$i table $((100 + i))"
+      done
+    done
+    for ((i = 1; i <= n; i++)); do
+      echo "netns add node$i"
+    done
+  } >"$batch.ip"
+  lab_log "topology: ip -batch $batch.ip"
+  if ! ip -batch "$batch.ip"; then
+    lab_fail "ip -batch of the lab topology failed ($batch.ip)"
     return 1
-  }
-  ip link set "$LAB_BRIDGE" up
+  fi
   for ((i = 1; i <= n; i++)); do
-    ip link add "v_$i" type veth peer name "b_$i" &&
-      ip link set "b_$i" master "$LAB_BRIDGE" &&
-      ip link set "b_$i" up &&
-      ip addr add "10.99.0.$i/24" dev "v_$i" &&
-      ip link set "v_$i" up || {
-      lab_fail "cannot create veth pair v_$i/b_$i"
-      return 1
-    }
     for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
       _lab_sysctl "net.ipv4.conf.v_$i.${key%=*}" "${key#*=}"
     done
   done
-  # The local table must come after the per-node rules, or every packet to a
-  # lab address would be delivered locally instead of crossing the bridge.
-  if ip rule show pref 0 | grep -q 'lookup local'; then
-    ip rule add pref 100 lookup local &&
-      ip rule del pref 0 lookup local || {
-      lab_fail "cannot move the local rule to pref 100"
-      return 1
-    }
-  fi
   for ((i = 1; i <= n; i++)); do
-    ip rule add pref $((10 + i)) oif "v_$i" lookup $((100 + i)) || {
-      lab_fail "ip rule for v_$i"
-      return 1
-    }
-    for ((j = 1; j <= n; j++)); do
-      ((i == j)) && continue
-      ip route add "10.99.0.$j/32" dev "v_$i" src "10.99.0.$i" table $((100 + i)) || {
-        lab_fail "route 10.99.0.$j via v_$i"
-        return 1
-      }
-    done
-  done
-  for ((i = 1; i <= n; i++)); do
-    rdma link add "rxe_$i" type rxe netdev "v_$i" || {
-      lab_fail "rdma link add rxe_$i netdev v_$i"
-      return 1
-    }
-  done
-  # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
-  # its timeout. Only the neighbour entry matters here, not the echo reply.
-  for ((i = 1; i <= n; i++)); do
-    for ((j = 1; j <= n; j++)); do
-      ((i == j)) || timeout 5 ping -q -n -c 1 -W 2 -I "v_$i" "10.99.0.$j" >/dev/null 2>&1 &
-    done
-  done
-  wait
-  local missing=()
-  for ((i = 1; i <= n; i++)); do
-    for ((j = 1; j <= n; j++)); do
-      ((i == j)) && continue
-      ip neigh show dev "v_$i" "10.99.0.$j" | grep -Eq 'REACHABLE|STALE|DELAY|PERMANENT' ||
-        missing+=("v_$i->10.99.0.$j")
-    done
-  done
-  if ((${#missing[@]})); then
-    lab_fail "ARP not resolved: ${missing[*]}"
+    echo "link add rxe_$i type rxe netdev v_$i"
+  done >"$batch.rdma"
+  if ! rdma -b "$batch.rdma"; then
+    lab_fail "rdma -batch (rdma link add rxe_i) failed ($batch.rdma)"
     return 1
   fi
   for ((i = 1; i <= n; i++)); do
-    ip netns add "node$i" && ip -n "node$i" link set lo up || {
-      lab_fail "cannot create netns node$i"
+    ip -n "node$i" link set lo up || {
+      lab_fail "cannot set lo up in netns node$i"
       return 1
     }
   done
+  lab_log "rxe devices up; warming ARP"
+  # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
+  # its timeout. Only the neighbour entry matters, not the echo reply (which
+  # the local rule may swallow), so stop waiting once every entry resolved.
+  local pids=() missing=() neigh tries
+  for ((i = 1; i <= n; i++)); do
+    for ((j = 1; j <= n; j++)); do
+      ((i == j)) && continue
+      timeout 30 ping -q -n -c 10 -i 0.5 -W 5 -I "v_$i" "10.99.0.$j" >/dev/null 2>&1 &
+      pids+=($!)
+    done
+  done
+  for ((tries = 0; tries < 120; tries++)); do
+    neigh=$(ip neigh show)
+    missing=()
+    for ((i = 1; i <= n; i++)); do
+      for ((j = 1; j <= n; j++)); do
+        ((i == j)) && continue
+        [[ $neigh =~ 10\.99\.0\.$j\ dev\ v_$i\ lladdr\ [^$'\n']*(REACHABLE|STALE|DELAY|PROBE|PERMANENT) ]] ||
+          missing+=("v_$i->10.99.0.$j")
+      done
+    done
+    ((${#missing[@]} == 0)) && break
+    sleep 0.25
+  done
+  kill "${pids[@]}" 2>/dev/null
+  wait "${pids[@]}" 2>/dev/null
+  if ((${#missing[@]})); then
+    lab_fail "ARP not resolved: ${missing[*]}"
+    echo "$neigh"
+    return 1
+  fi
   local devs
   devs=$(ls /dev/infiniband/ 2>/dev/null | tr '\n' ' ')
   if [[ $devs != *uverbs* || ! -c /dev/net/tun ]]; then
@@ -304,4 +327,184 @@ lab_collect() {
 lab_qp_count() {
   local dev=${1:-}
   rdma res show qp ${dev:+link "$dev"} 2>/dev/null | awk '$1 == "link" { for (k = 1; k < NF; k++) if ($k == "lqpn" && $(k + 1) > 1) n++ } END { print n + 0 }'
+}
+
+# Index of the RoCE v2 GID holding IPv4 address ADDR on rxe device DEV (port 1),
+# for verbs-only tools (perftest without -R) that take -x.
+lab_gid_index() {
+  local dev=$1 addr=$2 hex f gid
+  hex=$(printf '%02x%02x:%02x%02x' ${addr//./ })
+  for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+    read -r gid <"$f" 2>/dev/null || continue
+    if [[ $gid == "0000:0000:0000:0000:0000:ffff:$hex" ]]; then
+      echo "${f##*/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Waits until a TCP socket listens on PORT (perftest's out-of-band exchange).
+lab_wait_tcp_listen() {
+  local port=$1 secs=${2:-20} i
+  for ((i = 0; i < secs * 10; i++)); do
+    [[ -n $(ss -Hltn "sport = :$port" 2>/dev/null) ]] && return 0
+    sleep 0.1
+  done
+  echo "no TCP listener on port $port after ${secs}s"
+  return 1
+}
+
+# Extracts columns from perftest's result table: FILE COLUMN... -> values,
+# one per line ("" if absent). Header words joined by a single space
+# ("BW average[MB/sec]", "99% percentile[usec]") become one name with "_".
+_lab_perftest_columns() {
+  local file=$1
+  shift
+  sed -E 's/ ([a-z])/_\1/g' "$file" | awk -v want="$*" '
+    BEGIN { nw = split(want, w, " ") }
+    $1 == "#bytes" { for (k = 1; k <= NF; k++) col[$k] = k; hdr = 1; next }
+    hdr && $1 ~ /^[0-9]+$/ { for (k = 1; k <= nw; k++) val[k] = $(col[w[k]]); done = 1; hdr = 0 }
+    END { for (k = 1; k <= nw; k++) print (done && (w[k] in col)) ? val[k] : "" }'
+}
+
+# Prints VALUE as a JSON number, or null when it is not one.
+_lab_json_num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]] && echo "$1" || echo null; }
+
+# Reference figures of rdma-core's own tools on this run's lab, for
+# benchmarks to compare rcnet against (ratios within one run only: TCG speed
+# varies with host load). Server on node TO, client on node FROM.
+#   ucmatose_100_connect_s   wall time of `ucmatose -c 100 -C 0` (client
+#                            process: 100 connects in parallel + disconnects)
+#   cmtime_100_ms            cmtime -c 100: total ms per step
+#   ib_send_bw_64k_MBps      ib_send_bw -s 65536 average (peak separately)
+#   ib_send_lat_us           ib_send_lat (2-byte messages): typical, avg, ...
+# perftest runs over rdma_cm (-R); see the routing note below. (Its verbs
+# mode, -x <GID index>, failed here after 256 64 KiB SENDs with remote
+# invalid request / flush errors, so it is not used.)
+lab_perf_anchors() {
+  local from=$1 to=$2 out=${3:-$RCNET_RESULTS/anchors.json}
+  local saddr daddr sdev ddev sgid dgid base=$RCNET_RESULTS/anchor t0 rc src ok=0
+  saddr=$(lab_node_addr "$from")
+  daddr=$(lab_node_addr "$to")
+  sdev=$(lab_node_rdma_dev "$from")
+  ddev=$(lab_node_rdma_dev "$to")
+  local uc_s="" cm_json="{}" bw_avg="" bw_peak="" lat=()
+
+  # ucmatose: 100 connections in parallel, no data.
+  timeout -k 5 "$LAB_CMD_TIMEOUT" ucmatose -b "$daddr" -c 100 -C 0 >"$base-ucmatose.server.txt" 2>&1 &
+  src=$!
+  if lab_wait_listen "$daddr" 7471 20 >>"$base-ucmatose.server.txt"; then
+    t0=$(date +%s%N)
+    rc=0
+    lab_timeout "$LAB_CMD_TIMEOUT" ucmatose -s "$daddr" -b "$saddr" -c 100 -C 0 \
+      >"$base-ucmatose.client.txt" 2>&1 || rc=$?
+    uc_s=$(awk -v d=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.3f", d / 1e9 }')
+    wait "$src" || rc=$?
+    if ((rc == 0)); then
+      lab_pass "ucmatose 100 connections node$from -> node$to: ${uc_s}s"
+    else
+      lab_fail "ucmatose 100 connections node$from -> node$to (exit $rc, see $base-ucmatose.*.txt)"
+      uc_s=""
+      ok=1
+    fi
+  else
+    kill "$src" 2>/dev/null
+    lab_fail "ucmatose server did not listen on $daddr:7471"
+    ok=1
+  fi
+
+  # cmtime: per-step totals for 100 connections.
+  timeout -k 5 "$LAB_CMD_TIMEOUT" cmtime -b "$daddr" -c 100 >"$base-cmtime.server.txt" 2>&1 &
+  src=$!
+  rc=0
+  if lab_wait_listen "$daddr" 7471 20 >>"$base-cmtime.server.txt" &&
+    lab_timeout "$LAB_CMD_TIMEOUT" cmtime -s "$daddr" -b "$saddr" -c 100 >"$base-cmtime.client.txt" 2>&1; then
+    cm_json=$(awk -F: '
+      NF == 2 && $2 ~ /^[ \t]*[0-9.]+/ {
+        name = $1; gsub(/^[ \t]+|[ \t]+$/, "", name); gsub(/ /, "_", name)
+        split($2, v, " "); out = out sep "\"" name "\": " v[1]; sep = ", "
+      }
+      END { print "{" out "}" }' "$base-cmtime.client.txt")
+    lab_pass "cmtime 100 connections node$from -> node$to"
+  else
+    lab_fail "cmtime 100 connections node$from -> node$to (see $base-cmtime.*.txt)"
+    ok=1
+  fi
+  wait "$src" 2>/dev/null
+
+  # perftest over rdma_cm (-R). perftest 4.5's client cannot bind its source
+  # address (--source_ip is ignored with -R), so an unbound resolve would
+  # reach the server's own device through the local table and measure rxe
+  # loopback. For the client's duration, locally originated traffic to the
+  # server's address is routed out of the client's veth instead ("iif lo"
+  # matches only output lookups, so the server's input path is untouched).
+  local tool args
+  ip rule add pref 5 iif lo to "$daddr" lookup $((100 + from)) || {
+    lab_fail "cannot add the perftest source rule"
+    ok=1
+  }
+  for tool in ib_send_bw ib_send_lat; do
+    args=(-R -F)
+    [[ $tool == ib_send_bw ]] && args+=(-s 65536)
+    timeout -k 5 "$LAB_CMD_TIMEOUT" "$tool" -d "$ddev" "${args[@]}" \
+      >"$base-$tool.server.txt" 2>&1 &
+    src=$!
+    rc=0
+    if lab_wait_listen 0.0.0.0 18515 20 >>"$base-$tool.server.txt"; then
+      lab_timeout "$LAB_CMD_TIMEOUT" "$tool" -d "$sdev" "${args[@]}" "$daddr" \
+        >"$base-$tool.client.txt" 2>&1 || rc=$?
+    else
+      rc=1
+    fi
+    wait "$src" || rc=$?
+    if ((rc != 0)); then
+      lab_fail "$tool node$from -> node$to (exit $rc, see $base-$tool.*.txt)"
+      ok=1
+      continue
+    fi
+    if ! grep -q "GID: .*:$(printf '%02d' "${saddr##*.}")[[:space:]]*\$" "$base-$tool.client.txt"; then
+      # The local GID printed by the client must be the source node's.
+      lab_fail "$tool did not run from $saddr (see $base-$tool.client.txt)"
+      ok=1
+      continue
+    fi
+    if [[ $tool == ib_send_bw ]]; then
+      mapfile -t lat < <(_lab_perftest_columns "$base-$tool.client.txt" 'BW_average[MB/sec]' 'BW_peak[MB/sec]')
+      bw_avg=${lat[0]:-}
+      bw_peak=${lat[1]:-}
+      lat=()
+      if [[ -n $bw_avg ]]; then
+        lab_pass "ib_send_bw 64 KiB node$from -> node$to: $bw_avg MB/s"
+      else
+        lab_fail "ib_send_bw: no result row in $base-$tool.client.txt"
+        ok=1
+      fi
+    else
+      mapfile -t lat < <(_lab_perftest_columns "$base-$tool.client.txt" 't_typical[usec]' \
+        't_avg[usec]' 't_min[usec]' 't_max[usec]' '99%_percentile[usec]')
+      if [[ -n ${lat[0]:-} ]]; then
+        lab_pass "ib_send_lat node$from -> node$to: typical ${lat[0]} us"
+      else
+        lab_fail "ib_send_lat: no result row in $base-$tool.client.txt"
+        ok=1
+      fi
+    fi
+  done
+  ip rule del pref 5 iif lo to "$daddr" lookup $((100 + from)) 2>/dev/null
+
+  {
+    printf '{\n'
+    printf '  "from": "%s", "to": "%s", "kernel": "%s",\n' "$saddr" "$daddr" "$(uname -r)"
+    printf '  "ucmatose_100_connect_s": %s,\n' "$(_lab_json_num "$uc_s")"
+    printf '  "cmtime_100_ms": %s,\n' "$cm_json"
+    printf '  "ib_send_bw_64k_MBps": %s,\n' "$(_lab_json_num "$bw_avg")"
+    printf '  "ib_send_bw_64k_peak_MBps": %s,\n' "$(_lab_json_num "$bw_peak")"
+    printf '  "ib_send_lat_us": {"typical": %s, "avg": %s, "min": %s, "max": %s, "p99": %s}\n' \
+      "$(_lab_json_num "${lat[0]:-}")" "$(_lab_json_num "${lat[1]:-}")" \
+      "$(_lab_json_num "${lat[2]:-}")" "$(_lab_json_num "${lat[3]:-}")" \
+      "$(_lab_json_num "${lat[4]:-}")"
+    printf '}\n'
+  } >"$out"
+  return "$ok"
 }

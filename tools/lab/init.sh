@@ -38,11 +38,16 @@ while read -r m; do
   insmod "/modules/$m" || fail "insmod $m"
 done </modules.order
 
-mount -t 9p -o "$P9OPTS,ro" hostroot /mnt || fail "mount host root over 9p"
+mount -t 9p -o "$P9OPTS,ro,cache=loose" hostroot /mnt || fail "mount host root over 9p"
 mount -t proc proc /mnt/proc || fail "mount /mnt/proc"
 mount -t sysfs sysfs /mnt/sys || fail "mount /mnt/sys"
 mount -t devtmpfs devtmpfs /mnt/dev || fail "mount /mnt/dev"
 mkdir -p /mnt/dev/pts /mnt/dev/shm
+# devtmpfs has no /dev/fd: bash process substitution needs it.
+ln -sf /proc/self/fd /mnt/dev/fd
+ln -sf /proc/self/fd/0 /mnt/dev/stdin
+ln -sf /proc/self/fd/1 /mnt/dev/stdout
+ln -sf /proc/self/fd/2 /mnt/dev/stderr
 mount -t devpts devpts /mnt/dev/pts
 mount -t tmpfs tmpfs /mnt/dev/shm
 mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "mount /mnt/tmp"
@@ -57,14 +62,16 @@ if [ -d /mnt/lib/modules ]; then
   mount --bind "/mnt$RCNET_LAB_MODTREE/lib/modules" /mnt/lib/modules ||
     echo "rcnet-lab init: cannot bind the module tree over /lib/modules"
 fi
-for m in $RCNET_LAB_GUEST_MODULES; do
-  chroot /mnt /sbin/modprobe -d "$RCNET_LAB_MODTREE" "$m" || fail "modprobe $m"
-done
+# One modprobe for all (each exec over 9p is slow under TCG); -a loads them
+# in the order given, crc32_generic first.
+# shellcheck disable=SC2086
+chroot /mnt /sbin/modprobe -a -d "$RCNET_LAB_MODTREE" $RCNET_LAB_GUEST_MODULES ||
+  fail "modprobe -a $RCNET_LAB_GUEST_MODULES"
 for d in /mnt/dev/infiniband/rdma_cm /mnt/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done
 
-echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER"
+echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER uptime=$(cut -d" " -f1 /proc/uptime)s"
 t0=$(uptime_ms)
 chroot /mnt /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp TERM=dumb LANG=C.UTF-8 /bin/bash -c '
@@ -84,5 +91,5 @@ if [ "$rc" -eq 124 ]; then
 fi
 echo "$EXIT_MARKER $rc (scenario wall time ${secs}s)"
 sync
-umount /mnt$WORK
+umount -l /mnt$WORK
 halt_now

@@ -349,12 +349,17 @@ class Probe final : public EventSink {
     j["seam_qpns_left"] = left.size();
     j["cm_events"] = cm_events_;
     j["async_events"] = async_events_;
+    // How a crashed peer showed itself: a process exit makes the peer's kernel
+    // destroy its cm id and send a DREQ, so DISCONNECTED usually comes first.
+    j["peer_gone_by"] = !first_error_.empty() ? first_error_
+                        : peer_disconnected_  ? std::string("DISCONNECTED")
+                                              : std::string("none");
     j["first_error_status"] = first_error_;
     j["first_error_after_ms"] = first_error_after_ms_;
     j["errors"] = errors_;
     j["elapsed_ms"] = now_ms();
     const bool msgs_ok = o_.expect_peer_crash
-                             ? first_error_ == "RETRY_EXC_ERR"
+                             ? (first_error_ == "RETRY_EXC_ERR" || peer_disconnected_)
                              : (client_ ? replies_ok_ == o_.messages : recv_ok_ == o_.messages);
     j["ok"] = msgs_ok && drain_done_ && drain_status_ == "WR_FLUSH_ERR" && left.empty() &&
               kernel_left <= 0 && errors_.empty() && stage_ == Stage::kDone;
@@ -571,9 +576,10 @@ int main(int argc, char** argv) {
   app.add_option("--drain-timeout-ms", o.drain_timeout_ms, "bound of DRAINING");
   app.add_option("--timeout-ms", o.timeout_ms, "bound of the whole run");
   app.add_flag("--no-srq", o.no_srq, "per-QP receive queues instead of the SRQ");
-  app.add_option("--crash-after", o.crash_after, "server: _exit after N messages, no DREQ");
+  app.add_option("--crash-after", o.crash_after,
+                 "server: _exit after N messages (no rdma_disconnect from user space)");
   app.add_flag("--expect-peer-crash", o.expect_peer_crash,
-               "client: pass on RETRY_EXC_ERR (server runs with --crash-after)");
+               "client: pass when the peer vanishes (RETRY_EXC_ERR or DISCONNECTED)");
   listen->excludes(conn);
   CLI11_PARSE(app, argc, argv);
   if (o.listen.empty() == o.connect.empty() || (!o.connect.empty() && o.bind.empty())) {
