@@ -305,6 +305,11 @@ void read_document(const toml::table& root, Reader& r, Config& c) {
   r.address(node, "node", "address", m.local.addr);
   r.integer(node, "node", "port", m.local.port, 1, 65535);
   r.require("node", "address", node);
+  if (!r.failed() && (m.local.addr == IpAddr::v4(0) || m.local.addr == IpAddr::parse("::"))) {
+    // Binding the wildcard would let rdma_cm pick any device, and an unbound
+    // connect loops back on the local device (LAB.md).
+    r.fail_key("node.address", "must be this node's own underlay address, not a wildcard");
+  }
 
   const toml::table* tun = r.section("tun");
   if (tun != nullptr)
@@ -346,7 +351,7 @@ void read_document(const toml::table& root, Reader& r, Config& c) {
   }
   if (const toml::node* n = r.find(peers, "peers.static", "static"); n != nullptr) {
     const toml::array* arr = n->as_array();
-    if (arr == nullptr || !arr->is_array_of_tables()) {
+    if (arr == nullptr || (!arr->empty() && !arr->is_array_of_tables())) {
       r.fail_key("peers.static", "expected [[peers.static]] tables with overlay and underlay");
     } else {
       for (std::size_t i = 0; i < arr->size() && !r.failed(); ++i) {

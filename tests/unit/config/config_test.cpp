@@ -300,6 +300,11 @@ TEST_CASE("config: a section that is not a table", "[config]") {
 }
 
 TEST_CASE("config: bad required keys", "[config]") {
+  for (const char* wildcard : {"0.0.0.0", "::"}) {
+    CHECK(parse_err("[node]\naddress = \"" + std::string(wildcard) +
+                    "\"\n[tun]\naddress = \"10.100.0.1/24\"\n") ==
+          "t.toml:2: node.address: must be this node's own underlay address, not a wildcard");
+  }
   CHECK(parse_err("[tun]\naddress = \"10.100.0.1/24\"\n") ==
         "t.toml: node.address: required key is missing");
   CHECK(parse_err("[node]\naddress = \"10.99.0.1\"\n[tun]\nname = \"rc0\"\n") ==
@@ -410,6 +415,7 @@ TEST_CASE("config: underlay_for maps static peers, then the prefix rule", "[conf
       "[peers]\nunderlay_prefix = \"fd00:99::/120\"\n");
   CHECK(mixed.underlay_for(ip("10.100.0.66")) == ip("fd00:99::42"));
 
+  CHECK(parse_ok(with("[peers]\nstatic = []")).static_peers.empty());
   const Config none = parse_ok(kMinimal);
   CHECK_FALSE(none.underlay_for(ip("10.100.0.9")));
 }
