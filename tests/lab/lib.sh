@@ -361,11 +361,14 @@ lab_wait_tcp_listen() {
 _lab_perftest_columns() {
   local file=$1
   shift
-  sed -E 's/ ([a-z])/_\1/g' "$file" | awk -v want="$*" '
+  sed -E 's/([^[:space:]]) ([a-z])/\1_\2/g' "$file" | awk -v want="$*" '
     BEGIN { nw = split(want, w, " ") }
     $1 == "#bytes" { for (k = 1; k <= NF; k++) col[$k] = k; hdr = 1; next }
-    hdr && $1 ~ /^[0-9]+$/ { for (k = 1; k <= nw; k++) val[k] = $(col[w[k]]); done = 1; hdr = 0 }
-    END { for (k = 1; k <= nw; k++) print (done && (w[k] in col)) ? val[k] : "" }'
+    hdr && $1 ~ /^[0-9]+$/ {
+      for (k = 1; k <= nw; k++) val[k] = (w[k] in col) ? $(col[w[k]]) : ""
+      hdr = 0
+    }
+    END { for (k = 1; k <= nw; k++) print val[k] }'
 }
 
 # Prints VALUE as a JSON number, or null when it is not one.
