@@ -80,7 +80,7 @@ run_pair() { # NAME PORT [probe args...]
 # tear its QP down cleanly either way.
 run_crash() { # PORT
   local port=$1 spid rc=0 src=0 out=$RCNET_RESULTS/probe-crash
-  lab_log "probe crash: server $SERVER:$port exits after 20 messages without DREQ"
+  lab_log "probe crash: server $SERVER:$port _exits after 20 messages (no rdma_disconnect)"
   lab_timeout 90 "$PROBE" --listen "$SERVER" --port "$port" --size "$SIZE" --crash-after 20 \
     >"$out.server.json" 2>"$out.server.log" &
   spid=$!
