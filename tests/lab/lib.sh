@@ -309,6 +309,14 @@ lab_rping() {
     lab_pass "rping node$from ($saddr) -> node$to ($daddr): $n/$count verified"
     return 0
   fi
+  # rping's client sometimes exits 255 after a clean run: its CM thread reads
+  # the event channel while the main thread tears it down. The data was
+  # verified, so that alone is not a failure of the fabric.
+  if ((rc != 124 && src == 0 && n == count)) &&
+    grep -q 'rdma_get_cm_event: Bad file descriptor' "$out.client.txt"; then
+    lab_pass "rping node$from ($saddr) -> node$to ($daddr): $n/$count verified (rping's own teardown race: client exit $rc)"
+    return 0
+  fi
   lab_fail "rping node$from ($saddr) -> node$to ($daddr): client exit $rc, server exit $src, $n/$count iterations"
   sed 's/^/    client: /' "$out.client.txt" | tail -5
   sed 's/^/    server: /' "$out.server.txt" | tail -5
