@@ -298,3 +298,73 @@ TEST_CASE("sim crash and restart: not listening after restart, handles never reu
   CHECK(c2.b_qpn > c.b_qpn);
   CHECK(c2.b_id != c.b_id);
 }
+
+TEST_CASE("sim destroy_id of a live connection: DREQ / REJ sent for it", "[sim]") {
+  Lab lab;
+  TNode& a = lab.add(1, Profile::kMlx);
+  TNode& b = lab.add(2, Profile::kMlx);
+  SECTION("connected: the peer gets DISCONNECTED") {
+    Conn c = lab.connect(a, b);
+    REQUIRE(a.seam().destroy_qp(c.a_id).ok());
+    REQUIRE(a.seam().destroy_id(c.a_id).ok());
+    lab.fabric.run_for(10ms);
+    CHECK(b.rec.count(CmEventType::kDisconnected) == 1);
+    CHECK(b.node->qp_state(c.b_qpn) == QpStateSim::kErr);
+    CHECK(a.rec.count(CmEventType::kDisconnected) == 0);  // the id is gone
+  }
+  SECTION("REQ never answered: the active side gets REJECTED") {
+    rdma::Qpn qpn = 0;
+    const rdma::CmIdHandle id = lab.prepare(a, b, {}, &qpn);
+    REQUIRE(a.seam().connect(id, {}).ok());
+    lab.fabric.run_for(1ms);
+    REQUIRE(b.rec.count(CmEventType::kConnectRequest) == 1);
+    REQUIRE(b.seam().destroy_id(b.rec.cm.back().id).ok());
+    lab.fabric.run_for(1ms);
+    CHECK(a.rec.find(CmEventType::kRejected, id) != nullptr);
+    CHECK(b.node->live_cm_ids() == 0);
+  }
+  SECTION("CM events of a destroyed id are not delivered") {
+    auto id = a.seam().create_id();
+    REQUIRE(id.ok());
+    REQUIRE(a.seam().resolve_addr(*id, b.ep, 1s).ok());
+    REQUIRE(a.seam().destroy_id(*id).ok());
+    lab.fabric.run_for(10ms);
+    CHECK(a.rec.cm.empty());
+  }
+}
+
+TEST_CASE("sim scale: many nodes, many connections, traffic (timing printed)", "[.][sim][bench]") {
+  const auto wall0 = std::chrono::steady_clock::now();
+  Lab lab;
+  constexpr int kNodes = 32;
+  for (int i = 1; i <= kNodes; ++i)
+    lab.add(i, Profile::kMlx, kSlots, kSlots);
+  std::vector<std::pair<int, Conn>> conns;
+  for (int i = 0; i < kNodes; ++i) {
+    for (int j = i + 1; j < kNodes; ++j)
+      conns.emplace_back(i, lab.connect(lab.nodes[i], lab.nodes[j]));
+  }
+  const auto wall1 = std::chrono::steady_clock::now();
+  std::size_t sent = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (auto& [i, c] : conns) {
+      Lab::send(lab.nodes[static_cast<std::size_t>(i)], c.a_id, "payload", 1, sent++, false);
+    }
+    lab.fabric.run_for(1ms);
+    // Repost what was consumed.
+    for (auto& n : lab.nodes) {
+      const std::uint32_t missing = kSlots - n.node->srq_posted();
+      if (missing > 0)
+        n.post_srq(0, missing);
+    }
+  }
+  const auto wall2 = std::chrono::steady_clock::now();
+  std::uint64_t delivered = 0;
+  for (auto& n : lab.nodes)
+    delivered += n.node->stats().packets_delivered;
+  CHECK(delivered == sent);
+  WARN(conns.size() << " connections in " << std::chrono::duration<double>(wall1 - wall0).count()
+                    << " s wall; " << sent << " sends in "
+                    << std::chrono::duration<double>(wall2 - wall1).count() << " s wall; "
+                    << lab.fabric.events_processed() << " events");
+}
