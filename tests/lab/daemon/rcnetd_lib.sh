@@ -43,7 +43,8 @@ rcd_start() {
   local i=$1 log=$RCNET_RESULTS/rcnetd-$i.log k skip
   mkdir -p /run/rcnet
   # A restart appends to the same log: only look at this start's lines.
-  skip=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
+  skip=1
+  [[ -f $log ]] && skip=$(($(wc -l <"$log") + 1))
   "$RCD_BIN" -c "$RCNET_RESULTS/node-$i.toml" >>"$log" 2>&1 &
   RCD_PID[$i]=$!
   for ((k = 0; k < 300; k++)); do
