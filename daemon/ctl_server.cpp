@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ctl_server.hpp"
+
+#include <fmt/format.h>
+#include <grp.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "daemon.hpp"
+#include "rcnet_build_config.h"
+#include "rdma_audit.hpp"
+
+namespace rcnet::daemon {
+
+using ctl::json;
+
+// --- Request handling -------------------------------------------------------------
+
+namespace {
+
+json append_counters(json stats, const json& extra) {
+  if (!stats.contains("counters") || !stats["counters"].is_array() || !extra.is_array())
+    return stats;
+  for (const json& c : extra)
+    stats["counters"].push_back(c);
+  return stats;
+}
+
+HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounters* ctl) {
+  using ctl::Command;
+  using ctl::ErrorCode;
+  switch (req.cmd) {
+    case Command::kStatus: {
+      json data = ctl::status_json(b.snapshot());
+      data["daemon"] = b.daemon_status();
+      return {ctl::ok_reply(data)};
+    }
+    case Command::kPeers:
+      return {ctl::ok_reply(ctl::peers_json(b.snapshot()))};
+    case Command::kConnections:
+      return {ctl::ok_reply(ctl::connections_json(b.snapshot()))};
+    case Command::kQps:
+      return {ctl::ok_reply(ctl::qps_json(b.snapshot()))};
+    case Command::kSrq:
+      return {ctl::ok_reply(ctl::srq_json(b.snapshot().srq))};
+    case Command::kStats: {
+      json data = append_counters(ctl::stats_json(b.snapshot().counters), b.daemon_counters());
+      if (ctl != nullptr) {
+        json extra = json::array();
+        ctl->for_each([&](std::string_view name, std::uint64_t value, std::string_view help) {
+          extra.push_back({{"name", name}, {"value", value}, {"help", help}});
+        });
+        data = append_counters(std::move(data), extra);
+      }
+      return {ctl::ok_reply(data)};
+    }
+    case Command::kAudit: {
+      auto a = b.audit();
+      if (!a)
+        return {ctl::error_reply(ErrorCode::kFailed, "audit: " + a.error().message())};
+      return {ctl::ok_reply(*a)};
+    }
+    case Command::kConfig:
+      return {ctl::ok_reply(ctl::config_json(b.config()))};
+    case Command::kDisconnect: {
+      std::optional<NodeId> node = req.peer_node;
+      std::string name;
+      if (node) {
+        name = fmt::format("node {}", *node);
+      } else if (req.peer_addr) {
+        name = req.peer_addr->to_string();
+        for (const cm::PeerSnapshot& p : b.snapshot().peers) {
+          if (p.underlay.addr == *req.peer_addr)
+            node = p.node;
+        }
+        // Not in the table: its id is still derived from the address.
+        if (!node)
+          node = node_id_for(*req.peer_addr);
+      }
+      if (!node || !b.disconnect(*node, "rcnetctl disconnect"))
+        return {ctl::error_reply(ErrorCode::kFailed, "no peer " + name)};
+      return {ctl::ok_reply(ctl::disconnect_json(*node))};
+    }
+    case Command::kReap: {
+      const Duration idle = req.reap_idle.value_or(b.config().manager.idle_timeout);
+      return {ctl::ok_reply(ctl::reap_json(b.reap(idle)))};
+    }
+    case Command::kLogLevel: {
+      const config::LogLevel previous = b.log_level();
+      b.set_log_level(req.level);
+      return {ctl::ok_reply(ctl::log_level_json(previous, req.level))};
+    }
+  }
+  return {ctl::error_reply(ErrorCode::kUnknownCommand, "unknown command"), true};
+}
+
+}  // namespace
+
+HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBackend& backend,
+                              const CtlCounters* ctl) {
+  try {
+    // A stranger learns nothing, not even whether its request parses.
+    if (access == ctl::Access::kDenied) {
+      return {ctl::error_reply(ctl::ErrorCode::kForbidden,
+                               ctl::authorize(ctl::Command::kStatus, access).value_or("forbidden")),
+              true};
+    }
+    auto req = ctl::parse_request(line);
+    if (!req)
+      return {ctl::error_reply(req.error()), true};
+    if (auto why = ctl::authorize(req->cmd, access))
+      return {ctl::error_reply(ctl::ErrorCode::kForbidden, *why), true};
+    return dispatch(*req, backend, ctl);
+  } catch (const std::exception& e) {
+    // Allocation or a JSON type error: answer, never unwind into the loop.
+    return {ctl::error_reply(ctl::ErrorCode::kFailed, std::string("internal error: ") + e.what())};
+  }
+}
+
+// --- Credentials ----------------------------------------------------------------------
+
+namespace {
+
+// "Groups:\t10 27 1000" from /proc/PID/status (proc(5)).
+std::vector<gid_t> proc_groups(pid_t pid) {
+  std::vector<gid_t> out;
+  std::ifstream f(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("Groups:", 0) != 0)
+      continue;
+    std::istringstream ss(line.substr(7));
+    unsigned long g = 0;
+    while (ss >> g)
+      out.push_back(static_cast<gid_t>(g));
+    break;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PeerCred> peer_credentials(int fd) {
+  ucred uc{};
+  socklen_t len = sizeof uc;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+    return Error::from_errno(errno, "getsockopt SO_PEERCRED");
+  PeerCred c;
+  c.pid = uc.pid;
+  c.uid = uc.uid;
+  c.gid = uc.gid;
+  c.groups.push_back(uc.gid);
+  // SO_PEERGROUPS is taken at connect(2), like SO_PEERCRED: no race with the
+  // client changing its groups or its pid being reused, unlike /proc.
+  std::vector<gid_t> sup(64);
+  socklen_t glen = static_cast<socklen_t>(sup.size() * sizeof(gid_t));
+  int rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, sup.data(), &glen);
+  if (rc < 0 && errno == ERANGE) {
+    sup.resize(glen / sizeof(gid_t) + 1);
+    glen = static_cast<socklen_t>(sup.size() * sizeof(gid_t));
+    rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, sup.data(), &glen);
+  }
+  if (rc == 0) {
+    sup.resize(glen / sizeof(gid_t));
+  } else {
+    sup = proc_groups(uc.pid);
+  }
+  for (gid_t g : sup) {
+    if (std::find(c.groups.begin(), c.groups.end(), g) == c.groups.end())
+      c.groups.push_back(g);
+  }
+  return c;
+}
+
+std::optional<gid_t> lookup_group(const std::string& name) {
+  if (name.empty())
+    return std::nullopt;
+  group gr{};
+  group* found = nullptr;
+  std::vector<char> buf(4096);
+  for (;;) {
+    const int rc = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 4);
+      continue;
+    }
+    if (rc != 0 || found == nullptr)
+      return std::nullopt;
+    return gr.gr_gid;
+  }
+}
+
+// --- The server -------------------------------------------------------------------------
+
+struct CtlServer::Client {
+  std::uint64_t id = 0;
+  UniqueFd fd;
+  // Declared after fd: the sources go before the fd they watch is closed.
+  EventSource io;
+  EventSource timer;
+  PeerCred cred;
+  ctl::Access access = ctl::Access::kDenied;
+  std::string in;
+  std::string out;
+  std::size_t out_off = 0;
+  bool read_closed = false;
+  bool close_after_flush = false;
+  bool closed = false;
+};
+
+CtlServer::CtlServer(EventLoop& loop, std::unique_ptr<CtlBackend> backend, CtlServerOptions opts)
+    : loop_(loop), backend_(std::move(backend)), opts_(std::move(opts)) {}
+
+CtlServer::~CtlServer() {
+  clients_.clear();
+  closed_.clear();
+  listen_src_.reset();
+  // Only our own socket file: a second daemon may have replaced it since.
+  struct stat st {};
+  if (!opts_.socket_path.empty() && ::lstat(opts_.socket_path.c_str(), &st) == 0 &&
+      st.st_dev == sock_dev_ && st.st_ino == sock_ino_)
+    ::unlink(opts_.socket_path.c_str());
+}
+
+Result<std::unique_ptr<CtlServer>> CtlServer::create(EventLoop& loop,
+                                                     std::unique_ptr<CtlBackend> backend,
+                                                     CtlServerOptions opts) {
+  std::unique_ptr<CtlServer> s(new CtlServer(loop, std::move(backend), std::move(opts)));
+  if (auto r = s->listen(); !r)
+    return r.error();
+  return s;
+}
+
+Result<void> CtlServer::listen() {
+  const std::string& path = opts_.socket_path;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sa.sun_path)
+    return Error::from_errno(ENAMETOOLONG, "ctl socket " + path);
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  const auto salen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::create_directories(dir, ec) && ec)
+      return Error{ec, "ctl socket directory " + dir.string()};
+    // Clients need to search it whatever rcnetd's umask (UMask=0077 in the unit).
+    if (::chmod(dir.c_str(), 0755) < 0)
+      return Error::from_errno(errno, "chmod 0755 " + dir.string());
+  }
+
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return Error::from_errno(EEXIST, "ctl socket " + path + " exists and is not a socket");
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!probe)
+      return Error::from_errno(errno, "socket AF_UNIX");
+    const int rc = ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&sa), salen);
+    if (rc == 0 || errno == EAGAIN)
+      return Error::from_errno(EADDRINUSE,
+                               "ctl socket " + path + ": another rcnetd is listening on it");
+    // ECONNREFUSED: left behind by a daemon that died; nobody listens.
+    if (::unlink(path.c_str()) < 0 && errno != ENOENT)
+      return Error::from_errno(errno, "unlink stale ctl socket " + path);
+    spdlog::info("ctl: replaced stale socket {}", path);
+  }
+
+  listen_fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listen_fd_)
+    return Error::from_errno(errno, "socket AF_UNIX");
+  if (::bind(listen_fd_.get(), reinterpret_cast<const sockaddr*>(&sa), salen) < 0)
+    return Error::from_errno(errno, "bind ctl socket " + path);
+  if (::chmod(path.c_str(), 0660) < 0)
+    return Error::from_errno(errno, "chmod 0660 " + path);
+  gid_ = lookup_group(opts_.group);
+  if (gid_) {
+    if (::chown(path.c_str(), 0, *gid_) < 0)
+      spdlog::warn("ctl: chown root:{} {}: {} (members of {} cannot connect)", opts_.group, path,
+                   std::strerror(errno), opts_.group);
+  } else {
+    spdlog::warn("ctl: group '{}' does not exist: only root may use {}", opts_.group, path);
+  }
+  if (::lstat(path.c_str(), &st) == 0) {
+    sock_dev_ = st.st_dev;
+    sock_ino_ = st.st_ino;
+  }
+  if (::listen(listen_fd_.get(), 16) < 0)
+    return Error::from_errno(errno, "listen ctl socket " + path);
+
+  auto src =
+      loop_.add_io(listen_fd_.get(), EPOLLIN, "ctl-listen", [this](std::uint32_t) { on_accept(); });
+  if (!src)
+    return src.error();
+  listen_src_ = std::move(*src);
+  auto reaper = loop_.add_defer("ctl-reaper", [this] { reap_closed(); });
+  if (!reaper)
+    return reaper.error();
+  reaper_ = std::move(*reaper);
+  spdlog::info("ctl: listening on {}", path);
+  return {};
+}
+
+void CtlServer::reloaded(const config::Config& next) {
+  (void)next;  // ctl.socket and ctl.group changes need a restart
+  gid_ = lookup_group(opts_.group);
+}
+
+std::size_t CtlServer::client_count() const {
+  return clients_.size();
+}
+
+void CtlServer::on_accept() {
+  // Bounded per wakeup so that a connect storm cannot starve the data path;
+  // the listening socket stays readable and the loop comes back.
+  for (int k = 0; k < 64; ++k) {
+    UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      if (errno != EAGAIN)
+        spdlog::warn("ctl: accept: {}", std::strerror(errno));
+      return;
+    }
+    if (clients_.size() >= opts_.max_clients) {
+      ++counters_.ctl_clients_refused_full;
+      const std::string r = ctl::error_reply(
+          ctl::ErrorCode::kFailed,
+          fmt::format("too many ctl clients ({} connected); try again", clients_.size()));
+      // Best effort: a fresh socket's buffer takes one short line.
+      (void)!::send(fd.get(), r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      continue;
+    }
+    auto c = std::make_unique<Client>();
+    c->id = next_id_++;
+    auto cred = peer_credentials(fd.get());
+    if (cred) {
+      c->cred = std::move(*cred);
+      c->access =
+          ctl::access_for(c->cred.uid, c->cred.groups, gid_.value_or(static_cast<gid_t>(-1)));
+    } else {
+      spdlog::warn("ctl: {}: client refused", cred.error().message());
+      c->access = ctl::Access::kDenied;
+    }
+    const std::uint64_t id = c->id;
+    auto io = loop_.add_io(fd.get(), EPOLLIN, "ctl-client",
+                           [this, id](std::uint32_t revents) { on_client_io(id, revents); });
+    if (!io) {
+      spdlog::warn("ctl: {}", io.error().message());
+      continue;
+    }
+    auto timer = loop_.add_time(loop_.now() + opts_.request_timeout, std::chrono::milliseconds(100),
+                                "ctl-client-timeout", [this, id] { on_client_timeout(id); });
+    if (!timer) {
+      spdlog::warn("ctl: {}", timer.error().message());
+      continue;
+    }
+    c->fd = std::move(fd);
+    c->io = std::move(*io);
+    c->timer = std::move(*timer);
+    ++counters_.ctl_clients_accepted;
+    spdlog::debug("ctl: client {} pid {} uid {} access {}", id, c->cred.pid, c->cred.uid,
+                  c->access == ctl::Access::kAdmin  ? "admin"
+                  : c->access == ctl::Access::kRead ? "read"
+                                                    : "denied");
+    clients_.emplace(id, std::move(c));
+  }
+}
+
+void CtlServer::on_client_io(std::uint64_t id, std::uint32_t revents) {
+  auto it = clients_.find(id);
+  if (it == clients_.end() || it->second->closed)
+    return;
+  Client& c = *it->second;
+  if ((revents & EPOLLIN) != 0 || (revents & (EPOLLHUP | EPOLLERR)) != 0) {
+    char buf[16384];
+    for (int k = 0; k < 16 && !c.read_closed && !c.close_after_flush; ++k) {
+      const ssize_t n = ::read(c.fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        c.in.append(buf, static_cast<std::size_t>(n));
+        process_input(c);
+        if (c.closed)
+          return;
+        continue;
+      }
+      if (n == 0) {
+        c.read_closed = true;
+        break;
+      }
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN)
+        break;
+      close_client(c);  // ECONNRESET and friends
+      return;
+    }
+  }
+  if (c.read_closed && !c.in.empty() && !c.close_after_flush) {
+    // A last request without '\n' before the client shut its side down.
+    c.in.push_back('\n');
+    process_input(c);
+    if (c.closed)
+      return;
+  }
+  flush(c);
+  if (c.closed)
+    return;
+  update_events(c);
+}
+
+void CtlServer::process_input(Client& c) {
+  for (;;) {
+    const std::size_t nl = c.in.find('\n');
+    if (nl == std::string::npos) {
+      if (c.in.size() > ctl::kMaxRequestBytes + 1)
+        break;  // oversized, handled below
+      return;
+    }
+    if (nl > ctl::kMaxRequestBytes + 1)
+      break;
+    std::string line = c.in.substr(0, nl);
+    c.in.erase(0, nl + 1);
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;  // a blank line is no request
+    HandledRequest h = handle_request(line, c.access, *backend_, &counters_);
+    ++counters_.ctl_requests;
+    if (h.refused)
+      ++counters_.ctl_requests_refused;
+    c.out += h.reply;
+    (void)c.timer.arm_at(loop_.now() + opts_.request_timeout);
+    if (c.out.size() - c.out_off > opts_.max_output_bytes) {
+      spdlog::warn("ctl: client {} (pid {}) does not read its replies: dropped", c.id, c.cred.pid);
+      ++counters_.ctl_clients_dropped;
+      close_client(c);
+      return;
+    }
+  }
+  // The protocol's bound: answer once, then hang up rather than buffer more.
+  ++counters_.ctl_clients_dropped;
+  ++counters_.ctl_requests_refused;
+  c.in.clear();
+  c.out += ctl::error_reply(ctl::ErrorCode::kBadRequest,
+                            fmt::format("request longer than {} bytes", ctl::kMaxRequestBytes));
+  c.close_after_flush = true;
+}
+
+void CtlServer::flush(Client& c) {
+  while (c.out_off < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_off, c.out.size() - c.out_off,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c.out_off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    close_client(c);  // EPIPE: the client went away
+    return;
+  }
+  c.out.clear();
+  c.out_off = 0;
+  if (c.close_after_flush || c.read_closed)
+    close_client(c);
+}
+
+void CtlServer::update_events(Client& c) {
+  std::uint32_t ev = 0;
+  if (!c.read_closed && !c.close_after_flush)
+    ev |= EPOLLIN;
+  if (c.out_off < c.out.size())
+    ev |= EPOLLOUT;
+  if (ev == 0) {
+    close_client(c);
+    return;
+  }
+  if (int rc = sd_event_source_set_io_events(c.io.get(), ev); rc < 0) {
+    spdlog::warn("ctl: sd_event_source_set_io_events: {}", std::strerror(-rc));
+    close_client(c);
+  }
+}
+
+void CtlServer::on_client_timeout(std::uint64_t id) {
+  auto it = clients_.find(id);
+  if (it == clients_.end() || it->second->closed)
+    return;
+  ++counters_.ctl_clients_timed_out;
+  spdlog::debug("ctl: client {} sent no complete request in {:.0f} ms: closed", id,
+                to_ms(opts_.request_timeout));
+  close_client(*it->second);
+}
+
+void CtlServer::close_client(Client& c) {
+  if (c.closed)
+    return;
+  c.closed = true;
+  (void)c.io.set_enabled(SD_EVENT_OFF);
+  (void)c.timer.set_enabled(SD_EVENT_OFF);
+  auto it = clients_.find(c.id);
+  if (it != clients_.end()) {
+    closed_.push_back(std::move(it->second));
+    clients_.erase(it);
+  }
+  (void)reaper_.set_enabled(SD_EVENT_ONESHOT);
+}
+
+void CtlServer::reap_closed() {
+  closed_.clear();
+}
+
+// --- Over the Daemon -----------------------------------------------------------------
+
+namespace {
+
+config::LogLevel from_spdlog(spdlog::level::level_enum l) {
+  using L = spdlog::level::level_enum;
+  switch (l) {
+    case L::trace:
+      return config::LogLevel::kTrace;
+    case L::debug:
+      return config::LogLevel::kDebug;
+    case L::info:
+      return config::LogLevel::kInfo;
+    case L::warn:
+      return config::LogLevel::kWarn;
+    case L::err:
+      return config::LogLevel::kError;
+    case L::critical:
+      return config::LogLevel::kCritical;
+    case L::off:
+    case L::n_levels:
+      break;
+  }
+  return config::LogLevel::kOff;
+}
+
+// ib_qp_state (include/rdma/ib_verbs.h), as `rdma resource show qp` names them.
+std::string_view kernel_qp_state(std::uint8_t s) {
+  static constexpr std::string_view kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return s < std::size(kNames) ? kNames[s] : "UNKNOWN";
+}
+
+class DaemonBackend final : public CtlBackend {
+ public:
+  explicit DaemonBackend(Daemon& d) : d_(d), started_(Clock::now()) {}
+
+  cm::Snapshot snapshot() const override { return d_.manager().snapshot(); }
+
+  json daemon_status() const override {
+    const config::Config& c = d_.config();
+    return {
+        {"version", RCNET_VERSION},
+        {"pid", ::getpid()},
+        {"uptime_ms", to_ms(Clock::now() - started_)},
+        {"config_path", d_.options().config_path},
+        {"tun",
+         {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
+        {"stopping", d_.stopping()},
+        {"log_level", config::to_string(log_level())},
+        {"status", d_.status_text()},
+    };
+  }
+
+  json daemon_counters() const override {
+    json out = json::array();
+    d_.tun_counters().for_each([&](std::string_view name, std::uint64_t v, std::string_view help) {
+      out.push_back({{"name", name}, {"value", v}, {"help", help}});
+    });
+    return out;
+  }
+
+  const config::Config& config() const override { return d_.config(); }
+
+  Result<json> audit() override {
+    const std::string device = d_.manager().snapshot().device;
+    auto kernel = dump_kernel_qps(device);
+    if (!kernel)
+      return kernel.error();
+    const auto pid = static_cast<std::uint32_t>(::getpid());
+    const std::vector<std::uint32_t> kqpns = qpns_of_pid(*kernel, pid);
+    std::vector<rdma::Qpn> mine = d_.manager().live_qpns();
+    std::sort(mine.begin(), mine.end());
+    const ctl::AuditResult r = ctl::audit_compare(mine, kqpns);
+    json data = ctl::audit_json(r);
+    data["pid"] = pid;
+    data["device"] = device;
+    // The seam's own record of live QPs must agree with the manager's too: a
+    // QP the manager forgot but never destroyed is a leak the kernel check
+    // alone would not name.
+    const std::vector<rdma::Qpn> seam = d_.seam().qpns();
+    std::vector<rdma::Qpn> seam_only, manager_only;
+    std::set_difference(seam.begin(), seam.end(), mine.begin(), mine.end(),
+                        std::back_inserter(seam_only));
+    std::set_difference(mine.begin(), mine.end(), seam.begin(), seam.end(),
+                        std::back_inserter(manager_only));
+    data["seam_qps"] = seam.size();
+    data["seam_only"] = seam_only;
+    data["manager_only"] = manager_only;
+    if (!seam_only.empty() || !manager_only.empty())
+      data["ok"] = false;
+    json kq = json::array();
+    for (const KernelQp& q : *kernel) {
+      if (!q.pid || *q.pid != pid)
+        continue;
+      kq.push_back({{"qpn", q.lqpn},
+                    {"rqpn", q.rqpn ? json(*q.rqpn) : json(nullptr)},
+                    {"state", q.state ? json(kernel_qp_state(*q.state)) : json(nullptr)},
+                    {"device", q.dev_name},
+                    {"port", q.port}});
+    }
+    data["kernel"] = std::move(kq);
+    return data;
+  }
+
+  bool disconnect(NodeId node, std::string_view why) override {
+    return d_.manager().disconnect_peer(node, why);
+  }
+  std::size_t reap(Duration idle) override { return d_.manager().reap_idle(idle); }
+  config::LogLevel log_level() const override {
+    return from_spdlog(spdlog::default_logger_raw()->level());
+  }
+  void set_log_level(config::LogLevel level) override { d_.set_log_level(level); }
+
+ private:
+  Daemon& d_;
+  TimePoint started_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Extension>> make_ctl_server(Daemon& daemon) {
+  CtlServerOptions opts;
+  opts.socket_path = daemon.config().ctl_socket;
+  opts.group = daemon.config().ctl_group;
+  auto s = CtlServer::create(daemon.loop(), std::make_unique<DaemonBackend>(daemon), opts);
+  if (!s)
+    return s.error();
+  return std::unique_ptr<Extension>(std::move(*s));
+}
+
+}  // namespace rcnet::daemon

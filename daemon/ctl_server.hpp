@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// rcnetd's ctl server: the daemon side of rcnetctl (rcnetctl(8)). A Unix
+// stream socket (config ctl.socket), newline-delimited JSON requests and
+// replies in the protocol of lib/ctl/protocol.hpp, served from the daemon's
+// one sd-event loop: the listening socket and every client are non-blocking
+// io sources, and nothing here ever blocks the loop.
+//
+// Access (ctl::access_for): the client's SO_PEERCRED uid and its groups
+// (SO_PEERGROUPS, else /proc/PID/status "Groups:") decide, once at accept:
+// root may do everything, members of ctl.group the read-only commands, anyone
+// else gets a `forbidden` reply to every request.
+//
+// Bounds, per client: a request line longer than ctl::kMaxRequestBytes gets a
+// bad_request reply and the connection is closed; a client with no complete
+// request for CtlServerOptions::request_timeout is closed; replies waiting to
+// be written are bounded by max_output_bytes (the client is dropped beyond
+// it). At most max_clients at once: one more gets an error reply and is closed.
+//
+// Thread: the loop's, always.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctl/protocol.hpp"
+#include "event_loop.hpp"
+#include "extension.hpp"
+#include "unique_fd.hpp"
+
+namespace rcnet::daemon {
+
+// What the request handler needs from the daemon: implemented over Daemon in
+// ctl_server.cpp, and by fakes in the unit tests. Loop thread only.
+class CtlBackend {
+ public:
+  virtual ~CtlBackend() = default;
+  virtual cm::Snapshot snapshot() const = 0;
+  // Daemon facts for "status" beside the manager's snapshot: version, pid,
+  // uptime_ms, tun {name, address, netns}, stopping, log_level, status text.
+  virtual ctl::json daemon_status() const = 0;
+  // Daemon-side counters for "stats", as {name, value, help} objects.
+  virtual ctl::json daemon_counters() const = 0;
+  virtual const config::Config& config() const = 0;
+  // The "audit" data (ctl::audit_json plus details), or the error reading the
+  // kernel's QP table.
+  virtual Result<ctl::json> audit() = 0;
+  // false when there is no such peer.
+  virtual bool disconnect(NodeId node, std::string_view why) = 0;
+  virtual std::size_t reap(Duration idle) = 0;
+  virtual config::LogLevel log_level() const = 0;
+  virtual void set_log_level(config::LogLevel level) = 0;
+};
+
+// The ctl server's own counters, reported by "stats" after the daemon's.
+#define RCNETD_CTL_COUNTERS(X)                                                    \
+  X(ctl_clients_accepted, "ctl clients accepted")                                 \
+  X(ctl_clients_refused_full, "ctl clients refused: max_clients reached")         \
+  X(ctl_clients_timed_out, "ctl clients closed: no complete request in time")     \
+  X(ctl_clients_dropped, "ctl clients dropped: oversized request or reply queue") \
+  X(ctl_requests, "ctl requests answered")                                        \
+  X(ctl_requests_refused, "ctl requests refused: forbidden or malformed")
+
+struct CtlCounters {
+#define RCNET_X(name, help) std::uint64_t name = 0;
+  RCNETD_CTL_COUNTERS(RCNET_X)
+#undef RCNET_X
+  template <class F>
+  void for_each(F&& f) const {
+#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
+    RCNETD_CTL_COUNTERS(RCNET_X)
+#undef RCNET_X
+  }
+};
+
+struct HandledRequest {
+  std::string reply;     // one '\n'-terminated reply line
+  bool refused = false;  // forbidden, unparsable or unknown command
+};
+
+// One request line (without or with its '\n') from a client with `access` →
+// its reply. Pure apart from the backend's calls; never throws (an internal
+// failure becomes a `failed` reply). `ctl` counters, when given, are appended
+// to "stats".
+HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBackend& backend,
+                              const CtlCounters* ctl = nullptr);
+
+// A connected client's credentials (socket(7) SO_PEERCRED, SO_PEERGROUPS).
+struct PeerCred {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // primary gid first, then the supplementary ones
+};
+// Errors: getsockopt(2) SO_PEERCRED. The supplementary groups come from
+// SO_PEERGROUPS (Linux 4.13), else from /proc/PID/status; without either,
+// only the primary gid is known (a member of ctl.group only through a
+// supplementary group is then refused, never wrongly admitted).
+Result<PeerCred> peer_credentials(int fd);
+
+// The gid of group `name`, or nullopt when it does not exist. NSS lookup: may
+// block on a remote directory, so it runs at startup and on reload only.
+std::optional<gid_t> lookup_group(const std::string& name);
+
+struct CtlServerOptions {
+  std::string socket_path;  // absolute; its directory is created 0755 if missing
+  std::string group;        // socket group and read-only access; may not exist
+  Duration request_timeout = std::chrono::seconds(5);
+  std::size_t max_clients = 64;
+  std::size_t max_output_bytes = 16 * 1024 * 1024;
+};
+
+class CtlServer final : public Extension {
+ public:
+  // Binds and listens. A socket file left by a dead daemon is replaced; one
+  // that still accepts connections means another rcnetd owns it: EADDRINUSE.
+  // The socket is chmod 0660 and chown root:group when the group exists
+  // (EPERM from chown when not root is logged, not fatal). Errors: the
+  // directory, socket(2), bind(2), listen(2), the loop's sources.
+  static Result<std::unique_ptr<CtlServer>> create(EventLoop& loop,
+                                                   std::unique_ptr<CtlBackend> backend,
+                                                   CtlServerOptions opts);
+  ~CtlServer() override;  // closes every client and unlinks the socket file
+  CtlServer(const CtlServer&) = delete;
+  CtlServer& operator=(const CtlServer&) = delete;
+
+  // Re-resolves ctl.group (membership may have changed); socket and group
+  // names themselves need a restart (config::restart_required).
+  void reloaded(const config::Config& next) override;
+
+  std::size_t client_count() const;
+  const CtlCounters& counters() const { return counters_; }
+  CtlBackend& backend() { return *backend_; }
+
+ private:
+  struct Client;
+  CtlServer(EventLoop& loop, std::unique_ptr<CtlBackend> backend, CtlServerOptions opts);
+  Result<void> listen();
+  void on_accept();
+  void on_client_io(std::uint64_t id, std::uint32_t revents);
+  void on_client_timeout(std::uint64_t id);
+  void process_input(Client& c);
+  void flush(Client& c);
+  void update_events(Client& c);
+  // Closing is deferred to a defer source: the client's own io callback may
+  // be on the stack (event_loop.hpp).
+  void close_client(Client& c);
+  void reap_closed();
+
+  EventLoop& loop_;
+  std::unique_ptr<CtlBackend> backend_;
+  CtlServerOptions opts_;
+  std::optional<gid_t> gid_;
+  UniqueFd listen_fd_;
+  dev_t sock_dev_ = 0;
+  ino_t sock_ino_ = 0;
+  EventSource listen_src_;
+  EventSource reaper_;
+  std::map<std::uint64_t, std::unique_ptr<Client>> clients_;
+  std::vector<std::unique_ptr<Client>> closed_;
+  std::uint64_t next_id_ = 1;
+  CtlCounters counters_;
+};
+
+}  // namespace rcnet::daemon

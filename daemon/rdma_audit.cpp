@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "rdma_audit.hpp"
+
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <rdma/rdma_netlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cstring>
+#include <string_view>
+
+#include "nl.hpp"
+
+namespace rcnet::daemon {
+
+namespace {
+
+constexpr int kMaxAttr = RDMA_NLDEV_ATTR_MAX - 1;
+constexpr int kQpGetType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET);
+constexpr int kDevGetType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
+
+// nla_parse() is called without a policy (the kernel's nldev_policy is not
+// exported), so every length is checked here before the payload is read.
+std::optional<std::uint32_t> get_u32(nlattr* a) {
+  if (a == nullptr || nla_len(a) < static_cast<int>(sizeof(std::uint32_t)))
+    return std::nullopt;
+  return nla_get_u32(a);
+}
+std::optional<std::uint8_t> get_u8(nlattr* a) {
+  if (a == nullptr || nla_len(a) < 1)
+    return std::nullopt;
+  return nla_get_u8(a);
+}
+std::string get_string(nlattr* a) {
+  if (a == nullptr || nla_len(a) <= 0)
+    return {};
+  const auto* p = static_cast<const char*>(nla_data(a));
+  return std::string(p, strnlen(p, static_cast<std::size_t>(nla_len(a))));
+}
+
+}  // namespace
+
+Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out) {
+  if (nlh == nullptr || nlh->nlmsg_type != kQpGetType)
+    return Error::invalid("RDMA netlink: not a RES_QP_GET message");
+  nlattr* tb[kMaxAttr + 1] = {};
+  // libnl's prototypes take non-const pointers but only read the message.
+  auto* msg = const_cast<nlmsghdr*>(nlh);
+  if (int rc = nlmsg_parse(msg, 0, tb, kMaxAttr, nullptr); rc < 0)
+    return Error::invalid(std::string("RDMA netlink: QP message: ") + nl_geterror(rc));
+  const std::uint32_t dev_index = get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]).value_or(0);
+  const std::string dev_name = get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+  nlattr* table = tb[RDMA_NLDEV_ATTR_RES_QP];
+  if (table == nullptr)
+    return {};  // a device with no QPs
+  nlattr* entry = nullptr;
+  int rem = 0;
+  nla_for_each_nested(entry, table, rem) {
+    if (nla_type(entry) != RDMA_NLDEV_ATTR_RES_QP_ENTRY)
+      continue;
+    nlattr* e[kMaxAttr + 1] = {};
+    if (int rc = nla_parse_nested(e, kMaxAttr, entry, nullptr); rc < 0)
+      return Error::invalid(std::string("RDMA netlink: QP entry: ") + nl_geterror(rc));
+    auto lqpn = get_u32(e[RDMA_NLDEV_ATTR_RES_LQPN]);
+    if (!lqpn)
+      return Error::invalid("RDMA netlink: QP entry without RES_LQPN");
+    KernelQp q;
+    q.dev_index = dev_index;
+    q.dev_name = dev_name;
+    q.port = get_u32(e[RDMA_NLDEV_ATTR_PORT_INDEX]).value_or(0);
+    q.lqpn = *lqpn;
+    q.rqpn = get_u32(e[RDMA_NLDEV_ATTR_RES_RQPN]);
+    q.type = get_u8(e[RDMA_NLDEV_ATTR_RES_TYPE]);
+    q.state = get_u8(e[RDMA_NLDEV_ATTR_RES_STATE]);
+    q.pid = get_u32(e[RDMA_NLDEV_ATTR_RES_PID]);
+    q.kern_name = get_string(e[RDMA_NLDEV_ATTR_RES_KERN_NAME]);
+    out.push_back(std::move(q));
+  }
+  return {};
+}
+
+Result<KernelDevice> parse_device_message(const nlmsghdr* nlh) {
+  if (nlh == nullptr || nlh->nlmsg_type != kDevGetType)
+    return Error::invalid("RDMA netlink: not a device message");
+  nlattr* tb[kMaxAttr + 1] = {};
+  auto* msg = const_cast<nlmsghdr*>(nlh);
+  if (int rc = nlmsg_parse(msg, 0, tb, kMaxAttr, nullptr); rc < 0)
+    return Error::invalid(std::string("RDMA netlink: device message: ") + nl_geterror(rc));
+  auto index = get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+  std::string name = get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+  if (!index || name.empty())
+    return Error::invalid("RDMA netlink: device message without index or name");
+  return KernelDevice{*index, std::move(name)};
+}
+
+namespace {
+
+struct NlMsgFree {
+  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
+};
+using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgFree>;
+
+// State of one dump, shared with libnl's callbacks (which must not throw:
+// they run inside nl_recvmsgs' C frames).
+struct DumpState {
+  std::vector<KernelQp>* qps = nullptr;          // QP dump
+  std::vector<KernelDevice>* devices = nullptr;  // device dump
+  std::optional<Error> error;
+  bool finished = false;
+};
+
+int on_valid(nl_msg* msg, void* arg) noexcept {
+  auto* st = static_cast<DumpState*>(arg);
+  try {
+    const nlmsghdr* nlh = nlmsg_hdr(msg);
+    if (st->qps != nullptr) {
+      if (auto r = parse_qp_message(nlh, *st->qps); !r && !st->error)
+        st->error = r.error();
+    } else if (st->devices != nullptr) {
+      auto d = parse_device_message(nlh);
+      if (d)
+        st->devices->push_back(std::move(*d));
+      else if (!st->error)
+        st->error = d.error();
+    }
+  } catch (...) {
+    // Only allocation can throw here; a partial table must not pass as whole.
+    if (!st->error)
+      st->error = Error::from_errno(ENOMEM, "RDMA netlink: parsing the dump");
+  }
+  return NL_OK;
+}
+
+int on_finish(nl_msg*, void* arg) noexcept {
+  static_cast<DumpState*>(arg)->finished = true;
+  return NL_OK;
+}
+
+Result<NlSockPtr> open_rdma_socket() {
+  NlSockPtr sock(nl_socket_alloc());
+  if (!sock)
+    return Error::from_errno(ENOMEM, "nl_socket_alloc");
+  // Dumps end with NLMSG_DONE; an ACK request would only add a message.
+  nl_socket_disable_auto_ack(sock.get());
+  if (int rc = nl_connect(sock.get(), NETLINK_RDMA); rc < 0)
+    return nl_error(rc, "RDMA netlink: connect");
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDumpTimeout).count();
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(us / 1000000);
+  tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
+  if (setsockopt(nl_socket_get_fd(sock.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+    return Error::from_errno(errno, "RDMA netlink: SO_RCVTIMEO");
+  return sock;
+}
+
+Result<void> run_dump(nl_sock* sock, int type, std::optional<std::uint32_t> dev_index,
+                      DumpState& st, const char* what) {
+  NlMsgPtr msg(nlmsg_alloc_simple(type, NLM_F_REQUEST | NLM_F_DUMP));
+  if (!msg)
+    return Error::from_errno(ENOMEM, what);
+  if (dev_index) {
+    // nldev answers a resource dump for one device only: its index is required.
+    if (int rc = nla_put_u32(msg.get(), RDMA_NLDEV_ATTR_DEV_INDEX, *dev_index); rc < 0)
+      return nl_error(rc, what);
+  }
+  if (int rc = nl_send_auto(sock, msg.get()); rc < 0)
+    return nl_error(rc, what);
+  nl_socket_modify_cb(sock, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &st);
+  nl_socket_modify_cb(sock, NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &st);
+  const int rc = nl_recvmsgs_default(sock);
+  if (rc < 0)
+    return nl_error(rc, what);
+  if (st.error)
+    return *st.error;
+  // nl_recvmsgs() also returns when recvmsg() times out (SO_RCVTIMEO): only
+  // NLMSG_DONE proves the table is complete.
+  if (!st.finished)
+    return Error::from_errno(ETIMEDOUT, what);
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device) {
+  auto sock = open_rdma_socket();
+  if (!sock)
+    return sock.error();
+  std::vector<KernelDevice> devices;
+  {
+    DumpState st;
+    st.devices = &devices;
+    if (auto r = run_dump(sock->get(), kDevGetType, std::nullopt, st, "RDMA netlink: device dump");
+        !r)
+      return r.error();
+  }
+  std::vector<KernelQp> qps;
+  bool found = device.empty();
+  for (const KernelDevice& d : devices) {
+    if (!device.empty() && d.name != device)
+      continue;
+    found = true;
+    DumpState st;
+    st.qps = &qps;
+    const std::string what = "RDMA netlink: QP dump of " + d.name;
+    if (auto r = run_dump(sock->get(), kQpGetType, d.index, st, what.c_str()); !r)
+      return r.error();
+  }
+  if (!found)
+    return Error::from_errno(ENODEV, "RDMA netlink: no RDMA device " + device);
+  return qps;
+}
+
+std::vector<std::uint32_t> qpns_of_pid(const std::vector<KernelQp>& qps, std::uint32_t pid) {
+  std::vector<std::uint32_t> out;
+  for (const KernelQp& q : qps) {
+    if (q.pid && *q.pid == pid)
+      out.push_back(q.lqpn);
+  }
+  return out;
+}
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The kernel's view of rcnetd's QPs, read over RDMA netlink (NETLINK_RDMA,
+// the nldev client): the table `rdma resource show qp` prints (rdma(8),
+// iproute2 rdma/res-qp.c; kernel drivers/infiniband/core/nldev.c). The ctl
+// `audit` command compares it with the daemon's own QPNs (ctl::audit_compare)
+// so that a QP leaked by the daemon, or one it believes alive but the kernel
+// has destroyed, shows up.
+//
+// Synchronous on purpose: a dump over a local netlink socket answers in well
+// under a millisecond per device; the socket has a receive timeout
+// (kDumpTimeout) so a kernel that does not answer cannot stall the loop for
+// longer. Loop thread only (libnl is not used from any other thread).
+#include <linux/netlink.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+#include "util/time.hpp"
+
+namespace rcnet::daemon {
+
+// One QP of the kernel's resource tracker (RDMA_NLDEV_ATTR_RES_QP_ENTRY).
+struct KernelQp {
+  std::uint32_t dev_index = 0;
+  std::string dev_name;
+  std::uint32_t port = 0;  // 0 when the QP is not bound to a port yet
+  std::uint32_t lqpn = 0;
+  std::optional<std::uint32_t> rqpn;  // connected QPs only
+  std::optional<std::uint8_t> type;   // IB_QPT_* (2 = RC)
+  std::optional<std::uint8_t> state;  // IB_QPS_* (3 = RTS, 6 = ERR)
+  std::optional<std::uint32_t> pid;   // user QPs: owner pid in our pid namespace
+  std::string kern_name;              // kernel QPs: the owning module
+};
+
+// One RDMA device (RDMA_NLDEV_CMD_GET).
+struct KernelDevice {
+  std::uint32_t index = 0;
+  std::string name;
+};
+
+inline constexpr Duration kDumpTimeout = std::chrono::milliseconds(500);
+
+// Parses one RDMA_NLDEV_CMD_RES_QP_GET reply message and appends its QPs to
+// `out`. A dump may split one device's table over several messages; each
+// carries the device's index and name. Errors (EINVAL): not an nldev QP
+// message, or an entry without RES_LQPN. Unknown attributes are skipped, as
+// the kernel adds new ones over time.
+Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out);
+// Parses one RDMA_NLDEV_CMD_GET reply; EINVAL without DEV_INDEX/DEV_NAME.
+Result<KernelDevice> parse_device_message(const nlmsghdr* nlh);
+
+// Every RDMA device, then the QP table of `device` (every device when empty).
+// Errors: the socket cannot be opened or connected (EPROTONOSUPPORT without
+// RDMA netlink support in the kernel), ENODEV when `device` does not exist,
+// ETIMEDOUT when the kernel did not finish a dump within kDumpTimeout.
+Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device);
+
+// The QPNs among `qps` owned by `pid` (normally getpid()).
+std::vector<std::uint32_t> qpns_of_pid(const std::vector<KernelQp>& qps, std::uint32_t pid);
+
+}  // namespace rcnet::daemon

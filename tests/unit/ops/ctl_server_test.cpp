@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ctl_server.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace rcnet;
+using namespace rcnet::daemon;
+using ctl::json;
+
+namespace {
+
+class FakeBackend final : public CtlBackend {
+ public:
+  FakeBackend() {
+    snap.node = node_id_for(*IpAddr::parse("10.99.0.1"));
+    snap.device = "rxe_1";
+    cm::PeerSnapshot p;
+    p.node = node_id_for(*IpAddr::parse("10.99.0.2"));
+    p.underlay = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+    p.conn_id = 7;
+    snap.peers.push_back(p);
+    cm::QpSnapshot q;
+    q.id = 7;
+    q.peer_node = p.node;
+    q.peer_addr = p.underlay;
+    q.qpn = 17;
+    q.remote_qpn = 18;
+    q.state = cm::QpState::kEstablished;
+    q.in_service = true;
+    snap.qps.push_back(q);
+    snap.counters.connects_established = 3;
+    cfg.manager.idle_timeout = std::chrono::seconds(10);
+  }
+  cm::Snapshot snapshot() const override { return snap; }
+  json daemon_status() const override { return {{"version", "test"}, {"pid", 42}}; }
+  json daemon_counters() const override {
+    return json::array({{{"name", "tun_rx_packets"}, {"value", 5}, {"help", "h"}}});
+  }
+  const config::Config& config() const override { return cfg; }
+  Result<json> audit() override {
+    if (audit_error)
+      return Error::from_errno(EPROTONOSUPPORT, "RDMA netlink: connect");
+    return json{{"ok", true}};
+  }
+  bool disconnect(NodeId node, std::string_view) override {
+    disconnected.push_back(node);
+    for (const auto& p : snap.peers)
+      if (p.node == node)
+        return true;
+    return false;
+  }
+  std::size_t reap(Duration idle) override {
+    reaped_with.push_back(idle);
+    return 2;
+  }
+  config::LogLevel log_level() const override { return level; }
+  void set_log_level(config::LogLevel l) override { level = l; }
+
+  cm::Snapshot snap;
+  config::Config cfg;
+  bool audit_error = false;
+  std::vector<NodeId> disconnected;
+  std::vector<Duration> reaped_with;
+  config::LogLevel level = config::LogLevel::kInfo;
+};
+
+json reply_of(const HandledRequest& h) {
+  REQUIRE(!h.reply.empty());
+  REQUIRE(h.reply.back() == '\n');
+  auto r = json::parse(h.reply);
+  return r;
+}
+
+std::string req(const std::string& cmd, const json& args = nullptr) {
+  json j{{"v", ctl::kVersion}, {"cmd", cmd}};
+  if (!args.is_null())
+    j["args"] = args;
+  return j.dump() + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("ctl handler: read commands answer with the encoders' data", "[ops][ctl]") {
+  FakeBackend b;
+  auto st = reply_of(handle_request(req("status"), ctl::Access::kRead, b));
+  CHECK(st["ok"] == true);
+  CHECK(st["data"]["device"] == "rxe_1");
+  CHECK(st["data"]["established"] == 1);
+  CHECK(st["data"]["daemon"]["version"] == "test");
+
+  auto qps = reply_of(handle_request(req("qps"), ctl::Access::kRead, b));
+  REQUIRE(qps["data"]["qps"].size() == 1);
+  CHECK(qps["data"]["qps"][0]["qpn"] == 17);
+
+  CtlCounters cc;
+  cc.ctl_requests = 9;
+  auto stats = reply_of(handle_request(req("stats"), ctl::Access::kRead, b, &cc));
+  std::map<std::string, std::uint64_t> byname;
+  for (const auto& c : stats["data"]["counters"])
+    byname[c["name"].get<std::string>()] = c["value"].get<std::uint64_t>();
+  CHECK(byname.at("connects_established") == 3);
+  CHECK(byname.at("tun_rx_packets") == 5);
+  CHECK(byname.at("ctl_requests") == 9);
+}
+
+TEST_CASE("ctl handler: credentials decide, before the request is even parsed", "[ops][ctl]") {
+  FakeBackend b;
+  auto h = handle_request(req("status"), ctl::Access::kDenied, b);
+  CHECK(h.refused);
+  auto j = reply_of(h);
+  CHECK(j["ok"] == false);
+  CHECK(j["error"]["code"] == "forbidden");
+  CHECK(j["error"]["message"].get<std::string>().find("permission denied") != std::string::npos);
+  // Garbage from a stranger is refused the same way: nothing about parsing leaks.
+  CHECK(reply_of(handle_request("{nope", ctl::Access::kDenied, b))["error"]["code"] == "forbidden");
+
+  auto ro = reply_of(handle_request(req("reap"), ctl::Access::kRead, b));
+  CHECK(ro["error"]["code"] == "forbidden");
+  CHECK(ro["error"]["message"].get<std::string>().find("root") != std::string::npos);
+  CHECK(b.reaped_with.empty());
+  auto dis =
+      reply_of(handle_request(req("disconnect", {{"peer", "10.99.0.2"}}), ctl::Access::kRead, b));
+  CHECK(dis["error"]["code"] == "forbidden");
+  CHECK(b.disconnected.empty());
+}
+
+TEST_CASE("ctl handler: mutating commands as admin", "[ops][ctl]") {
+  FakeBackend b;
+  auto r = reply_of(handle_request(req("reap"), ctl::Access::kAdmin, b));
+  CHECK(r["data"]["reaped"] == 2);
+  REQUIRE(b.reaped_with.size() == 1);
+  CHECK(b.reaped_with[0] == std::chrono::seconds(10));  // timeouts.idle
+  reply_of(handle_request(req("reap", {{"idle_s", 0}}), ctl::Access::kAdmin, b));
+  CHECK(b.reaped_with.at(1) == Duration::zero());
+
+  const NodeId peer = node_id_for(*IpAddr::parse("10.99.0.2"));
+  auto d =
+      reply_of(handle_request(req("disconnect", {{"peer", "10.99.0.2"}}), ctl::Access::kAdmin, b));
+  CHECK(d["ok"] == true);
+  CHECK(d["data"]["disconnected"] == peer);
+  auto d2 = reply_of(handle_request(req("disconnect", {{"peer", peer}}), ctl::Access::kAdmin, b));
+  CHECK(d2["ok"] == true);
+  auto unknown =
+      reply_of(handle_request(req("disconnect", {{"peer", "10.99.0.9"}}), ctl::Access::kAdmin, b));
+  CHECK(unknown["error"]["code"] == "failed");
+  CHECK(unknown["error"]["message"].get<std::string>().find("10.99.0.9") != std::string::npos);
+
+  auto ll =
+      reply_of(handle_request(req("log-level", {{"level", "debug"}}), ctl::Access::kAdmin, b));
+  CHECK(ll["data"]["previous"] == "info");
+  CHECK(ll["data"]["level"] == "debug");
+  CHECK(b.level == config::LogLevel::kDebug);
+}
+
+TEST_CASE("ctl handler: bad requests and a failing audit get error replies", "[ops][ctl]") {
+  FakeBackend b;
+  auto h = handle_request("not json\n", ctl::Access::kAdmin, b);
+  CHECK(h.refused);
+  CHECK(reply_of(h)["error"]["code"] == "bad_request");
+  CHECK(reply_of(handle_request(req("frobnicate"), ctl::Access::kAdmin, b))["error"]["code"] ==
+        "unknown_command");
+  CHECK(reply_of(handle_request(req("reap", {{"idle_s", -1}}), ctl::Access::kAdmin,
+                                b))["error"]["code"] == "bad_request");
+  CHECK(b.reaped_with.empty());
+  b.audit_error = true;
+  auto a = reply_of(handle_request(req("audit"), ctl::Access::kRead, b));
+  CHECK(a["error"]["code"] == "failed");
+  CHECK(a["error"]["message"].get<std::string>().find("RDMA netlink") != std::string::npos);
+}
+
+TEST_CASE("peer credentials of a socketpair are our own, groups included", "[ops][ctl]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  auto c = peer_credentials(a.get());
+  REQUIRE(c.ok());
+  CHECK(c->pid == getpid());
+  CHECK(c->uid == geteuid());
+  REQUIRE_FALSE(c->groups.empty());
+  CHECK(c->groups.front() == getegid());
+  std::vector<gid_t> mine(static_cast<std::size_t>(getgroups(0, nullptr)));
+  REQUIRE(getgroups(static_cast<int>(mine.size()), mine.data()) >= 0);
+  for (gid_t g : mine)
+    CHECK(std::find(c->groups.begin(), c->groups.end(), g) != c->groups.end());
+  CHECK(lookup_group("root") == std::optional<gid_t>(0));
+  CHECK_FALSE(lookup_group("no-such-group-rcnet-test").has_value());
+}
+
+// --- The server on a real loop and socket ---------------------------------------------
+
+namespace {
+
+struct ServerFixture {
+  ServerFixture(CtlServerOptions o = {}) {
+    dir = std::filesystem::temp_directory_path() /
+          ("rcnet-ctl-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(dir);
+    path = (dir / "sub" / "ctl.sock").string();
+    o.socket_path = path;
+    if (o.group.empty())
+      o.group = "no-such-group-rcnet-test";
+    opts = o;
+    auto l = EventLoop::create();
+    REQUIRE(l.ok());
+    loop.emplace(std::move(*l));
+    auto be = std::make_unique<FakeBackend>();
+    backend = be.get();
+    auto s = CtlServer::create(*loop, std::move(be), opts);
+    if (!s)
+      FAIL(s.error().message());
+    server = std::move(*s);
+  }
+  ~ServerFixture() {
+    server.reset();
+    std::filesystem::remove_all(dir);
+  }
+  UniqueFd connect_client() const {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+    REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    return fd;
+  }
+  // Runs the loop until `fd` has a full line or EOF; returns what was read.
+  // eof is set when the server closed the connection.
+  std::string read_reply(int fd, bool& eof, int iterations = 200) {
+    std::string got;
+    eof = false;
+    for (int k = 0; k < iterations; ++k) {
+      REQUIRE(loop->run_once(std::chrono::milliseconds(20)).ok());
+      char buf[4096];
+      for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) {
+          got.append(buf, static_cast<std::size_t>(n));
+          continue;
+        }
+        if (n == 0)
+          eof = true;
+        break;
+      }
+      if (eof)
+        return got;
+    }
+    return got;
+  }
+  static inline int counter = 0;
+  std::filesystem::path dir;
+  std::string path;
+  CtlServerOptions opts;
+  std::optional<EventLoop> loop;
+  FakeBackend* backend = nullptr;
+  std::unique_ptr<CtlServer> server;
+};
+
+}  // namespace
+
+TEST_CASE("ctl server: a request line gets its reply; the socket is 0660", "[ops][ctl][socket]") {
+  ServerFixture f;
+  struct stat st {};
+  REQUIRE(::stat(f.path.c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK((st.st_mode & 0777) == 0660);
+  struct stat dst {};
+  REQUIRE(::stat((f.dir / "sub").c_str(), &dst) == 0);
+  CHECK((dst.st_mode & 0777) == 0755);
+
+  UniqueFd c = f.connect_client();
+  const std::string r1 = req("status") + req("qps");
+  REQUIRE(::write(c.get(), r1.data(), r1.size()) == static_cast<ssize_t>(r1.size()));
+  ::shutdown(c.get(), SHUT_WR);
+  bool eof = false;
+  const std::string got = f.read_reply(c.get(), eof);
+  CHECK(eof);  // replies flushed, then closed after the client's shutdown
+  const auto nl = got.find('\n');
+  REQUIRE(nl != std::string::npos);
+  auto first = ctl::parse_reply(got.substr(0, nl + 1));
+  REQUIRE(first.ok());
+  // The test runs as root (admin) or as a user without the group (denied).
+  if (geteuid() == 0) {
+    CHECK(first->ok);
+    CHECK(first->data["device"] == "rxe_1");
+    auto second = ctl::parse_reply(got.substr(nl + 1));
+    REQUIRE(second.ok());
+    CHECK(second->data["qps"].size() == 1);
+  } else {
+    CHECK(first->code == ctl::ErrorCode::kForbidden);
+  }
+  CHECK(f.server->counters().ctl_requests == 2);
+}
+
+TEST_CASE("ctl server: an oversized request is answered once, then closed", "[ops][ctl][socket]") {
+  ServerFixture f;
+  UniqueFd c = f.connect_client();
+  std::string big(ctl::kMaxRequestBytes + 100, 'x');
+  std::size_t off = 0;
+  bool eof = false;
+  std::string got;
+  // The client socket is non-blocking: write what fits, let the server read.
+  for (int k = 0; k < 200 && off < big.size(); ++k) {
+    const ssize_t n = ::write(c.get(), big.data() + off, big.size() - off);
+    if (n > 0)
+      off += static_cast<std::size_t>(n);
+    got += f.read_reply(c.get(), eof, 1);
+    if (eof)
+      break;
+  }
+  if (!eof)
+    got += f.read_reply(c.get(), eof);
+  CHECK(eof);
+  auto r = ctl::parse_reply(got);
+  REQUIRE(r.ok());
+  CHECK(r->code == ctl::ErrorCode::kBadRequest);
+  CHECK(r->message.find("longer than") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_dropped == 1);
+}
+
+TEST_CASE("ctl server: a silent client is closed after the request timeout", "[ops][ctl][socket]") {
+  CtlServerOptions o;
+  o.request_timeout = std::chrono::milliseconds(50);
+  ServerFixture f(o);
+  UniqueFd c = f.connect_client();
+  bool eof = false;
+  const std::string got = f.read_reply(c.get(), eof);
+  CHECK(eof);
+  CHECK(got.empty());
+  CHECK(f.server->counters().ctl_clients_timed_out == 1);
+  CHECK(f.server->client_count() == 0);
+}
+
+TEST_CASE("ctl server: beyond max_clients a client is told and closed", "[ops][ctl][socket]") {
+  CtlServerOptions o;
+  o.max_clients = 1;
+  ServerFixture f(o);
+  UniqueFd c1 = f.connect_client();
+  bool eof = false;
+  f.read_reply(c1.get(), eof, 3);
+  CHECK_FALSE(eof);
+  CHECK(f.server->client_count() == 1);
+  UniqueFd c2 = f.connect_client();
+  const std::string got = f.read_reply(c2.get(), eof);
+  CHECK(eof);
+  auto r = ctl::parse_reply(got);
+  REQUIRE(r.ok());
+  CHECK(r->message.find("too many") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_refused_full == 1);
+}
+
+TEST_CASE("ctl server: a stale socket file is replaced, a live one refused", "[ops][ctl][socket]") {
+  ServerFixture f;
+  // A second server on the same path while the first listens: EADDRINUSE.
+  auto l = EventLoop::create();
+  REQUIRE(l.ok());
+  auto again = CtlServer::create(*l, std::make_unique<FakeBackend>(), f.opts);
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code == std::errc::address_in_use);
+  // Leave a dead socket file behind (bound, never listening): it is replaced.
+  f.server.reset();
+  {
+    UniqueFd s(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", f.path.c_str());
+    REQUIRE(::bind(s.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  }
+  auto fresh = CtlServer::create(*l, std::make_unique<FakeBackend>(), f.opts);
+  REQUIRE(fresh.ok());
+  fresh->reset();
+  // The server removes its own socket file when it goes.
+  CHECK_FALSE(std::filesystem::exists(f.path));
+}

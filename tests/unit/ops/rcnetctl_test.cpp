@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "cli.hpp"
+#include "ctl/protocol.hpp"
+
+using namespace rcnet;
+using namespace rcnet::rcnetctl;
+using ctl::json;
+
+namespace {
+
+// A daemon that answers every request with `reply` (or fails with `error`),
+// remembering what it was sent.
+struct FakeDaemon {
+  std::optional<Error> error;
+  std::string reply = ctl::ok_reply(json::object());
+  std::string socket, request;
+  int calls = 0;
+  Transport transport() {
+    return [this](const std::string& s, const std::string& line) -> Result<std::string> {
+      ++calls;
+      socket = s;
+      request = line;
+      if (error)
+        return *error;
+      return reply;
+    };
+  }
+};
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+Run run_with(FakeDaemon& d, std::vector<std::string> args) {
+  std::ostringstream out, err;
+  Run r;
+  r.rc = run(args, d.transport(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+ctl::Request sent(const FakeDaemon& d) {
+  auto r = ctl::parse_request(d.request);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("rcnetctl: usage errors exit 2 without talking to the daemon", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {},
+           {"frobnicate"},
+           {"disconnect"},
+           {"disconnect", "not-a-peer"},
+           {"disconnect", "0"},
+           {"log-level", "loud"},
+           {"reap", "--idle", "-3"},
+           {"status", "extra"},
+       }) {
+    std::string joined;
+    for (const auto& a : args)
+      joined += a + " ";
+    INFO(joined);
+    CHECK(run_with(d, args).rc == kExitUsage);
+  }
+  CHECK(d.calls == 0);
+  CHECK(run_with(d, {"--help"}).rc == kExitOk);
+}
+
+TEST_CASE("rcnetctl: requests carry the parsed arguments", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::disconnect_json(1));
+  REQUIRE(run_with(d, {"-s", "/tmp/x.sock", "disconnect", "10.99.0.2"}).rc == kExitOk);
+  CHECK(d.socket == "/tmp/x.sock");
+  auto r = sent(d);
+  CHECK(r.cmd == ctl::Command::kDisconnect);
+  CHECK(r.peer_addr == IpAddr::parse("10.99.0.2"));
+  CHECK_FALSE(r.peer_node.has_value());
+
+  REQUIRE(run_with(d, {"disconnect", "174325762"}).rc == kExitOk);
+  CHECK(sent(d).peer_node == std::optional<NodeId>(174325762));
+  CHECK(d.socket == kDefaultSocket);
+  REQUIRE(run_with(d, {"disconnect", "0x0a630002"}).rc == kExitOk);
+  CHECK(sent(d).peer_node == std::optional<NodeId>(0x0a630002));
+
+  d.reply = ctl::ok_reply(ctl::reap_json(0));
+  REQUIRE(run_with(d, {"reap", "--idle", "2.5"}).rc == kExitOk);
+  CHECK(sent(d).reap_idle == std::optional<Duration>(std::chrono::milliseconds(2500)));
+  REQUIRE(run_with(d, {"reap"}).rc == kExitOk);
+  CHECK_FALSE(sent(d).reap_idle.has_value());
+
+  d.reply = ctl::ok_reply(ctl::log_level_json(config::LogLevel::kInfo, config::LogLevel::kDebug));
+  REQUIRE(run_with(d, {"log-level", "debug"}).rc == kExitOk);
+  CHECK(sent(d).level == config::LogLevel::kDebug);
+}
+
+TEST_CASE("rcnetctl: a daemon that is not running exits 3 with a hint", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  for (int e : {ENOENT, ECONNREFUSED}) {
+    d.error = Error::from_errno(e, "connect /run/rcnet/rcnetd.sock");
+    auto r = run_with(d, {"status"});
+    CHECK(r.rc == kExitNotRunning);
+    CHECK(r.err.find("systemctl status rcnetd") != std::string::npos);
+  }
+  d.error = Error::from_errno(EACCES, "connect /run/rcnet/rcnetd.sock");
+  auto r = run_with(d, {"status"});
+  CHECK(r.rc == kExitFailed);
+  CHECK(r.err.find("ctl group") != std::string::npos);
+  d.error = Error::from_errno(ETIMEDOUT, "waiting for rcnetd's reply");
+  CHECK(run_with(d, {"qps"}).rc == kExitFailed);
+}
+
+TEST_CASE("rcnetctl: error replies exit 1 and show the daemon's message", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  d.reply =
+      ctl::error_reply(ctl::ErrorCode::kForbidden, "\"reap\" changes the daemon and needs root");
+  auto r = run_with(d, {"reap"});
+  CHECK(r.rc == kExitFailed);
+  CHECK(r.err.find("needs root") != std::string::npos);
+  CHECK(r.err.find("forbidden") != std::string::npos);
+  CHECK(r.out.empty());
+  d.reply = "garbage\n";
+  CHECK(run_with(d, {"status"}).rc == kExitFailed);
+}
+
+TEST_CASE("rcnetctl: audit exits 1 on a mismatch, 0 when the tables agree", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  const std::vector<rdma::Qpn> daemon{17, 19}, kernel_same{17, 19}, kernel_leak{17, 19, 23};
+  d.reply = ctl::ok_reply(ctl::audit_json(ctl::audit_compare(daemon, kernel_same)));
+  auto ok = run_with(d, {"audit"});
+  CHECK(ok.rc == kExitOk);
+  CHECK_FALSE(ok.out.empty());
+  d.reply = ctl::ok_reply(ctl::audit_json(ctl::audit_compare(daemon, kernel_leak)));
+  auto bad = run_with(d, {"audit"});
+  CHECK(bad.rc == kExitFailed);
+  CHECK(bad.out.find("23") != std::string::npos);
+  // A mismatch only the seam saw (the daemon sets ok=false) counts as well.
+  json j = ctl::audit_json(ctl::audit_compare(daemon, kernel_same));
+  j["ok"] = false;
+  j["seam_only"] = {31};
+  d.reply = ctl::ok_reply(j);
+  auto seam = run_with(d, {"audit"});
+  CHECK(seam.rc == kExitFailed);
+  CHECK(seam.out.find("seam_only: 31") != std::string::npos);
+}
+
+TEST_CASE("rcnetctl: -j prints the reply's data, tables otherwise", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  json data{{"qps", json::array({{{"id", 7}, {"qpn", 17}, {"state", "DRAINING"}}})}};
+  d.reply = ctl::ok_reply(data);
+  auto j = run_with(d, {"-j", "qps"});
+  REQUIRE(j.rc == kExitOk);
+  CHECK(json::parse(j.out) == data);
+  auto t = run_with(d, {"qps"});
+  REQUIRE(t.rc == kExitOk);
+  CHECK(t.out.find("DRAINING") != std::string::npos);
+  CHECK_THROWS(json::parse(t.out));
+
+  json st{{"node", 1}, {"daemon", {{"version", "9.9.9"}, {"pid", 77}, {"uptime_ms", 61000}}}};
+  d.reply = ctl::ok_reply(st);
+  auto s = run_with(d, {"status"});
+  CHECK(s.out.find("rcnetd 9.9.9") != std::string::npos);
+  CHECK(s.out.find("pid 77") != std::string::npos);
+}

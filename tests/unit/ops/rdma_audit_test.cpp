@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "rdma_audit.hpp"
+
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <rdma/rdma_netlink.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+
+using namespace rcnet;
+using namespace rcnet::daemon;
+
+namespace {
+
+struct MsgFree {
+  void operator()(nl_msg* m) const { nlmsg_free(m); }
+};
+using Msg = std::unique_ptr<nl_msg, MsgFree>;
+
+constexpr int kQpType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET);
+
+// What nldev.c's fill_res_qp_entry puts in a dump message (kernel 6.1).
+Msg qp_message(std::uint32_t dev, const char* name) {
+  Msg m(nlmsg_alloc_simple(kQpType, NLM_F_MULTI));
+  REQUIRE(m);
+  REQUIRE(nla_put_u32(m.get(), RDMA_NLDEV_ATTR_DEV_INDEX, dev) == 0);
+  REQUIRE(nla_put_string(m.get(), RDMA_NLDEV_ATTR_DEV_NAME, name) == 0);
+  return m;
+}
+
+void put_user_qp(nl_msg* m, std::uint32_t lqpn, std::uint32_t rqpn, std::uint8_t state,
+                 std::uint32_t pid) {
+  nlattr* e = nla_nest_start(m, RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+  REQUIRE(e != nullptr);
+  REQUIRE(nla_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 1) == 0);
+  REQUIRE(nla_put_u32(m, RDMA_NLDEV_ATTR_RES_LQPN, lqpn) == 0);
+  REQUIRE(nla_put_u32(m, RDMA_NLDEV_ATTR_RES_RQPN, rqpn) == 0);
+  REQUIRE(nla_put_u8(m, RDMA_NLDEV_ATTR_RES_TYPE, 2) == 0);  // IB_QPT_RC
+  REQUIRE(nla_put_u8(m, RDMA_NLDEV_ATTR_RES_STATE, state) == 0);
+  REQUIRE(nla_put_u32(m, RDMA_NLDEV_ATTR_RES_PID, pid) == 0);
+  REQUIRE(nla_put_u32(m, RDMA_NLDEV_ATTR_RES_PDN, 3) == 0);  // ignored
+  REQUIRE(nla_nest_end(m, e) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("audit: a RES_QP_GET dump message parses into its QPs", "[ops][audit]") {
+  Msg m = qp_message(4, "rxe_1");
+  nlattr* table = nla_nest_start(m.get(), RDMA_NLDEV_ATTR_RES_QP);
+  put_user_qp(m.get(), 17, 18, 3, 1234);
+  put_user_qp(m.get(), 19, 20, 6, 999);
+  // The kernel's GSI QP: no pid, the owning module's name instead.
+  nlattr* k = nla_nest_start(m.get(), RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+  REQUIRE(nla_put_u32(m.get(), RDMA_NLDEV_ATTR_RES_LQPN, 1) == 0);
+  REQUIRE(nla_put_string(m.get(), RDMA_NLDEV_ATTR_RES_KERN_NAME, "ib_core") == 0);
+  nla_nest_end(m.get(), k);
+  nla_nest_end(m.get(), table);
+
+  std::vector<KernelQp> qps;
+  REQUIRE(parse_qp_message(nlmsg_hdr(m.get()), qps).ok());
+  REQUIRE(qps.size() == 3);
+  CHECK(qps[0].dev_index == 4);
+  CHECK(qps[0].dev_name == "rxe_1");
+  CHECK(qps[0].port == 1);
+  CHECK(qps[0].lqpn == 17);
+  CHECK(qps[0].rqpn == std::optional<std::uint32_t>(18));
+  CHECK(qps[0].type == std::optional<std::uint8_t>(2));
+  CHECK(qps[0].state == std::optional<std::uint8_t>(3));
+  CHECK(qps[0].pid == std::optional<std::uint32_t>(1234));
+  CHECK(qps[1].state == std::optional<std::uint8_t>(6));
+  CHECK_FALSE(qps[2].pid.has_value());
+  CHECK(qps[2].kern_name == "ib_core");
+
+  CHECK(qpns_of_pid(qps, 1234) == std::vector<std::uint32_t>{17});
+  CHECK(qpns_of_pid(qps, 999) == std::vector<std::uint32_t>{19});
+  CHECK(qpns_of_pid(qps, 1).empty());
+
+  // A second message of the same dump appends.
+  Msg m2 = qp_message(4, "rxe_1");
+  nlattr* t2 = nla_nest_start(m2.get(), RDMA_NLDEV_ATTR_RES_QP);
+  put_user_qp(m2.get(), 21, 22, 3, 1234);
+  nla_nest_end(m2.get(), t2);
+  REQUIRE(parse_qp_message(nlmsg_hdr(m2.get()), qps).ok());
+  CHECK(qpns_of_pid(qps, 1234) == std::vector<std::uint32_t>{17, 21});
+}
+
+TEST_CASE("audit: a device without QPs, a wrong message, a malformed entry", "[ops][audit]") {
+  std::vector<KernelQp> qps;
+  Msg empty = qp_message(1, "rxe_0");
+  CHECK(parse_qp_message(nlmsg_hdr(empty.get()), qps).ok());
+  CHECK(qps.empty());
+
+  Msg other(nlmsg_alloc_simple(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET), 0));
+  CHECK_FALSE(parse_qp_message(nlmsg_hdr(other.get()), qps).ok());
+
+  // RES_LQPN two bytes long: not a u32, so the entry has no QPN.
+  Msg bad = qp_message(1, "rxe_0");
+  nlattr* t = nla_nest_start(bad.get(), RDMA_NLDEV_ATTR_RES_QP);
+  nlattr* e = nla_nest_start(bad.get(), RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+  const std::uint16_t half = 17;
+  REQUIRE(nla_put(bad.get(), RDMA_NLDEV_ATTR_RES_LQPN, sizeof half, &half) == 0);
+  nla_nest_end(bad.get(), e);
+  nla_nest_end(bad.get(), t);
+  auto r = parse_qp_message(nlmsg_hdr(bad.get()), qps);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("LQPN") != std::string::npos);
+  CHECK(qps.empty());
+}
+
+TEST_CASE("audit: device messages give index and name", "[ops][audit]") {
+  Msg m(nlmsg_alloc_simple(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET), NLM_F_MULTI));
+  REQUIRE(nla_put_u32(m.get(), RDMA_NLDEV_ATTR_DEV_INDEX, 7) == 0);
+  REQUIRE(nla_put_string(m.get(), RDMA_NLDEV_ATTR_DEV_NAME, "rxe_2") == 0);
+  auto d = parse_device_message(nlmsg_hdr(m.get()));
+  REQUIRE(d.ok());
+  CHECK(d->index == 7);
+  CHECK(d->name == "rxe_2");
+  Msg noname(nlmsg_alloc_simple(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET), 0));
+  REQUIRE(nla_put_u32(noname.get(), RDMA_NLDEV_ATTR_DEV_INDEX, 7) == 0);
+  CHECK_FALSE(parse_device_message(nlmsg_hdr(noname.get())).ok());
+}

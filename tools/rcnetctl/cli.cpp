@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "cli.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+// GCC 12 reports a null dereference inside CLI11's own string helpers
+// (CLI::detail::split) once inlined here: a false positive in the library.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <CLI/CLI.hpp>
+#pragma GCC diagnostic pop
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "ctl/protocol.hpp"
+#include "ctl/render.hpp"
+
+namespace rcnet::rcnetctl {
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+int remaining_ms(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+}  // namespace
+
+Result<std::string> unix_socket_transport(const std::string& socket,
+                                          const std::string& request_line, int timeout_ms) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (socket.empty() || socket.size() >= sizeof sa.sun_path)
+    return Error::from_errno(ENAMETOOLONG, socket);
+  std::memcpy(sa.sun_path, socket.c_str(), socket.size() + 1);
+  Fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0)
+    return Error::from_errno(errno, "socket");
+  if (::connect(s.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) < 0)
+    return Error::from_errno(errno, "connect " + socket);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::size_t off = 0;
+  while (off < request_line.size()) {
+    const ssize_t n =
+        ::send(s.fd, request_line.data() + off, request_line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error::from_errno(errno, "send to " + socket);
+    off += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  char buf[65536];
+  for (;;) {
+    const std::size_t nl = reply.find('\n');
+    if (nl != std::string::npos)
+      return reply.substr(0, nl + 1);
+    pollfd p{s.fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    if (rc < 0 && errno == EINTR)
+      continue;
+    if (rc < 0)
+      return Error::from_errno(errno, "poll");
+    if (rc == 0)
+      return Error::from_errno(ETIMEDOUT, "waiting for rcnetd's reply");
+    const ssize_t n = ::read(s.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error::from_errno(errno, "read from " + socket);
+    if (n == 0)
+      return Error::from_errno(ECONNRESET, "rcnetd closed the connection without a reply");
+    reply.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+namespace {
+
+// "12345" or "0x..." → node id; an address → underlay address.
+bool parse_peer(const std::string& text, ctl::Request& r) {
+  if (auto a = IpAddr::parse(text)) {
+    r.peer_addr = *a;
+    return true;
+  }
+  std::uint64_t v = 0;
+  int base = 10;
+  std::string_view s = text;
+  if (s.starts_with("0x") || s.starts_with("0X")) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v == 0)
+    return false;
+  r.peer_node = v;
+  return true;
+}
+
+std::string daemon_line(const ctl::json& d) {
+  const ctl::json* dm = d.contains("daemon") ? &d["daemon"] : nullptr;
+  if (dm == nullptr || !dm->is_object())
+    return {};
+  auto str = [&](const char* k) -> std::string {
+    auto it = dm->find(k);
+    if (it == dm->end())
+      return "-";
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  std::string line = "rcnetd " + str("version") + "  pid " + str("pid");
+  if (auto it = dm->find("uptime_ms"); it != dm->end() && it->is_number())
+    line += "  up " + ctl::format_duration_ms(it->get<double>());
+  if (auto it = dm->find("tun"); it != dm->end() && it->is_object()) {
+    const ctl::json& t = *it;
+    line += "  tun " + t.value("name", std::string("-")) + " " + t.value("address", "-");
+    const std::string ns = t.value("netns", "");
+    if (!ns.empty())
+      line += " (netns " + ns + ")";
+  }
+  line += "  log " + str("log_level");
+  if (auto it = dm->find("stopping"); it != dm->end() && it->is_boolean() && it->get<bool>())
+    line += "  STOPPING";
+  return line + "\n";
+}
+
+// Lines the shared audit renderer does not know: the seam's record.
+std::string audit_extra(const ctl::json& d) {
+  std::string out;
+  for (const char* k : {"seam_only", "manager_only"}) {
+    auto it = d.find(k);
+    if (it == d.end() || !it->is_array() || it->empty())
+      continue;
+    out += std::string(k) + ":";
+    for (const auto& q : *it)
+      out += " " + q.dump();
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
+        std::ostream& err) {
+  CLI::App app{"rcnetctl: inspect and control rcnetd", "rcnetctl"};
+  app.require_subcommand(1, 1);
+  bool as_json = false, pretty = false;
+  std::string socket = kDefaultSocket;
+  app.add_flag("-j,--json", as_json, "print the reply's data as JSON");
+  app.add_flag("-p,--pretty", pretty, "with -j: indent the JSON");
+  app.add_option("-s,--socket", socket, "rcnetd's ctl socket")->capture_default_str();
+
+  ctl::Request req;
+  std::string peer, level;
+  std::optional<double> idle_s;
+  struct Sub {
+    ctl::Command cmd;
+    CLI::App* app;
+  };
+  std::vector<Sub> subs;
+  auto add = [&](ctl::Command c, const char* help) {
+    CLI::App* s = app.add_subcommand(std::string(ctl::to_string(c)), help);
+    subs.push_back({c, s});
+    return s;
+  };
+  add(ctl::Command::kStatus, "daemon, device, counts of peers and QPs by state");
+  add(ctl::Command::kPeers, "known peers and their in-service connection");
+  add(ctl::Command::kConnections, "connections in service, with traffic");
+  add(ctl::Command::kQps, "every QP, in service and in teardown, with its stage");
+  add(ctl::Command::kSrq, "shared receive queue fill and limit events");
+  add(ctl::Command::kStats, "manager, data path and ctl counters");
+  add(ctl::Command::kAudit, "compare rcnetd's QPs with the kernel's (RDMA netlink)");
+  add(ctl::Command::kConfig, "the running configuration");
+  add(ctl::Command::kDisconnect, "tear a peer's connection down (DREQ); root only")
+      ->add_option("PEER", peer, "node id, or the peer's underlay address")
+      ->required();
+  add(ctl::Command::kReap, "tear down connections idle for at least --idle; root only")
+      ->add_option("--idle", idle_s, "seconds (default: timeouts.idle)")
+      ->check(CLI::NonNegativeNumber);
+  add(ctl::Command::kLogLevel, "change the log level live; root only")
+      ->add_option("LEVEL", level, "trace, debug, info, warn, error, critical, off")
+      ->required();
+
+  std::vector<std::string> argv_s;
+  argv_s.emplace_back("rcnetctl");
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e, out, err);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  for (const Sub& s : subs) {
+    if (s.app->parsed())
+      req.cmd = s.cmd;
+  }
+  switch (req.cmd) {
+    case ctl::Command::kDisconnect:
+      if (!parse_peer(peer, req)) {
+        err << "rcnetctl: disconnect: '" << peer << "' is neither a node id nor an IP address\n";
+        return kExitUsage;
+      }
+      break;
+    case ctl::Command::kReap:
+      if (idle_s) {
+        if (!std::isfinite(*idle_s) || *idle_s > 1e9) {
+          err << "rcnetctl: reap: --idle out of range\n";
+          return kExitUsage;
+        }
+        req.reap_idle =
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*idle_s));
+      }
+      break;
+    case ctl::Command::kLogLevel:
+      if (auto l = config::parse_log_level(level)) {
+        req.level = *l;
+      } else {
+        err << "rcnetctl: log-level: unknown level '" << level
+            << "' (trace, debug, info, warn, error, critical, off)\n";
+        return kExitUsage;
+      }
+      break;
+    default:
+      break;
+  }
+
+  auto line = transport(socket, ctl::encode_request(req));
+  if (!line) {
+    const Error& e = line.error();
+    err << "rcnetctl: " << e.message() << "\n";
+    const int code = e.code.value();
+    if (e.code.category() == std::generic_category() && (code == ENOENT || code == ECONNREFUSED)) {
+      err << "rcnetctl: is rcnetd running? Try: systemctl status rcnetd\n";
+      return kExitNotRunning;
+    }
+    if (e.code.category() == std::generic_category() && code == EACCES)
+      err << "rcnetctl: " << socket << " is for root and the ctl group (ctl.group)\n";
+    return kExitFailed;
+  }
+  auto reply = ctl::parse_reply(*line);
+  if (!reply) {
+    err << "rcnetctl: not a reply of rcnetd's ctl protocol: " << reply.error().context << "\n";
+    return kExitFailed;
+  }
+  if (!reply->ok) {
+    err << "rcnetctl: " << ctl::to_string(req.cmd) << ": " << reply->message << " ("
+        << ctl::to_string(reply->code) << ")\n";
+    return kExitFailed;
+  }
+  if (as_json) {
+    out << reply->data.dump(pretty ? 2 : -1, ' ', false, ctl::json::error_handler_t::replace)
+        << "\n";
+  } else {
+    if (req.cmd == ctl::Command::kStatus)
+      out << daemon_line(reply->data);
+    out << ctl::render(req.cmd, reply->data);
+    if (req.cmd == ctl::Command::kAudit)
+      out << audit_extra(reply->data);
+  }
+  if (req.cmd == ctl::Command::kAudit) {
+    auto it = reply->data.find("ok");
+    if (it == reply->data.end() || !it->is_boolean() || !it->get<bool>())
+      return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace rcnet::rcnetctl
