@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// rcnet-bench-load: many rcnet connections into one rcnetd, for the lab's
+// setup-rate and scale figures. One process runs one cm::Manager per local
+// underlay address (each on its own rdma::VerbsSeam: node ids derive from
+// addresses, so N connections to one hub need N addresses), all driven by one
+// poll() loop, single-threaded like rcnetd.
+//
+//   rcnet-bench-load --peer HUB --addrs A1,A2,...|--addr-file FILE
+//                    [--start-at-ms T] [--connect-limit-s S] [--hold-s S]
+//                    [--summary FILE]
+//   1. starts every manager (bind, listen, PD/CQ/SRQ, buffer pools);
+//   2. at CLOCK_REALTIME T ms (so several generators start together), each
+//      manager sends one IPv4/UDP packet to HUB: the connection is made on
+//      demand (REQ from each address);
+//   3. waits until every manager has its connection ESTABLISHED;
+//   4. serves until --hold-s passes or SIGTERM/SIGINT, then shuts every
+//      manager down gracefully (DREQ, spec teardown) and times it.
+// One JSON summary line on stdout (and --summary). Exit 0 when every
+// connection was ESTABLISHED and every manager stopped.
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "cm/manager.hpp"
+#include "rdma/verbs_seam.hpp"
+
+using namespace rcnet;
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) {
+  g_stop = 1;
+}
+
+struct Timer final : cm::TimerService {
+  TimePoint deadline = TimePoint::max();
+  TimePoint now() const override { return Clock::now(); }
+  void schedule(TimePoint d) override { deadline = d; }
+};
+
+struct NullSink final : cm::PacketSink {
+  std::uint64_t packets = 0;
+  void deliver(NodeId, std::span<const std::byte>) override { ++packets; }
+  void send_capacity(bool) override {}
+};
+
+struct Client {
+  IpAddr addr;
+  std::unique_ptr<rdma::VerbsSeam> seam;
+  Timer timer;
+  NullSink sink;
+  std::unique_ptr<cm::Manager> mgr;
+  bool more_cq = false;
+  TimePoint established{};
+};
+
+std::int64_t realtime_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+// A well-formed IPv4/UDP datagram from a TEST-NET-1 source (RFC 5737) to the
+// hub's discard port: the hub's kernel accepts it from the TUN device and any
+// ICMP answer has no route back, so the benchmark causes no further traffic.
+std::vector<std::byte> udp_probe(const IpAddr& hub_overlay) {
+  std::vector<std::uint8_t> p(64, 0);
+  p[0] = 0x45;
+  p[2] = 0;
+  p[3] = 64;  // total length
+  p[8] = 64;  // TTL
+  p[9] = 17;  // UDP
+  p[12] = 192, p[13] = 0, p[14] = 2, p[15] = 1;
+  const std::uint32_t dst = hub_overlay.v4_host_order();
+  p[16] = static_cast<std::uint8_t>(dst >> 24), p[17] = static_cast<std::uint8_t>(dst >> 16);
+  p[18] = static_cast<std::uint8_t>(dst >> 8), p[19] = static_cast<std::uint8_t>(dst);
+  std::uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2)
+    sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  p[10] = static_cast<std::uint8_t>(~sum >> 8), p[11] = static_cast<std::uint8_t>(~sum);
+  p[20] = 0x30, p[21] = 0x39;  // source port 12345
+  p[23] = 9;                   // discard
+  p[25] = 44;                  // UDP length; checksum 0 = none (IPv4)
+  std::vector<std::byte> out(p.size());
+  std::memcpy(out.data(), p.data(), p.size());
+  return out;
+}
+
+struct Args {
+  std::string peer, addrs, addr_file, summary;
+  std::string hub_overlay = "10.100.0.1";
+  std::int64_t start_at_ms = 0;
+  int connect_limit_s = 120, hold_s = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s: needs a value\n", k.c_str());
+      return 2;
+    }
+    const std::string v = argv[++i];
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    const bool num = end != v.c_str() && *end == '\0' && n >= 0;
+    if (k == "--peer")
+      a.peer = v;
+    else if (k == "--addrs")
+      a.addrs = v;
+    else if (k == "--addr-file")
+      a.addr_file = v;
+    else if (k == "--hub-overlay")
+      a.hub_overlay = v;
+    else if (k == "--summary")
+      a.summary = v;
+    else if (k == "--start-at-ms" && num)
+      a.start_at_ms = n;
+    else if (k == "--connect-limit-s" && num)
+      a.connect_limit_s = static_cast<int>(n);
+    else if (k == "--hold-s" && num)
+      a.hold_s = static_cast<int>(n);
+    else {
+      std::fprintf(stderr, "bad argument %s %s\n", k.c_str(), v.c_str());
+      return 2;
+    }
+  }
+  std::vector<std::string> texts;
+  {
+    std::string all = a.addrs;
+    if (!a.addr_file.empty()) {
+      std::ifstream f(a.addr_file);
+      for (std::string line; std::getline(f, line);)
+        all += "," + line;
+    }
+    std::size_t pos = 0;
+    while (pos <= all.size()) {
+      const auto comma = all.find(',', pos);
+      const auto item =
+          all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (!item.empty())
+        texts.push_back(item);
+      if (comma == std::string::npos)
+        break;
+      pos = comma + 1;
+    }
+  }
+  const auto hub = IpAddr::parse(a.peer);
+  const auto hub_overlay = IpAddr::parse(a.hub_overlay);
+  if (!hub || !hub_overlay || !hub_overlay->is_v4() || texts.empty()) {
+    std::fprintf(stderr, "need --peer ADDR and --addrs/--addr-file with addresses\n");
+    return 2;
+  }
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  spdlog::set_level(spdlog::level::warn);
+  // Three fds per seam (rdma_cm channel, async, completion channel).
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+
+  std::vector<std::unique_ptr<Client>> clients;
+  std::uint32_t start_failures = 0;
+  const auto t_start0 = Clock::now();
+  for (const auto& t : texts) {
+    auto addr = IpAddr::parse(t);
+    if (!addr) {
+      ++start_failures;
+      continue;
+    }
+    auto c = std::make_unique<Client>();
+    c->addr = *addr;
+    auto seam = rdma::VerbsSeam::create();
+    if (!seam) {
+      std::fprintf(stderr, "%s: %s\n", t.c_str(), seam.error().message().c_str());
+      ++start_failures;
+      continue;
+    }
+    c->seam = std::move(*seam);
+    cm::ManagerConfig cfg;
+    cfg.local = Endpoint{*addr, 7471};
+    cfg.incarnation = (static_cast<std::uint64_t>(realtime_ms()) << 16) ^ addr->v4_host_order() ^ 1;
+    cfg.overlay = IpAddr::v4(0xc0000201u);
+    // Small on purpose: only the hub's memory is measured.
+    cfg.mtu = 2048;
+    cfg.srq_size = 16;
+    cfg.send_slots = 4;
+    cfg.qp_send_depth = 4;
+    cfg.max_connections = 4;
+    cfg.idle_timeout = std::chrono::hours(1);
+    cfg.connect_timeout = 30s;
+    cfg.resolve_timeout = 10s;
+    c->mgr = std::make_unique<cm::Manager>(cfg, *c->seam, c->timer, c->sink);
+    c->seam->set_sink(c->mgr.get());
+    if (auto r = c->mgr->start(); !r) {
+      std::fprintf(stderr, "%s: start: %s\n", t.c_str(), r.error().message().c_str());
+      ++start_failures;
+      continue;
+    }
+    clients.push_back(std::move(c));
+  }
+  const double start_ms = to_ms(Clock::now() - t_start0);
+  std::printf("READY %zu managers in %.0f ms (%u failed)\n", clients.size(), start_ms,
+              start_failures);
+  std::fflush(stdout);
+
+  std::vector<pollfd> fds(clients.size() * 3);
+  auto pump = [&](Duration max_wait) {
+    TimePoint next = Clock::now() + max_wait;
+    bool busy = false;
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      auto& c = *clients[i];
+      fds[3 * i] = {c.seam->cm_fd(), POLLIN, 0};
+      fds[3 * i + 1] = {c.seam->async_fd(), POLLIN, 0};
+      fds[3 * i + 2] = {c.seam->cq_fd(), POLLIN, 0};
+      next = std::min(next, c.timer.deadline);
+      busy = busy || c.more_cq;
+    }
+    const auto wait = busy ? Duration{0} : next - Clock::now();
+    const int ms = static_cast<int>(std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wait + 999us).count()));
+    poll(fds.data(), fds.size(), ms);
+    const TimePoint now = Clock::now();
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      auto& c = *clients[i];
+      if (fds[3 * i].revents & POLLIN)
+        c.seam->dispatch_cm_events();
+      if (fds[3 * i + 1].revents & POLLIN)
+        c.seam->dispatch_async_events();
+      if ((fds[3 * i + 2].revents & POLLIN) || c.more_cq)
+        c.more_cq = c.seam->dispatch_completions();
+      if (c.timer.deadline <= now) {
+        c.timer.deadline = TimePoint::max();
+        c.mgr->on_timer();
+      }
+    }
+  };
+
+  while (a.start_at_ms > 0 && realtime_ms() < a.start_at_ms && !g_stop)
+    pump(std::chrono::milliseconds(std::min<std::int64_t>(a.start_at_ms - realtime_ms(), 20)));
+  const std::int64_t go_realtime = realtime_ms();
+  const auto t_go = Clock::now();
+  const auto probe = udp_probe(*hub_overlay);
+  for (auto& c : clients)
+    (void)c->mgr->send(Endpoint{*hub, 7471}, probe);
+  std::size_t established = 0;
+  const auto connect_end = t_go + std::chrono::seconds(a.connect_limit_s);
+  while (established < clients.size() && Clock::now() < connect_end && !g_stop) {
+    pump(50ms);
+    established = 0;
+    for (auto& c : clients) {
+      if (c->mgr->counters().connects_established > 0) {
+        if (c->established == TimePoint{})
+          c->established = Clock::now();
+        ++established;
+      }
+    }
+  }
+  const double connect_ms = to_ms(Clock::now() - t_go);
+  std::printf("ESTABLISHED %zu of %zu in %.1f ms\n", established, clients.size(), connect_ms);
+  std::fflush(stdout);
+
+  const auto hold_end = Clock::now() + std::chrono::seconds(a.hold_s);
+  while (!g_stop && (a.hold_s == 0 || Clock::now() < hold_end))
+    pump(200ms);
+  g_stop = 0;
+
+  const auto t_down = Clock::now();
+  for (auto& c : clients)
+    c->mgr->shutdown();
+  const auto down_end = t_down + 60s;
+  std::size_t stopped = 0;
+  while (Clock::now() < down_end && !g_stop) {
+    stopped = 0;
+    for (auto& c : clients)
+      stopped += c->mgr->stopped() ? 1 : 0;
+    if (stopped == clients.size())
+      break;
+    pump(50ms);
+  }
+  const double shutdown_ms = to_ms(Clock::now() - t_down);
+  std::uint64_t failures = 0, last_wqe_timeouts = 0, drains = 0, forced = 0;
+  for (auto& c : clients) {
+    const auto& k = c->mgr->counters();
+    failures += k.connect_failures;
+    last_wqe_timeouts += k.last_wqe_timeouts;
+    drains += k.drains_completed;
+    forced += k.forced_destroys;
+  }
+  nlohmann::json j;
+  j["managers"] = clients.size();
+  j["start_failures"] = start_failures;
+  j["managers_start_ms"] = start_ms;
+  j["go_realtime_ms"] = go_realtime;
+  j["established"] = established;
+  j["connect_ms"] = connect_ms;
+  j["connect_failures"] = failures;
+  j["shutdown_ms"] = shutdown_ms;
+  j["stopped"] = stopped;
+  j["last_wqe_timeouts"] = last_wqe_timeouts;
+  j["drains_completed"] = drains;
+  j["forced_destroys"] = forced;
+  const bool ok = established == clients.size() && stopped == clients.size() &&
+                  start_failures == 0 && !clients.empty();
+  j["ok"] = ok;
+  const std::string out = j.dump();
+  std::printf("SUMMARY %s\n", out.c_str());
+  std::fflush(stdout);
+  if (!a.summary.empty())
+    std::ofstream(a.summary) << out << "\n";
+  return ok ? 0 : 1;
+}
