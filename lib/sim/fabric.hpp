@@ -22,6 +22,44 @@
 //
 // Ownership: the Fabric owns every SimNode; references stay valid for the
 // Fabric's lifetime (crash()/restart() keep the object). Single-threaded.
+//
+// What is modelled, beyond the rdma::Seam comments (the choices made where
+// the man pages leave room):
+//  - rdma_cm: REQ/REP/RTU/REJ/DREQ/DREP each take Timing::cm_hop (+ seeded
+//    jitter). The receiver of a REQ sees 56 bytes of private data, of a REP
+//    196, of a REJ 148, zero-padded. REQ to a host that is up but not
+//    listening: REJECTED status 8; to a crashed host: UNREACHABLE after
+//    Timing::unreachable. The passive QP is RTR after accept() and RTS on the
+//    RTU; the active QP is RTS on the REP.
+//  - disconnect(): QP → ERR first (librdmacm does so on IB/RoCE). Connected:
+//    DREQ; the peer gets DISCONNECTED (its QP → ERR except on rxe) and
+//    answers DREP; we get DISCONNECTED on the DREP, or after
+//    Timing::dreq_timeout if the peer is gone. Each id reports DISCONNECTED
+//    at most once. REQ/REP outstanding: the attempt is abandoned (a REP
+//    arriving later gives CONNECT_ERROR locally, REJECTED at the peer). Never
+//    connected: EINVAL. Again: no-op.
+//  - destroy_id(): a connected id sends DREQ; an unanswered REQ or a REP
+//    awaiting RTU is answered with REJ (status 28). CM events still queued
+//    for a destroyed id are discarded, as the real stack does, except copies
+//    made by FaultAction::kDuplicate / kDelay / kReorder (late events).
+//  - Data path: one SEND in flight per QP (in order), Timing::wire each way
+//    plus size / link rate. The bytes are copied at post time. Every SEND
+//    carries an immediate (has_imm is always true at the receiver). No
+//    receive WR (or Faults::starve_receives) → RNR NAK, retried every
+//    Timing::rnr_timer. No responder (host crashed, QP destroyed, QP not
+//    RTR/RTS) → RETRY_EXC_ERR at first try + (retry_count + 1) × 4.096 us ×
+//    2^ack_timeout, except rxe with retry_count 7 (never). Both errors move
+//    the QP to ERR and flush the rest of its SQ. SGEs are checked against
+//    registered memory (lkey and bounds): LOC_PROT_ERR otherwise.
+//  - ERR: SQ WRs flush in order; a non-SRQ QP's RQ WRs flush in posting order
+//    (rxe: opcode SEND, byte_len 0); an SRQ QP's receives stay on the SRQ.
+//    mlx then delivers Last WQE Reached after Timing::last_wqe.
+//  - CQ: completions are delivered in CQ order, at most kCompletionBatch per
+//    on_completions(). More unpolled CQEs than cq_size → CQ_ERR, every QP of
+//    the node → ERR, later CQEs are lost (counted).
+//  - Handles are unique per node across restarts; a handle of another node or
+//    of a destroyed id is "unknown" (misuse), one from before a restart is
+//    "stale" (not misuse: it belonged to the crashed owner).
 
 #include <cstddef>
 #include <cstdint>
