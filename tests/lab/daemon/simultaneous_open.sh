@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Two nodes send to each other at the same instant: both REQs cross, the
-# collision is merged, and each side ends with exactly one QP.
+# collision is merged (the lower node id's attempt wins, DESIGN.md
+# "Simultaneous open"), the packet each side queued arrives over the surviving
+# connection, and each side ends with exactly one QP.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
@@ -12,6 +14,27 @@ for i in 1 2; do
   rcd_start "$i" || lab_die "start node$i"
 done
 
+# One UDP receiver per node, bound before anything is sent: the datagram that
+# triggered each side's REQ must arrive through whichever QP survives.
+recv_one='import socket,sys
+s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)
+s.bind((sys.argv[1],9999))
+open(sys.argv[2],"w").close()
+s.settimeout(30)
+d,a=s.recvfrom(64)
+print(d.decode(),a[0])'
+rpids=()
+for i in 1 2; do
+  rm -f "$RCNET_RESULTS/udp-ready-$i"
+  lab_in_node "$i" python3 -c "$recv_one" "10.100.0.$i" "$RCNET_RESULTS/udp-ready-$i" \
+    >"$RCNET_RESULTS/udp-recv-$i.txt" 2>&1 &
+  rpids+=($!)
+done
+for ((k = 0; k < 300; k++)); do
+  [[ -f $RCNET_RESULTS/udp-ready-1 && -f $RCNET_RESULTS/udp-ready-2 ]] && break
+  sleep 0.1
+done
+
 # Python starts slowly under TCG, so both senders wait for one shared
 # deadline and then send one UDP datagram each: the two REQs leave within
 # about a millisecond of each other.
@@ -19,24 +42,43 @@ at=$(($(date +%s%N) + 4000000000))
 send_at='import socket,sys,time
 t=int(sys.argv[1])/1e9
 while time.time()<t: pass
-socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b"x",(sys.argv[2],9))'
-lab_in_node 1 python3 -c "$send_at" "$at" 10.100.0.2 &
-lab_in_node 2 python3 -c "$send_at" "$at" 10.100.0.1 &
-wait
+socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[3].encode(),(sys.argv[2],9999))'
+lab_in_node 1 python3 -c "$send_at" "$at" 10.100.0.2 from-node1 &
+s1=$!
+lab_in_node 2 python3 -c "$send_at" "$at" 10.100.0.1 from-node2 &
+s2=$!
+# Not a bare `wait`: that would also wait for the daemons.
+wait "$s1" "$s2"
+wait "${rpids[@]}"
+lab_expect "node2 got node1's datagram sent during the collision ($(cat "$RCNET_RESULTS/udp-recv-2.txt"))" \
+  grep -q "^from-node1 10.100.0.1$" "$RCNET_RESULTS/udp-recv-2.txt"
+lab_expect "node1 got node2's datagram sent during the collision ($(cat "$RCNET_RESULTS/udp-recv-1.txt"))" \
+  grep -q "^from-node2 10.100.0.2$" "$RCNET_RESULTS/udp-recv-1.txt"
+
 out1=$(rcd_ping 1 2 -c 3 -W 5 2>&1) && lab_pass "ping node1 -> node2 after the collision" ||
   lab_fail "ping node1 -> node2: $(tr '\n' ' ' <<<"$out1")"
 out2=$(rcd_ping 2 1 -c 3 -W 5 2>&1) && lab_pass "ping node2 -> node1 after the collision" ||
   lab_fail "ping node2 -> node1: $(tr '\n' ' ' <<<"$out2")"
 
-# The losing attempt is torn down (REJ collision) within connect_timeout.
-ms1=$(rcd_wait_qps 1 1 15) && ms2=$(rcd_wait_qps 2 1 15)
+# The losing attempt is torn down (REJ collision, then the bounded teardown).
+ms1=$(rcd_wait_qps 1 1 15)
+ms2=$(rcd_wait_qps 2 1 15)
 lab_collect simopen
 lab_expect "exactly one QP on each side (rxe_1: $(rcd_qps 1), rxe_2: $(rcd_qps 2))" \
   [ "$(rcd_qps 1)" -eq 1 -a "$(rcd_qps 2)" -eq 1 ]
-merged=$(grep -c "simultaneous open with" "$RCNET_RESULTS"/rcnetd-*.log)
-rejected=$(grep -c "collision" "$RCNET_RESULTS"/rcnetd-*.log)
-lab_log "collision log lines: merged=$merged collision=$rejected (waits ${ms1:-?}/${ms2:-?} ms)"
-lab_expect "the REQs crossed and were merged (log: 'simultaneous open with')" [ "$merged" -ge 1 ]
+grep -h "collision\|simultaneous\|ESTABLISHED after" "$RCNET_RESULTS"/rcnetd-*.log
+lab_log "waits for one QP: node1 ${ms1} ms, node2 ${ms2} ms"
+# node1 has the lower node id: its attempt wins, it rejects node2's REQ;
+# node2 accepts node1's REQ and abandons its own, which node1 rejected.
+lab_expect "node1 (lower id) rejected node2's REQ with collision" \
+  grep -q "REJ collision to REQ from 10.99.0.2" "$RCNET_RESULTS/rcnetd-1.log"
+lab_expect "node2 (higher id) merged: accepted node1's REQ, abandoned its own" \
+  grep -q "simultaneous open with 10.99.0.1" "$RCNET_RESULTS/rcnetd-2.log"
+lab_expect "node2's abandoned attempt was torn down on the REJ" \
+  grep -q "tearing down QPN [0-9]* to 10.99.0.1:[0-9]*: REJ collision" "$RCNET_RESULTS/rcnetd-2.log"
 rcd_stop_all
+for i in 1 2; do grep -h "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log" | sed "s/^/node$i /"; done
+c2=$(grep -h "counters at exit" "$RCNET_RESULTS/rcnetd-2.log")
+lab_expect "node2 counted the merge (collisions_merged=1)" grep -q "collisions_merged=1\b" <<<"$c2"
 lab_expect "no QP left after SIGTERM" [ "$(lab_qp_count)" -eq 0 ]
 lab_finish
