@@ -288,8 +288,8 @@ Result<void> CtlServer::listen() {
     return Error::from_errno(errno, "chmod 0660 " + path);
   gid_ = lookup_group(opts_.group);
   if (gid_) {
-    if (::chown(path.c_str(), 0, *gid_) < 0)
-      spdlog::warn("ctl: chown root:{} {}: {} (members of {} cannot connect)", opts_.group, path,
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), *gid_) < 0)
+      spdlog::warn("ctl: chgrp {} {}: {} (members of {} cannot connect)", opts_.group, path,
                    std::strerror(errno), opts_.group);
   } else {
     spdlog::warn("ctl: group '{}' does not exist: only root may use {}", opts_.group, path);

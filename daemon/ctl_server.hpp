@@ -119,8 +119,10 @@ class CtlServer final : public Extension {
  public:
   // Binds and listens. A socket file left by a dead daemon is replaced; one
   // that still accepts connections means another rcnetd owns it: EADDRINUSE.
-  // The socket is chmod 0660 and chown root:group when the group exists
-  // (EPERM from chown when not root is logged, not fatal). Errors: the
+  // The socket is chmod 0660 and its group set to `group` when that exists;
+  // the owner stays rcnetd's user (root, or "rcnet" under the shipped unit).
+  // EPERM from that chown (neither CAP_CHOWN nor a member of the group) is
+  // logged, not fatal. Errors: the
   // directory, socket(2), bind(2), listen(2), the loop's sources.
   static Result<std::unique_ptr<CtlServer>> create(EventLoop& loop,
                                                    std::unique_ptr<CtlBackend> backend,
