@@ -270,7 +270,7 @@ lab_setup_nodes() {
     lab_fail "device nodes missing: /dev/infiniband has '$devs'; /dev/net/tun $([[ -c /dev/net/tun ]] && echo present || echo missing)"
     return 1
   fi
-  LAB_NODES_UP=$n
+  export LAB_NODES_UP=$n
   lab_log "$n nodes up: $(rdma link show | awk '{ print $2 "/" $NF }' | tr '\n' ' ')"
 }
 
@@ -395,7 +395,7 @@ _lab_json_num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]] && echo "$1" || echo null; }
 # invalid request / flush errors, so it is not used.)
 lab_perf_anchors() {
   local from=$1 to=$2 out=${3:-$RCNET_RESULTS/anchors.json}
-  local saddr daddr sdev ddev sgid dgid base=$RCNET_RESULTS/anchor t0 rc src ok=0
+  local saddr daddr sdev ddev base=$RCNET_RESULTS/anchor t0 rc src ok=0
   saddr=$(lab_node_addr "$from")
   daddr=$(lab_node_addr "$to")
   sdev=$(lab_node_rdma_dev "$from")

@@ -4,6 +4,7 @@
 # rping, payload verified; each pair uses its own port so a stuck listener
 # of one pair cannot make the next pass.
 set -u -o pipefail
+# shellcheck source=tests/lab/lib.sh
 . "$RCNET_LAB_LIB"
 
 n=${RCNET_LAB_NODES:-4}

@@ -5,6 +5,7 @@
 # $RCNET_RESULTS/anchors.json. Benchmarks call lab_perf_anchors themselves
 # to compare rcnet with these figures within one run.
 set -u -o pipefail
+# shellcheck source=tests/lab/lib.sh
 . "$RCNET_LAB_LIB"
 
 lab_setup_nodes 2 || lab_die "node setup"

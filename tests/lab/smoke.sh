@@ -3,6 +3,7 @@
 # Lab smoke test: two Soft-RoCE nodes reach each other with rping, both
 # directions, every iteration's payload verified (-V).
 set -u -o pipefail
+# shellcheck source=tests/lab/lib.sh
 . "$RCNET_LAB_LIB"
 
 lab_setup_nodes 2 || lab_die "node setup"

@@ -4,6 +4,7 @@
 # its output shown, the kernel's QP table while a connection is up.
 # Extend it here (e.g. start $RCNET_BUILD_DIR/daemon/rcnetd on each node).
 set -u -o pipefail
+# shellcheck source=tests/lab/lib.sh
 . "$RCNET_LAB_LIB"
 
 lab_setup_nodes 2 || lab_die "node setup"
