@@ -6,10 +6,11 @@
 // poll() loop, single-threaded like rcnetd.
 //
 //   rcnet-bench-load --peer HUB --addrs A1,A2,...|--addr-file FILE
-//                    [--start-at-ms T] [--connect-limit-s S] [--hold-s S]
+//                    [--start-at-ms T] [--go-file F] [--connect-limit-s S] [--hold-s S]
 //                    [--summary FILE]
 //   1. starts every manager (bind, listen, PD/CQ/SRQ, buffer pools);
-//   2. at CLOCK_REALTIME T ms (so several generators start together), each
+//   2. at CLOCK_REALTIME T ms, or once file F exists (so several generators
+//      start together), each
 //      manager sends one IPv4/UDP packet to HUB: the connection is made on
 //      demand (REQ from each address);
 //   3. waits until every manager has its connection ESTABLISHED;
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -106,6 +108,7 @@ std::vector<std::byte> udp_probe(const IpAddr& hub_overlay) {
 struct Args {
   std::string peer, addrs, addr_file, summary;
   std::string hub_overlay = "10.100.0.1";
+  std::string go_file;
   std::int64_t start_at_ms = 0;
   int connect_limit_s = 120, hold_s = 0;
 };
@@ -134,6 +137,8 @@ int main(int argc, char** argv) {
       a.hub_overlay = v;
     else if (k == "--summary")
       a.summary = v;
+    else if (k == "--go-file")
+      a.go_file = v;
     else if (k == "--start-at-ms" && num)
       a.start_at_ms = n;
     else if (k == "--connect-limit-s" && num)
@@ -259,6 +264,8 @@ int main(int argc, char** argv) {
 
   while (a.start_at_ms > 0 && realtime_ms() < a.start_at_ms && !g_stop)
     pump(std::chrono::milliseconds(std::min<std::int64_t>(a.start_at_ms - realtime_ms(), 20)));
+  while (!a.go_file.empty() && access(a.go_file.c_str(), F_OK) != 0 && !g_stop)
+    pump(20ms);
   const std::int64_t go_realtime = realtime_ms();
   const auto t_go = Clock::now();
   const auto probe = udp_probe(*hub_overlay);
@@ -278,7 +285,8 @@ int main(int argc, char** argv) {
     }
   }
   const double connect_ms = to_ms(Clock::now() - t_go);
-  std::printf("ESTABLISHED %zu of %zu in %.1f ms\n", established, clients.size(), connect_ms);
+  std::printf("ESTABLISHED %zu of %zu in %.1f ms go_realtime_ms %lld\n", established,
+              clients.size(), connect_ms, static_cast<long long>(go_realtime));
   std::fflush(stdout);
 
   const auto hold_end = Clock::now() + std::chrono::seconds(a.hold_s);

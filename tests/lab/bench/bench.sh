@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rcnet beside rdma-core's own tools, in one boot of the lab (4 nodes).
+# Raw figures go to $RCNET_RESULTS/bench-raw.txt ("key value" lines) and the
+# perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
+# turns them into the ratio table. Absolute times under TCG mean nothing;
+# ratios within this one run do.
+#   ARGS: [CONNECTIONS] (default 1000, spread over client nodes 2..4)
+# Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2..4 connect to it
+# from secondary underlay addresses 10.99.1K.x (one per connection, since an
+# rcnet node id is its address). Throughput, latency and teardown run between
+# nodes 1 and 2.
+set -u -o pipefail
+. "$RCNET_LAB_LIB"
+. "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
+
+N=${1:-1000}
+# rcnetd from another build tree, when this one has none.
+RCD_BIN=${RCNET_BENCH_RCNETD:-$RCD_BIN}
+LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
+RAW=$RCNET_RESULTS/bench-raw.txt
+: >"$RAW"
+raw() { echo "$1 $2" >>"$RAW"; }
+CLIENT_NODES=(2 3 4)
+HZ=$(getconf CLK_TCK)
+
+lab_setup_nodes 4 || lab_die "node setup"
+raw connections_requested "$N"
+
+# --- anchors: ucmatose/cmtime 100, ib_send_bw 64 KiB, ib_send_lat ----------
+lab_perf_anchors 2 1 "$RCNET_RESULTS/anchors.json" || lab_log "some anchors missing"
+
+# --- secondary underlay addresses: node k holds 10.99.(10+k).1..m -------------
+per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
+left=$N
+for k in "${CLIENT_NODES[@]}"; do
+  m=$((left < per ? left : per))
+  left=$((left - m))
+  COUNT[$k]=$m
+  mac=$(cat /sys/class/net/v_$k/address)
+  : >"$RCNET_RESULTS/addrs-$k.txt"
+  {
+    echo "route add 10.99.$((10 + k)).0/24 dev v_1 src 10.99.0.1 table 101"
+    for ((j = 1; j <= m; j++)); do
+      a=10.99.$((10 + k)).$j
+      [ "$j" -gt 250 ] && a=10.99.$((20 + k)).$((j - 250))
+      echo "$a" >>"$RCNET_RESULTS/addrs-$k.txt"
+      echo "addr add $a/32 dev v_$k"
+      echo "neigh replace $a lladdr $mac dev v_1 nud permanent"
+    done
+    [ "$m" -gt 250 ] && echo "route add 10.99.$((20 + k)).0/24 dev v_1 src 10.99.0.1 table 101"
+  } >"$RCNET_RESULTS/addrs-$k.ip"
+  ip -batch "$RCNET_RESULTS/addrs-$k.ip" || lab_fail "secondary addresses on node$k"
+done
+sleep 2 # the kernel adds the RoCE GIDs of new addresses from a workqueue
+
+# --- setup rate: ucmatose, N connections from the same 3 nodes -------------
+# One server on node 1 accepting N; one client per node with its share, all
+# started together. Output lines are timestamped: "disconnecting" marks the
+# end of the connect phase of a client (-C 0: no data).
+timeout -k 5 300 ucmatose -b 10.99.0.1 -c "$N" -C 0 >"$RCNET_RESULTS/ucm-server.txt" 2>&1 &
+ucm_srv=$!
+if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-server.txt"; then
+  ucm_pids=()
+  t0=$(rcd_now_ms)
+  for k in "${CLIENT_NODES[@]}"; do
+    (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[$k]}" -C 0 2>&1 |
+      while IFS= read -r line; do echo "$(rcd_now_ms) $line"; done >"$RCNET_RESULTS/ucm-client-$k.txt") &
+    ucm_pids+=($!)
+  done
+  rc=0
+  for p in "${ucm_pids[@]}"; do wait "$p" || rc=1; done
+  t1=$(rcd_now_ms)
+  wait "$ucm_srv" || rc=1
+  conn_end=0
+  for k in "${CLIENT_NODES[@]}"; do
+    t=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/ucm-client-$k.txt")
+    [ -n "$t" ] && [ "$t" -gt "$conn_end" ] && conn_end=$t
+  done
+  raw ucmatose_total_ms $((t1 - t0))
+  [ "$conn_end" -gt 0 ] && raw ucmatose_connect_ms $((conn_end - t0))
+  lab_expect "ucmatose $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
+else
+  lab_fail "ucmatose server did not listen"
+  kill "$ucm_srv" 2>/dev/null
+fi
+
+# --- rcnetd configuration (rcd_config has no [tun] mtu; benchmarks vary it) ---
+bench_config() { # I MTU IDLE
+  cat >"$RCNET_RESULTS/node-$1.toml" <<EOF
+[node]
+address = "10.99.0.$1"
+[tun]
+address = "10.100.0.$1/24"
+netns = "node$1"
+mtu = $2
+[peers]
+underlay_prefix = "10.99.0.0/24"
+[timeouts]
+idle = "$3"
+reaper_interval = "500ms"
+[log]
+level = "info"
+target = "stderr"
+[ctl]
+socket = "/run/rcnet/node$1.sock"
+group = "root"
+EOF
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+vmrss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# --- setup rate + scale: N rcnet connections into one rcnetd ---------------
+bench_config 1 65520 600s
+if rcd_start 1; then
+  hub=${RCD_PID[1]}
+  raw hub_vmrss_kib_idle0 "$(vmrss_kib "$hub")"
+  rm -f "$RCNET_RESULTS/go"
+  load_pids=()
+  for k in "${CLIENT_NODES[@]}"; do
+    "$LOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --go-file "$RCNET_RESULTS/go" --connect-limit-s 240 \
+      --summary "$RCNET_RESULTS/load-$k.json" >"$RCNET_RESULTS/load-$k.txt" 2>&1 &
+    load_pids+=($!)
+  done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/load-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  lab_log "load generators ready: $(grep -h '^READY' "$RCNET_RESULTS"/load-*.txt | tr '\n' ';')"
+  touch "$RCNET_RESULTS/go"
+  t0=$(rcd_now_ms)
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 2400; w++)); do
+      grep -q '^ESTABLISHED' "$RCNET_RESULTS/load-$k.txt" 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  est=0 end=0 start=0
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r n ms go < <(awk '/^ESTABLISHED/ { print $2, $6, $9 }' "$RCNET_RESULTS/load-$k.txt")
+    est=$((est + ${n:-0}))
+    e=$(awk -v g="${go:-0}" -v m="${ms:-0}" 'BEGIN { printf "%d", g + m }')
+    [ "$e" -gt "$end" ] && end=$e
+    { [ "$start" -eq 0 ] || [ "${go:-0}" -lt "$start" ]; } && start=${go:-0}
+  done
+  raw rcnet_established "$est"
+  raw rcnet_connect_ms $((end - start))
+  lab_expect "rcnet: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
+  hub_qps=$(rcd_qps 1)
+  raw hub_qps "$hub_qps"
+  raw hub_vmrss_kib_connected "$(vmrss_kib "$hub")"
+  # Idle: N connections, no traffic; no busy polling means ~0 CPU.
+  c0=$(cpu_ticks "$hub")
+  sleep 30
+  c1=$(cpu_ticks "$hub")
+  raw hub_idle_cpu_s_per_30s "$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.3f", (b - a) / hz }')"
+  raw hub_vmrss_kib_idle30 "$(vmrss_kib "$hub")"
+  rdma res show mr dev rxe_1 >"$RCNET_RESULTS/hub-mr.txt" 2>&1
+  raw hub_registered_bytes "$(awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") s += $(i + 1) } END { print s + 0 }' "$RCNET_RESULTS/hub-mr.txt")"
+  # Teardown of all N from the clients' side (DREQ each), timed by them.
+  t0=$(rcd_now_ms)
+  for p in "${load_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${load_pids[@]}"; do wait "$p"; done
+  ms=$(rcd_wait_qps 1 0 120) || lab_fail "hub QPs not all destroyed after the clients' DREQs"
+  raw rcnet_teardown_all_ms $(($(rcd_now_ms) - t0))
+  raw hub_vmrss_kib_after_teardown "$(vmrss_kib "$hub")"
+  rcd_kill 1 TERM
+  rcd_wait_exit 1 30 >/dev/null
+else
+  lab_fail "hub rcnetd did not start"
+fi
+for k in "${CLIENT_NODES[@]}"; do
+  sed 's/^addr add/addr del/; /^neigh/d; /^route/d' "$RCNET_RESULTS/addrs-$k.ip" >"$RCNET_RESULTS/addrs-del-$k.ip"
+  ip -batch "$RCNET_RESULTS/addrs-del-$k.ip" >/dev/null 2>&1
+done
+
+# --- throughput (iperf3 TCP over rc0) and latency, per TUN MTU --------------
+LOG1=$RCNET_RESULTS/rcnetd-1.log
+for mtu in 1500 9000 65520; do
+  bench_config 1 "$mtu" 3s
+  bench_config 2 "$mtu" 3s
+  rcd_start 1 && rcd_start 2 || {
+    lab_fail "rcnetd at mtu $mtu"
+    rcd_stop_all
+    continue
+  }
+  rcd_ping 1 2 -c 3 -W 5 >/dev/null 2>&1 || lab_fail "ping over rc0 at mtu $mtu"
+  lab_in_node 2 iperf3 -s -1 -B 10.100.0.2 >"$RCNET_RESULTS/iperf3-server-$mtu.txt" 2>&1 &
+  srv=$!
+  lab_wait_tcp_listen 5201 20 >/dev/null || true
+  s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+  r0=$(cpu_ticks "${RCD_PID[1]}")
+  r20=$(cpu_ticks "${RCD_PID[2]}")
+  lab_in_node 1 timeout 60 iperf3 -c 10.100.0.2 -B 10.100.0.1 -t 8 -J >"$RCNET_RESULTS/iperf3-$mtu.json" 2>&1
+  r1=$(cpu_ticks "${RCD_PID[1]}")
+  r21=$(cpu_ticks "${RCD_PID[2]}")
+  s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+  wait "$srv" 2>/dev/null
+  bps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
+    "$RCNET_RESULTS/iperf3-$mtu.json" 2>/dev/null)
+  raw "iperf3_mtu${mtu}_MBps" "$(awk -v b="${bps:-0}" 'BEGIN { printf "%.2f", b / 8e6 }')"
+  # top-style CPU split over the run: user, system, idle, irq+softirq (ticks)
+  # of the guest, and each rcnetd's own utime+stime.
+  raw "cpu_mtu${mtu}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
+  raw "cpu_mtu${mtu}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
+  if [ "$mtu" = 65520 ]; then
+    out=$(rcd_ping 1 2 -c 50 -i 0.05 -W 5 2>&1)
+    raw ping_rtt_avg_ms "$(sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p' <<<"$out")"
+    raw ping_rtt_min_ms "$(sed -n 's/.*= \([0-9.]*\)\/.*/\1/p' <<<"$out")"
+    # UDP request/response: a tiny python3 echo, 200 sequential round trips.
+    lab_in_node 2 timeout 60 python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.100.0.2", 9999))
+for _ in range(220):
+    d, a = s.recvfrom(2048); s.sendto(d, a)' &
+    echo_pid=$!
+    sleep 1
+    udp=$(lab_in_node 1 timeout 60 python3 -c '
+import socket, time, statistics
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.100.0.1", 0)); s.settimeout(2)
+rtt = []
+for i in range(220):
+    t = time.perf_counter(); s.sendto(b"x" * 32, ("10.100.0.2", 9999))
+    try:
+        s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    if i >= 20: rtt.append((time.perf_counter() - t) * 1e6)
+print("%.1f %.1f %d" % (statistics.median(rtt), min(rtt), len(rtt)))')
+    wait "$echo_pid" 2>/dev/null
+    raw udp_rr_median_us "$(awk '{ print $1 }' <<<"$udp")"
+    raw udp_rr_min_us "$(awk '{ print $2 }' <<<"$udp")"
+
+    # Teardown, DREQ path: node 2 stops gracefully (DREQ to node 1); node 1's
+    # stage log gives the time from DISCONNECTING to DESTROYED.
+    mark=$(wc -l <"$LOG1")
+    rcd_ping 1 2 -c 1 -W 5 >/dev/null 2>&1
+    rcd_kill 2 TERM
+    rcd_wait_exit 2 30 >/dev/null
+    rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's DREQ"
+    tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-dreq.log"
+    # Teardown, SIGKILL path: no DREQ; node 1 reaps by its idle timer (3 s).
+    rcd_start 2 || lab_fail "restart node2"
+    rcd_ping 1 2 -c 2 -W 5 >/dev/null 2>&1
+    mark=$(wc -l <"$LOG1")
+    rcd_kill 2 KILL
+    t0=$(rcd_now_ms)
+    wait "${RCD_PID[2]}" 2>/dev/null
+    rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's SIGKILL"
+    raw teardown_sigkill_to_destroyed_ms $(($(rcd_now_ms) - t0))
+    tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-kill.log"
+    for f in dreq kill; do
+      # Sum of the teardown stages' durations of the QP torn down, and the path.
+      awk -v f="$f" '
+        / -> / && /QPN/ {
+          for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1); ms = $(i + 3) }
+          if (from ~ /^(DISCONNECTING|ERROR|AWAIT_LAST_WQE|DRAINING)$/) { tot += ms; st[from] += ms }
+        }
+        /no Last WQE Reached/ { fb = 1 }
+        END { printf "teardown_%s_total_ms %.1f\nteardown_%s_path %s\n", f, tot, f, fb ? "fallback" : "last_wqe"
+              printf "teardown_%s_stages_ms DISCONNECTING=%.1f,ERROR=%.1f,AWAIT_LAST_WQE=%.1f,DRAINING=%.1f\n", f, st["DISCONNECTING"], st["ERROR"], st["AWAIT_LAST_WQE"], st["DRAINING"] }' \
+        "$RCNET_RESULTS/teardown-$f.log" >>"$RAW"
+    done
+    raw teardown_bound_ms 3000
+  fi
+  rcd_stop_all
+done
+lab_expect "no QP left" [ "$(lab_qp_count)" -eq 0 ]
+echo "bench-raw.txt:"
+cat "$RAW"
+lab_finish
