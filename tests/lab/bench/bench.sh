@@ -5,7 +5,8 @@
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS] (default 1000, spread over client nodes 2..4)
+#   ARGS: [CONNECTIONS [RCNETD]] (default 1000, spread over client nodes
+#   2..4; RCNETD: path of the rcnetd binary, default $RCNET_BUILD_DIR's)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2..4 connect to it
 # from secondary underlay addresses 10.99.1K.x (one per connection, since an
 # rcnet node id is its address). Throughput, latency and teardown run between
@@ -15,8 +16,8 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 N=${1:-1000}
-# rcnetd from another build tree, when this one has none.
-RCD_BIN=${RCNET_BENCH_RCNETD:-$RCD_BIN}
+# ARG 2: an rcnetd from another build tree (the guest sees no other variable).
+RCD_BIN=${2:-$RCD_BIN}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 RAW=$RCNET_RESULTS/bench-raw.txt
 : >"$RAW"
