@@ -42,19 +42,23 @@ spdlog::level::level_enum to_spdlog(LogLevel l) {
   return L::info;
 }
 
+bool stderr_is_journal() {
+  const char* js = std::getenv("JOURNAL_STREAM");
+  if (js == nullptr)
+    return false;
+  struct stat st {};
+  if (fstat(STDERR_FILENO, &st) < 0)
+    return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2)
+    return false;
+  return dev == st.st_dev && ino == st.st_ino;
+}
+
 LogTarget resolve_log_target(LogTarget t) {
   if (t != LogTarget::kAuto)
     return t;
-  const char* js = std::getenv("JOURNAL_STREAM");
-  if (js == nullptr)
-    return LogTarget::kStderr;
-  struct stat st {};
-  if (fstat(STDERR_FILENO, &st) < 0)
-    return LogTarget::kStderr;
-  unsigned long long dev = 0, ino = 0;
-  if (std::sscanf(js, "%llu:%llu", &dev, &ino) != 2)
-    return LogTarget::kStderr;
-  return (dev == st.st_dev && ino == st.st_ino) ? LogTarget::kJournal : LogTarget::kStderr;
+  return stderr_is_journal() ? LogTarget::kJournal : LogTarget::kStderr;
 }
 
 #ifndef RCNETD_HAVE_JOURNAL_SINK
@@ -71,7 +75,11 @@ void setup_logging(LogTarget target, LogLevel level) {
     // Unbuffered stderr so a crash loses nothing, and journald's stdout
     // capture keeps line order with other units.
     sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    sink->set_pattern("[rcnetd] %l %v");
+    // journald stamps every line itself; anywhere else (a terminal, a lab
+    // log file) the wall-clock time in ms is what lets an operator measure
+    // how long a teardown or a reap took.
+    sink->set_pattern(stderr_is_journal() ? "[rcnetd] %l %v"
+                                          : "%Y-%m-%dT%H:%M:%S.%e [rcnetd] %l %v");
   }
   auto logger = std::make_shared<spdlog::logger>("rcnetd", sink);
   logger->set_level(to_spdlog(level));

@@ -26,9 +26,15 @@ std::optional<LogTarget> parse_log_target(std::string_view s);
 // else to stderr.
 LogTarget resolve_log_target(LogTarget t);
 
+// Whether stderr is the journald stream systemd connected ($JOURNAL_STREAM
+// names stderr's "device:inode", systemd.exec(5)).
+bool stderr_is_journal();
+
 // Installs the default logger ("rcnetd") with the sink for `target` at
 // `level`. Safe to call again (e.g. on SIGHUP); the old logger is replaced.
-// stderr format: "[rcnetd] level message".
+// stderr format: "[rcnetd] level message" when stderr goes to journald (which
+// stamps the time itself), else "YYYY-MM-DDTHH:MM:SS.mmm [rcnetd] level
+// message" (local wall-clock time, ms).
 void setup_logging(LogTarget target, LogLevel level);
 void set_log_level(LogLevel level);
 
