@@ -584,3 +584,83 @@ TEST_CASE("an idle QP's unsignaled sends are fenced so their slots come back", "
   CHECK(s.send_slots_free == s.send_slots_total);
   CHECK(b.sink.packets.size() == 5);  // the fence is not delivered as a packet
 }
+
+TEST_CASE("RNR: a receiver without buffers stalls the sender, nothing is lost", "[cm][faults]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  c.fabric.faults().starve_receives(b.addr, true);
+  for (std::uint32_t i = 1; i <= 10; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  c.run(50ms);
+  CHECK(b.sink.packets.size() == 1);  // stalled by RNR (rnr_retry_count 7: retry forever)
+  CHECK(a.sim->stats().rnr_naks >= 1);
+  c.fabric.faults().starve_receives(b.addr, false);
+  c.run(50ms);
+  REQUIRE(b.sink.packets.size() == 11);
+  for (std::uint32_t i = 0; i <= 10; ++i)
+    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+  CHECK(a.ctr().dead_peer_reaps == 0);
+}
+
+TEST_CASE("RNR retries exhausted: the peer is reaped as dead", "[cm][faults]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.rnr_retry_count = 2; });
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  c.fabric.faults().starve_receives(b.addr, true);
+  for (std::uint32_t i = 1; i <= 20; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  c.run(1s);
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  CHECK(a.mgr->live_qpns().empty());
+  CHECK(a.sim->stats().misuse == 0);
+}
+
+TEST_CASE("SRQ limit events are counted and the data path goes on", "[cm][datapath]") {
+  // The simulated HCA reposts faster than one sender can drain the SRQ, so
+  // the event is handed to the manager directly, as the seam would.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2, [](cm::ManagerConfig& m) {
+    m.srq_size = 32;
+    m.srq_limit = 16;
+  });
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  for (int k = 0; k < 2; ++k) {
+    b.mgr->on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
+    for (std::uint32_t i = 1; i <= 40; ++i)
+      a.mgr->send(b.ep(), packet(static_cast<std::uint32_t>(k) * 100 + i));
+    c.run(50ms);
+  }
+  CHECK(b.ctr().srq_limit_events == 2);
+  CHECK(b.sink.packets.size() == 81);
+  CHECK(b.sim->srq_posted() == 32);
+  auto s = b.mgr->snapshot();
+  CHECK(s.srq.limit_events == 2);
+  CHECK(s.srq.posted == 32);
+  CHECK(s.srq.limit == 16);
+}
+
+TEST_CASE("CQ overflow: every QP torn down, forced where its drain is lost, nothing leaked",
+          "[cm][faults]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1);
+  for (int i = 2; i <= 4; ++i) {
+    c.add(i);
+    a.mgr->send(c[i].ep(), packet(1));
+  }
+  c.run(20ms);
+  REQUIRE(in_service(a) == 3);
+  c.fabric.faults().cq_overflow(a.addr);
+  c.run(2s);
+  CHECK(in_service(a) == 0);
+  CHECK(a.mgr->live_qpns().empty());
+  CHECK(a.sim->live_qps() == 0);
+  CHECK(a.ctr().qps_destroyed == 3);
+  CHECK(a.sim->stats().misuse == 0);
+}
