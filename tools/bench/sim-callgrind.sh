@@ -6,7 +6,8 @@
 # --measure, and dumps once per phase (init, setup, idle, data, teardown).
 #
 #   sim-callgrind.sh [--build DIR] [--out DIR] [--connections N] [--packets N]
-#                    [--measures "hub clients all"]
+#                    [--measures "hub clients all"] [--parse-only]
+# --parse-only: only tabulate the dumps already in --out.
 #
 # Prints a table and writes $OUT/callgrind.json:
 #   Ir/connection   setup and teardown instructions / connections
@@ -26,6 +27,7 @@ out=${TMPDIR:-/tmp}/rcnet-bench-callgrind
 connections=16000
 packets=100000
 measures="hub clients all"
+parse_only=0
 while (($#)); do
   case $1 in
   --build) build=$2; shift 2 ;;
@@ -33,6 +35,7 @@ while (($#)); do
   --connections) connections=$2; shift 2 ;;
   --packets) packets=$2; shift 2 ;;
   --measures) measures=$2; shift 2 ;;
+  --parse-only) parse_only=1; shift ;;
   -h | --help) sed -n '3,20p' "$0"; exit 0 ;;
   *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -42,6 +45,7 @@ prog=$build/tools/bench/rcnet-bench-sim
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 2; }
 mkdir -p "$out"
 for m in $measures; do
+  ((parse_only)) && break
   rm -rf "${out:?}/$m"
   mkdir -p "$out/$m"
   echo "callgrind: --measure $m, $connections connections, $packets packets" >&2
