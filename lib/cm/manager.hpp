@@ -122,7 +122,9 @@ class Manager final : public rdma::EventSink {
   bool disconnect_peer(NodeId node, std::string_view why);
   // Tears down every connection idle for at least `idle`; returns how many.
   std::size_t reap_idle(Duration idle);
-  // Applies live-changeable settings (timeouts, limits); other fields ignored.
+  // Applies live-changeable settings: timeouts, retries, max_connections,
+  // peer_queue_depth, signal_every, allowed_peers. Other fields are ignored
+  // (they need a restart; config::restart_required names them).
   void reconfigure(const ManagerConfig& cfg);
 
   // Graceful stop: DREQ every connection, tear every QP down (bounded by the
