@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <sys/uio.h>
 #include <syslog.h>
+// sd_journal_sendv() is otherwise a macro adding CODE_FILE/LINE/FUNC of this
+// sink's own call site to every entry (sd-journal.h); the record's source
+// location, when it has one, is sent instead.
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 #include <cstdio>
