@@ -290,6 +290,12 @@ void SimNode::restart() {
 std::size_t SimNode::live_qps() const {
   return impl_->qps.size();
 }
+std::vector<std::pair<rdma::Qpn, QpStateSim>> SimNode::qp_table() const {
+  std::vector<std::pair<rdma::Qpn, QpStateSim>> out;
+  for (const auto& [qpn, qp] : impl_->qps)
+    out.emplace_back(qpn, qp.state);
+  return out;
+}
 std::size_t SimNode::live_cm_ids() const {
   return impl_->ids.size() - (impl_->ids.contains(impl_->listener) ? 1 : 0);
 }

@@ -28,8 +28,10 @@
 //  - rdma_cm: REQ/REP/RTU/REJ/DREQ/DREP each take Timing::cm_hop (+ seeded
 //    jitter). The receiver of a REQ sees 56 bytes of private data, of a REP
 //    196, of a REJ 148, zero-padded. REQ to a host that is up but not
-//    listening: REJECTED status 8; to a crashed host: UNREACHABLE after
-//    Timing::unreachable. The passive QP is RTR after accept() and RTS on the
+//    listening: REJECTED status 8. No REP or REJ within Timing::unreachable
+//    (crashed host, listen_backlog unanswered REQs already pending, or the
+//    peer never answers): UNREACHABLE; a REP arriving later is answered
+//    with a REJ (the peer sees REJECTED). The passive QP is RTR after accept() and RTS on the
 //    RTU; the active QP is RTS on the REP.
 //  - disconnect(): QP → ERR first (librdmacm does so on IB/RoCE). Connected:
 //    DREQ; the peer gets DISCONNECTED (its QP → ERR except on rxe) and
@@ -68,6 +70,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cm/manager.hpp"
@@ -105,7 +108,7 @@ struct Timing {
   Duration drain = 10us;                    // drain WR flush on mlx/ehca
   Duration drain_rxe_min = 2ms;             // rxe: drain flush after [min, max) (LAB.md)
   Duration drain_rxe_max = 3ms;
-  Duration unreachable = 1s;      // REQ to a crashed host → UNREACHABLE (CM retries exhausted)
+  Duration unreachable = 1s;      // REQ unanswered → UNREACHABLE (CM retries exhausted)
   Duration dreq_timeout = 100ms;  // DREQ without DREP → DISCONNECTED anyway
   Duration reorder_hold = 10ms;   // a reordered event waits at most this for a successor
 };
@@ -136,6 +139,7 @@ struct SimStats {
                 cm_events_reordered = 0;
   std::uint64_t async_events_dropped = 0, async_events_duplicated = 0, async_events_delayed = 0,
                 async_events_reordered = 0;
+  std::uint64_t reqs_over_backlog = 0;  // REQs dropped: listen_backlog unanswered REQs pending
   std::uint64_t cm_events_for_destroyed_ids = 0;  // discarded as the real stack does
   std::uint64_t events_without_sink = 0;          // discarded: no sink set
   std::uint64_t drains_dropped = 0;
@@ -186,6 +190,9 @@ class SimNode {
 
   // --- test oracles ---
   std::size_t live_qps() const;
+  // Every live QPN with its state, ascending: the device's own view, as
+  // `rdma resource show qp` prints it (for audit tests).
+  std::vector<std::pair<rdma::Qpn, QpStateSim>> qp_table() const;
   std::size_t live_cm_ids() const;  // excluding the listener
   std::uint32_t srq_posted() const;
   std::size_t rq_posted(rdma::Qpn qpn) const;  // per-QP RQ (non-SRQ QPs)

@@ -182,7 +182,7 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
 
   // rdma_cm protocol steps, run on the receiving node.
   void on_req(const PeerRef& from, const Endpoint& src, const Endpoint& dst,
-              std::vector<std::uint8_t> pd, TimePoint sent_at);
+              std::vector<std::uint8_t> pd);
   void on_rep(rdma::CmIdHandle active, const PeerRef& from, std::vector<std::uint8_t> pd);
   void on_rtu(rdma::CmIdHandle passive);
   void on_rej(rdma::CmIdHandle active, int status, std::vector<std::uint8_t> pd);

@@ -172,31 +172,29 @@ Result<void> SimNode::Impl::connect(rdma::CmIdHandle h, const rdma::ConnParams& 
   id.state = IdState::kConnecting;
   PeerRef me{this, life, h, qp.qpn};
   const Endpoint src = id.local, dst = id.remote;
-  const TimePoint sent_at = fab.now;
-  later(cm_hop(), [this, me, src, dst, sent_at, pd = padded(p.private_data, kReqPd)]() mutable {
-    SimNode* r = fabric.node(dst.addr);
-    if (r == nullptr || !r->impl().up) {
-      // No CM answers: rdma_cm gives up after its REQ retries.
-      later(sent_at + fab.timing.unreachable - fab.now, [this, h = me.id] {
-        auto it = ids.find(h);
-        if (it == ids.end() || it->second.state != IdState::kConnecting)
-          return;
-        it->second.state = IdState::kFailed;
-        rdma::CmEvent ev;
-        ev.type = rdma::CmEventType::kUnreachable;
-        ev.id = h;
-        ev.status = kTimedOut;
-        emit_cm(0ns, std::move(ev));
-      });
+  // Without a REP or REJ in time (peer crashed, REQ dropped, peer never
+  // answers) rdma_cm gives up after its REQ retries.
+  later(fab.timing.unreachable, [this, h] {
+    auto it = ids.find(h);
+    if (it == ids.end() || it->second.state != IdState::kConnecting)
       return;
-    }
-    r->impl().on_req(me, src, dst, std::move(pd), sent_at);
+    it->second.state = IdState::kFailed;
+    rdma::CmEvent ev;
+    ev.type = rdma::CmEventType::kUnreachable;
+    ev.id = h;
+    ev.status = kTimedOut;
+    emit_cm(0ns, std::move(ev));
+  });
+  later(cm_hop(), [this, me, src, dst, pd = padded(p.private_data, kReqPd)]() mutable {
+    SimNode* r = fabric.node(dst.addr);
+    if (r != nullptr && r->impl().up)
+      r->impl().on_req(me, src, dst, std::move(pd));
   });
   return {};
 }
 
 void SimNode::Impl::on_req(const PeerRef& from, const Endpoint& src, const Endpoint& dst,
-                           std::vector<std::uint8_t> pd, TimePoint /*sent_at*/) {
+                           std::vector<std::uint8_t> pd) {
   if (!opened || listener == rdma::kNoCmId || dst.port != local_ep.port) {
     // The peer's CM answers "invalid service id".
     SimNode::Impl* a = from.node;
@@ -204,6 +202,14 @@ void SimNode::Impl::on_req(const PeerRef& from, const Endpoint& src, const Endpo
       if (peer_alive(from))
         a->on_rej(from.id, kRejInvalidServiceId, {});
     });
+    return;
+  }
+  const auto unanswered = std::count_if(ids.begin(), ids.end(), [](const auto& kv) {
+    return kv.second.state == IdState::kReqReceived;
+  });
+  if (unanswered >= cfg.listen_backlog) {
+    // The CM drops the REQ; the active side's retries run out.
+    ++stats.reqs_over_backlog;
     return;
   }
   const rdma::CmIdHandle h = next_handle++;
@@ -472,26 +478,10 @@ Result<void> SimNode::Impl::disconnect(rdma::CmIdHandle h) {
     case IdState::kRepSent:
       id.state = IdState::kAborted;
       break;
-    case IdState::kReqReceived: {
+    case IdState::kReqReceived:
       // Never answered: the active side's REQ times out.
       id.state = IdState::kAborted;
-      SimNode::Impl* a = id.peer.node;
-      const PeerRef peer = id.peer;
-      later(fab.timing.unreachable, [a, peer] {
-        if (!peer_alive(peer))
-          return;
-        auto it = a->ids.find(peer.id);
-        if (it == a->ids.end() || it->second.state != IdState::kConnecting)
-          return;
-        it->second.state = IdState::kFailed;
-        rdma::CmEvent ev;
-        ev.type = rdma::CmEventType::kUnreachable;
-        ev.id = peer.id;
-        ev.status = kTimedOut;
-        a->emit_cm(0ns, std::move(ev));
-      });
       break;
-    }
     default:
       break;  // a second disconnect is harmless
   }

@@ -368,3 +368,47 @@ TEST_CASE("sim scale: many nodes, many connections, traffic (timing printed)", "
                     << std::chrono::duration<double>(wall2 - wall1).count() << " s wall; "
                     << lab.fabric.events_processed() << " events");
 }
+
+TEST_CASE("sim listen backlog: REQs beyond it are dropped, the initiator is UNREACHABLE", "[sim]") {
+  Lab lab;
+  TNode& b = lab.add(1, Profile::kRxe, 64, 0, false);
+  rdma::DeviceConfig cfg;
+  cfg.listen_backlog = 2;
+  REQUIRE(b.seam().open(b.ep, cfg).ok());
+  std::vector<std::pair<TNode*, rdma::CmIdHandle>> attempts;
+  for (int i = 2; i <= 4; ++i) {
+    TNode& a = lab.add(i, Profile::kRxe);
+    rdma::Qpn q = 0;
+    const rdma::CmIdHandle id = lab.prepare(a, b, {}, &q);
+    REQUIRE(a.seam().connect(id, {}).ok());
+    attempts.emplace_back(&a, id);
+  }
+  lab.fabric.run_for(2s);
+  CHECK(b.rec.count(CmEventType::kConnectRequest) == 2);
+  CHECK(b.node->stats().reqs_over_backlog == 1);
+  CHECK(attempts[2].first->rec.find(CmEventType::kUnreachable, attempts[2].second) != nullptr);
+  // The two b never answered time out the same way.
+  CHECK(attempts[0].first->rec.find(CmEventType::kUnreachable, attempts[0].second) != nullptr);
+  // An accept after the initiator gave up: the REP is answered with a REJ.
+  const rdma::CmIdHandle late = b.rec.cm[0].id;
+  REQUIRE(b.seam().create_qp(late, {}).ok());
+  REQUIRE(b.seam().accept(late, {}).ok());
+  lab.fabric.run_for(10ms);
+  CHECK(b.rec.find(CmEventType::kRejected, late) != nullptr);
+  CHECK(attempts[0].first->rec.count(CmEventType::kEstablished) == 0);
+}
+
+TEST_CASE("sim qp_table: the device's own view of live QPs", "[sim]") {
+  Lab lab;
+  TNode& a = lab.add(1, Profile::kMlx);
+  TNode& b = lab.add(2, Profile::kMlx);
+  Conn c1 = lab.connect(a, b);
+  Conn c2 = lab.connect(a, b);
+  REQUIRE(a.seam().modify_qp_to_error(c1.a_id).ok());
+  auto t = a.node->qp_table();
+  REQUIRE(t.size() == 2);
+  CHECK(t[0] == std::make_pair(c1.a_qpn, QpStateSim::kErr));
+  CHECK(t[1] == std::make_pair(c2.a_qpn, QpStateSim::kRts));
+  REQUIRE(a.seam().destroy_qp(c1.a_id).ok());
+  CHECK(a.node->qp_table().size() == 1);
+}
