@@ -9,12 +9,72 @@
 #   rcd_ping FROM TO [ARGS]  ping TO's overlay address from node FROM's netns
 #   rcd_qps I                QPs the kernel reports on rxe_I
 #   rcd_wait_qps I N SECS    wait until rxe_I has N QPs; prints elapsed ms; 1 on timeout
-#   rcd_now_ms               monotonic-ish wall clock in ms
+#   rcd_now_ms               wall clock in ms (no fork: $EPOCHREALTIME), the
+#                            clock of the daemons' log timestamps
+#   rcd_log_ms LINE          epoch ms of a daemon log line's timestamp
+#   rcd_wait_log I RE SECS [FROM]  wait until node I's log has a line matching
+#                            the extended regex RE (from line FROM on, default
+#                            1); prints the first such line; 1 on timeout
+#   rcd_counter I NAME       NAME's value in node I's last "counters at exit"
+#   rcd_block_roce I         drop node I's RoCEv2 traffic (UDP 4791) both ways
+#                            on its bridge port b_I: a crash whose DREQ is lost
+#   rcd_unblock_roce I       remove that filter; prints how many it dropped
 : "${RCNET_BUILD_DIR:?RCNET_BUILD_DIR must point at the build tree}"
 RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
 declare -A RCD_PID=()
 
-rcd_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+rcd_now_ms() {
+  local t=${EPOCHREALTIME/[.,]/}
+  echo $((10#$t / 1000))
+}
+
+rcd_log_ms() {
+  local ts=${1%% *}
+  date -d "${ts/T/ }" +%s%3N
+}
+
+rcd_wait_log() {
+  local i=$1 re=$2 secs=$3 from=${4:-1} k line
+  for ((k = 0; k < secs * 10; k++)); do
+    line=$(tail -n +"$from" "$RCNET_RESULTS/rcnetd-$i.log" 2>/dev/null | grep -E -m1 -- "$re") &&
+      {
+        echo "$line"
+        return 0
+      }
+    sleep 0.1
+  done
+  return 1
+}
+
+rcd_counter() {
+  grep "counters at exit" "$RCNET_RESULTS/rcnetd-$1.log" | tail -1 |
+    grep -o "\b$2=[0-9]*" | cut -d= -f2 | grep . || echo 0
+}
+
+# On the bridge side of the node's veth, not on v_I itself: a packet dropped
+# at v_I's egress fails rxe's transmit, the kernel's DREQ MAD then never
+# completes, and the killed process hangs in rdma_destroy_id
+# ("cm_destroy_id_wait_timeout"). Dropped on b_I, it was sent as far as the
+# node can tell, as on a real fabric.
+rcd_block_roce() {
+  local dev=b_$1
+  # The kernel's module autoloader runs the initramfs' modprobe, outside the
+  # chroot, so tc would find no qdisc: load what it needs here.
+  modprobe -a ${RCNET_LAB_MODTREE:+-d "$RCNET_LAB_MODTREE"} sch_ingress cls_u32 act_gact &&
+    tc qdisc add dev "$dev" clsact &&
+    tc filter add dev "$dev" ingress protocol ip u32 match ip protocol 17 0xff \
+      match ip dport 4791 0xffff action drop &&
+    tc filter add dev "$dev" egress protocol ip u32 match ip protocol 17 0xff \
+      match ip dport 4791 0xffff action drop
+}
+
+rcd_unblock_roce() {
+  local dev=b_$1 n
+  n=$( (tc -s filter show dev "$dev" ingress; tc -s filter show dev "$dev" egress) |
+    awk '/Sent .* pkt/ { n += $4 } END { print n + 0 }')
+  tc qdisc del dev "$dev" clsact
+  echo "$n"
+}
 
 rcd_config() {
   local i=$1
