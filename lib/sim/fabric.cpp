@@ -362,6 +362,7 @@ void SimNode::Impl::reset_device() {
   starved = false;
   drop_drain.clear();
   held.clear();
+  cm_fifo.clear();
 }
 
 void SimNode::Impl::later(Duration d, std::function<void()> fn) {
@@ -371,8 +372,15 @@ void SimNode::Impl::later(Duration d, std::function<void()> fn) {
   });
 }
 
-Duration SimNode::Impl::cm_hop() {
-  return fab.timing.cm_hop + fab.rng.uniform(0ns, fab.timing.cm_jitter);
+Duration SimNode::Impl::cm_hop(const SimNode::Impl* to) {
+  // Jitter, but CM MADs between two nodes stay in order (an RTU is never
+  // overtaken by the DREQ sent after it); only Faults reorder events.
+  TimePoint at = fab.now + fab.timing.cm_hop + fab.rng.uniform(0ns, fab.timing.cm_jitter);
+  TimePoint& last = cm_fifo[to];
+  if (at <= last)
+    at = last + 1ns;
+  last = at;
+  return at - fab.now;
 }
 
 void SimNode::Impl::schedule(TimePoint deadline) {

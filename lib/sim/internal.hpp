@@ -129,7 +129,8 @@ struct SimQp {
   std::uint32_t rnr_tries = 0;
   std::uint8_t retry_count = 7, rnr_retry_count = 7, ack_timeout = 14;
   PeerRef peer;
-  bool fail_next_send = false;  // Faults::inject_retry_exceeded
+  bool fail_next_send = false;     // Faults::inject_retry_exceeded
+  bool comm_est_reported = false;  // IBV_EVENT_COMM_EST: first receive while RTR
 };
 
 struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
@@ -166,7 +167,8 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
   // --- helpers ---
   // Runs fn after d unless this node crashes or restarts in between.
   void later(Duration d, std::function<void()> fn);
-  Duration cm_hop();
+  // Delay of one CM MAD to `to` (nullptr: no such node).
+  Duration cm_hop(const SimNode::Impl* to);
   Error fail(int err, const std::string& what);  // counts bad_state for EINVAL
   Result<CmId*> lookup(rdma::CmIdHandle h, const char* op);
   Result<SimQp*> lookup_qp(rdma::CmIdHandle h, const char* op);
@@ -252,6 +254,7 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
     std::function<void()> deliver;
   };
   std::vector<Held> held;
+  std::map<const SimNode::Impl*, TimePoint> cm_fifo;  // last CM MAD arrival per destination
   std::uint64_t next_token = 1;
 
   SimStats stats;

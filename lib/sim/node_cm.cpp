@@ -185,7 +185,9 @@ Result<void> SimNode::Impl::connect(rdma::CmIdHandle h, const rdma::ConnParams& 
     ev.status = kTimedOut;
     emit_cm(0ns, std::move(ev));
   });
-  later(cm_hop(), [this, me, src, dst, pd = padded(p.private_data, kReqPd)]() mutable {
+  SimNode* dst_sim = fabric.node(dst.addr);
+  SimNode::Impl* dst_node = dst_sim != nullptr ? &dst_sim->impl() : nullptr;
+  later(cm_hop(dst_node), [this, me, src, dst, pd = padded(p.private_data, kReqPd)]() mutable {
     SimNode* r = fabric.node(dst.addr);
     if (r != nullptr && r->impl().up)
       r->impl().on_req(me, src, dst, std::move(pd));
@@ -198,7 +200,7 @@ void SimNode::Impl::on_req(const PeerRef& from, const Endpoint& src, const Endpo
   if (!opened || listener == rdma::kNoCmId || dst.port != local_ep.port) {
     // The peer's CM answers "invalid service id".
     SimNode::Impl* a = from.node;
-    later(cm_hop(), [a, from] {
+    later(cm_hop(a), [a, from] {
       if (peer_alive(from))
         a->on_rej(from.id, kRejInvalidServiceId, {});
     });
@@ -247,7 +249,7 @@ Result<void> SimNode::Impl::accept(rdma::CmIdHandle h, const rdma::ConnParams& p
     id.state = IdState::kRejected;
     SimNode::Impl* a = id.peer.node;
     const PeerRef peer = id.peer;
-    later(cm_hop(), [a, peer] {
+    later(cm_hop(a), [a, peer] {
       if (peer_alive(peer))
         a->on_rej(peer.id, kRejConsumer, {});
     });
@@ -264,7 +266,7 @@ Result<void> SimNode::Impl::accept(rdma::CmIdHandle h, const rdma::ConnParams& p
   const PeerRef me{this, life, h, qp.qpn};
   const PeerRef peer = id.peer;
   SimNode::Impl* a = peer.node;
-  later(cm_hop(), [this, a, me, peer, pd = padded(p.private_data, kRepPd)]() mutable {
+  later(cm_hop(a), [this, a, me, peer, pd = padded(p.private_data, kRepPd)]() mutable {
     if (!peer_alive(peer)) {
       // REP never acknowledged: the CM gives up.
       later(fab.timing.unreachable, [this, h = me.id] {
@@ -299,7 +301,7 @@ void SimNode::Impl::on_rep(rdma::CmIdHandle h, const PeerRef& from, std::vector<
       ev.status = -ECONNABORTED;
       emit_cm(0ns, std::move(ev));
     }
-    later(cm_hop(), [p, from] {
+    later(cm_hop(p), [p, from] {
       if (peer_alive(from))
         p->on_rej(from.id, kRejConsumer, {});
     });
@@ -322,7 +324,7 @@ void SimNode::Impl::on_rep(rdma::CmIdHandle h, const PeerRef& from, std::vector<
   ev.src = id.remote;
   ev.dst = id.local;
   emit_cm(0ns, std::move(ev));
-  later(cm_hop(), [p, from] {
+  later(cm_hop(p), [p, from] {
     if (peer_alive(from))
       p->on_rtu(from.id);
   });
@@ -370,7 +372,7 @@ Result<void> SimNode::Impl::reject(rdma::CmIdHandle h, std::span<const std::uint
   id.state = IdState::kRejected;
   SimNode::Impl* a = id.peer.node;
   const PeerRef peer = id.peer;
-  later(cm_hop(), [a, peer, data = padded(pd, kRejPd)]() mutable {
+  later(cm_hop(a), [a, peer, data = padded(pd, kRejPd)]() mutable {
     if (peer_alive(peer))
       a->on_rej(peer.id, kRejConsumer, std::move(data));
   });
@@ -407,7 +409,7 @@ void SimNode::Impl::send_dreq(CmId& id) {
   const PeerRef peer = id.peer;
   const PeerRef me{this, life, id.handle, id.qpn.value_or(0)};
   SimNode::Impl* p = peer.node;
-  later(cm_hop(), [this, p, peer, me] {
+  later(cm_hop(p), [this, p, peer, me] {
     if (peer_alive(peer)) {
       p->on_dreq(peer.id, me);
       return;
@@ -433,7 +435,7 @@ void SimNode::Impl::on_dreq(rdma::CmIdHandle h, const PeerRef& from) {
     }
   }
   SimNode::Impl* p = from.node;
-  later(cm_hop(), [p, from] {
+  later(cm_hop(p), [p, from] {
     if (peer_alive(from))
       p->on_drep(from.id);
   });
@@ -508,7 +510,7 @@ Result<void> SimNode::Impl::destroy_id(rdma::CmIdHandle h) {
   SimNode::Impl* p = peer.node;
   switch (id.state) {
     case IdState::kConnected:
-      later(cm_hop(), [p, peer] {
+      later(cm_hop(p), [p, peer] {
         if (peer_alive(peer)) {
           auto it = p->ids.find(peer.id);
           if (it != p->ids.end() && it->second.state == IdState::kConnected) {
@@ -519,7 +521,7 @@ Result<void> SimNode::Impl::destroy_id(rdma::CmIdHandle h) {
       break;
     case IdState::kReqReceived:
     case IdState::kRepSent:
-      later(cm_hop(), [p, peer] {
+      later(cm_hop(p), [p, peer] {
         if (peer_alive(peer))
           p->on_rej(peer.id, kRejConsumer, {});
       });

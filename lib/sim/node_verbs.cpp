@@ -274,6 +274,14 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   if (!wr.bytes.empty()) {
     std::memcpy(reinterpret_cast<void*>(rwr.sge.addr), wr.bytes.data(), wr.bytes.size());
   }
+  if (rqp->state == QpStateSim::kRtr && !rqp->comm_est_reported) {
+    // Data before the RTU: the HCA reports communication established
+    // (ibv_get_async_event(3)); rxe reports no async events (LAB.md).
+    rqp->comm_est_reported = true;
+    if (r->profile != Profile::kRxe)
+      r->emit_async(fab.timing.async,
+                    rdma::AsyncEvent{rdma::AsyncEventType::kCommEstablished, rqpn});
+  }
   ++r->stats.packets_delivered;
   r->stats.bytes_delivered += wr.bytes.size();
   r->push_cqe(rdma::WorkCompletion{rwr.wr_id, rdma::WcStatus::kSuccess, rdma::WcOpcode::kRecv,

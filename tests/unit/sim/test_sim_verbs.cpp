@@ -443,3 +443,59 @@ TEST_CASE("sim timers: schedule, replace, cancel; run_until_idle", "[sim]") {
   CHECK_FALSE(lab.fabric.run_until_idle(100ms));
   CHECK(lab.fabric.now() == before + 100ms);
 }
+
+TEST_CASE("sim data before the RTU: received while RTR, COMM_EST except on rxe", "[sim]") {
+  for (Profile prof : {Profile::kMlx, Profile::kRxe}) {
+    Lab lab;
+    TNode& a = lab.add(1, prof);
+    TNode& b = lab.add(2, prof);
+    rdma::Qpn qa = 0;
+    const rdma::CmIdHandle ia = lab.prepare(a, b, {}, &qa);
+    a.rec.on_cm = [&](const rdma::CmEvent& ev) {
+      if (ev.type == CmEventType::kEstablished)
+        Lab::send(a, ia, "early", 3);
+    };
+    bool established_before_data = false;
+    b.rec.on_cm = [&](const rdma::CmEvent& ev) {
+      if (ev.type == CmEventType::kConnectRequest) {
+        REQUIRE(b.seam().create_qp(ev.id, {}).ok());
+        REQUIRE(b.seam().accept(ev.id, {}).ok());
+      }
+      if (ev.type == CmEventType::kEstablished)
+        established_before_data = b.rec.wcs.empty();
+    };
+    REQUIRE(a.seam().connect(ia, {}).ok());
+    lab.fabric.run_for(5ms);
+    REQUIRE(b.rec.wcs.size() == 1);
+    CHECK(b.rec.wcs[0].status == WcStatus::kSuccess);
+    CHECK_FALSE(established_before_data);  // the data overtook the RTU
+    CHECK(b.rec.count(AsyncEventType::kCommEstablished) == (prof == Profile::kRxe ? 0u : 1u));
+  }
+}
+
+TEST_CASE("sim CM messages between two nodes stay in order despite jitter", "[sim]") {
+  // Disconnect right after ESTABLISHED: the DREQ never overtakes the RTU, so
+  // the passive side always sees ESTABLISHED before DISCONNECTED.
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Lab lab(seed);
+    TNode& a = lab.add(1, Profile::kMlx);
+    TNode& b = lab.add(2, Profile::kMlx);
+    rdma::Qpn qa = 0;
+    const rdma::CmIdHandle ia = lab.prepare(a, b, {}, &qa);
+    a.rec.on_cm = [&](const rdma::CmEvent& ev) {
+      if (ev.type == CmEventType::kEstablished)
+        REQUIRE(a.seam().disconnect(ia).ok());
+    };
+    b.rec.on_cm = [&](const rdma::CmEvent& ev) {
+      if (ev.type == CmEventType::kConnectRequest) {
+        REQUIRE(b.seam().create_qp(ev.id, {}).ok());
+        REQUIRE(b.seam().accept(ev.id, {}).ok());
+      }
+    };
+    REQUIRE(a.seam().connect(ia, {}).ok());
+    lab.fabric.run_for(5ms);
+    REQUIRE(b.rec.cm.size() == 3);
+    CHECK(b.rec.cm[1].type == CmEventType::kEstablished);
+    CHECK(b.rec.cm[2].type == CmEventType::kDisconnected);
+  }
+}
