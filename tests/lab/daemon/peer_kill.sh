@@ -1,36 +1,103 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# SIGKILL one daemon: the survivors reap its QPs within idle_timeout + 1 s,
-# taking the counted Last WQE fallback (rxe never delivers the event).
+# SIGKILL node3's daemon while node1 and node2 hold QPs to it; the survivors
+# must reap those QPs within idle_timeout + 1 s (issue bound), without leaking.
+#   1. plain SIGKILL: the kernel sends a DREQ for the dead process's
+#      connections, so the survivors tear down at once ("DREQ received").
+#   2. crash without DREQ: node3's RoCEv2 traffic is dropped on b_3 while it
+#      dies, so nothing tells the survivors; they reap by idle_timeout (+ one
+#      reaper tick), and, rxe never delivering Last WQE Reached, count the
+#      last_wqe_timeout fallback.
+# Times come from the daemons' own log timestamps, not from shell polling
+# (under TCG every fork costs tens of ms).
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
+idle_ms=5000
+tick_ms=500
+bound_ms=$((idle_ms + 1000))
 lab_setup_nodes 3 || lab_die "node setup"
 for i in 1 2 3; do
-  rcd_config "$i" "[timeouts]" 'idle = "3s"' 'reaper_interval = "500ms"' 'last_wqe = "200ms"' \
-    'drain = "300ms"' 'disconnect = "300ms"'
+  rcd_config "$i" "[timeouts]" "idle = \"$((idle_ms / 1000))s\"" "reaper_interval = \"${tick_ms}ms\"" \
+    'last_wqe = "200ms"' 'drain = "300ms"' 'disconnect = "300ms"'
   rcd_start "$i" || lab_die "start node$i"
 done
-rcd_ping 1 3 -c 2 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node3"
-rcd_ping 2 3 -c 2 -W 5 >/dev/null 2>&1 || lab_fail "ping node2 -> node3"
-lab_expect "node3 has a QP to each survivor" [ "$(rcd_qps 3)" -eq 2 ]
-lab_collect peer-kill-before
-rcd_kill 3 KILL
-t0=$(rcd_now_ms)
-wait "${RCD_PID[3]}" 2>/dev/null
-ms1=$(rcd_wait_qps 1 0 20)
-ms2=$(rcd_wait_qps 2 0 20)
-total=$(($(rcd_now_ms) - t0))
-lab_log "survivors' QPs to the killed node gone after ${total} ms"
-lab_expect "survivors reaped within idle + 1 s = 4000 ms (took ${total} ms)" [ "$total" -le 4000 ]
+
+# Prints "<ms from kill to teardown start> <ms from kill to DESTROYED> <reason>"
+# for node I's QP to node3 torn down after log line FROM.
+reap_times() {
+  local i=$1 from=$2 t_kill=$3 down qpn gone
+  down=$(rcd_wait_log "$i" "tearing down QPN [0-9]+ to 10\.99\.0\.3" 30 "$from") || return 1
+  qpn=$(grep -o 'QPN [0-9]*' <<<"$down" | head -1 | cut -d' ' -f2)
+  gone=$(rcd_wait_log "$i" "QPN $qpn .*-> DESTROYED" 10 "$from") || return 1
+  echo "$(($(rcd_log_ms "$down") - t_kill)) $(($(rcd_log_ms "$gone") - t_kill)) ${down#*: }"
+}
+
+# Both survivors connect to node3 and the kill follows at once: any check in
+# between could outlast idle_timeout under TCG.
+connect_and_kill() {
+  local variant=$1 i
+  for i in 1 2; do
+    rcd_ping "$i" 3 -c 2 -W 5 >/dev/null 2>&1 && lab_pass "$variant: ping node$i -> node3" ||
+      lab_fail "$variant: ping node$i -> node3"
+  done
+  for i in 1 2; do from[$i]=$(($(wc -l <"$RCNET_RESULTS/rcnetd-$i.log") + 1)); done
+  [[ $variant == nodreq ]] && { rcd_block_roce 3 || lab_die "cannot drop RoCE traffic on b_3"; }
+  t_kill=$(rcd_now_ms)
+  rcd_kill 3 KILL
+  rcd_wait_exit 3 30 || lab_die "node3's killed rcnetd did not exit within 30 s (stuck in the kernel?)"
+}
+
+declare -A from=()
+# --- 1: SIGKILL, the kernel's DREQ arrives -------------------------------------
+connect_and_kill dreq
+for i in 1 2; do
+  if r=$(reap_times "$i" "${from[$i]}" "$t_kill"); then
+    read -r ms_down ms_gone why <<<"$r"
+    lab_log "dreq: node$i: teardown started ${ms_down} ms after the kill ($why), QP destroyed after ${ms_gone} ms"
+    lab_expect "dreq: node$i tore down on the DREQ (reason: $why)" [ "$why" = "DREQ received" ]
+    lab_expect "dreq: node$i reaped within idle + 1 s = ${bound_ms} ms (${ms_gone} ms)" \
+      [ "$ms_gone" -ge 0 -a "$ms_gone" -le "$bound_ms" ]
+  else
+    lab_fail "dreq: node$i never tore its QP to node3 down"
+  fi
+done
+lab_expect "dreq: no QP left on the survivors" [ "$(rcd_qps 1)" -eq 0 -a "$(rcd_qps 2)" -eq 0 ]
+
+# --- 2: crash without DREQ -----------------------------------------------------
+rcd_start 3 || lab_die "restart node3"
+connect_and_kill nodreq
+for i in 1 2; do
+  if r=$(reap_times "$i" "${from[$i]}" "$t_kill"); then
+    read -r ms_down ms_gone why <<<"$r"
+    lab_log "nodreq: node$i: teardown started ${ms_down} ms after the kill ($why), QP destroyed after ${ms_gone} ms"
+    idle=$(grep -o '^idle for [0-9]*' <<<"$why" | grep -o '[0-9]*$')
+    lab_expect "nodreq: node$i reaped by the idle timer (reason: $why)" [ -n "$idle" ]
+    # The reaper runs every tick, so a connection idle for idle_timeout is
+    # seen at most one tick later (both measured by the daemon itself).
+    lab_expect "nodreq: node$i: idle ${idle:-?} ms at the reap <= idle + one tick = $((idle_ms + tick_ms)) ms" \
+      [ "${idle:-0}" -ge "$idle_ms" -a "${idle:-0}" -le $((idle_ms + tick_ms)) ]
+    lab_expect "nodreq: node$i: teardown started within idle + 1 s of the kill (${ms_down} ms)" \
+      [ "$ms_down" -ge 0 -a "$ms_down" -le "$bound_ms" ]
+  else
+    lab_fail "nodreq: node$i never tore its QP to node3 down"
+  fi
+done
+dropped=$(rcd_unblock_roce 3)
+lab_log "nodreq: RoCE packets dropped on b_3: $dropped"
+lab_expect "nodreq: node3's DREQ (and the survivors' DREQs) were dropped ($dropped packets)" \
+  [ "$dropped" -ge 1 ]
+lab_expect "nodreq: no QP left on the survivors" [ "$(rcd_qps 1)" -eq 0 -a "$(rcd_qps 2)" -eq 0 ]
 lab_collect peer-kill-after
+
 rcd_stop_all
 for i in 1 2; do
-  c=$(grep "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log")
-  echo "node$i $c"
-  n=$(grep -o 'last_wqe_timeouts=[0-9]*' <<<"$c" | cut -d= -f2)
-  lab_expect "node$i counted the Last WQE fallback (${n:-0})" [ "${n:-0}" -ge 1 ]
+  grep -h "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log" | sed "s/^/node$i /"
+  n=$(rcd_counter "$i" last_wqe_timeouts)
+  lab_expect "node$i counted the Last WQE fallback ($n, one per QP torn down)" [ "$n" -ge 2 ]
+  n=$(rcd_counter "$i" idle_reaps)
+  lab_expect "node$i counted one idle reap (the crash without DREQ): $n" [ "$n" -eq 1 ]
 done
 lab_expect "no QP left" [ "$(lab_qp_count)" -eq 0 ]
 lab_finish

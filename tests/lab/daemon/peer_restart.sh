@@ -30,7 +30,7 @@ rcd_block_roce 2 || lab_die "cannot drop RoCE traffic on b_2 (tc clsact/u32)"
 from1=$(($(wc -l <"$RCNET_RESULTS/rcnetd-1.log") + 1))
 t_kill=$(rcd_now_ms)
 rcd_kill 2 KILL
-rc=$(rcd_wait_exit 2 30) || lab_die "node2's killed rcnetd did not exit within 30 s (stuck in the kernel?)"
+rcd_wait_exit 2 30 || lab_die "node2's killed rcnetd did not exit within 30 s (stuck in the kernel?)"
 dropped=$(rcd_unblock_roce 2)
 lab_log "node2 killed; RoCE packets dropped on b_2 meanwhile: $dropped"
 lab_expect "the dead node's DREQ was lost (RoCE packets dropped on b_2: $dropped)" [ "$dropped" -ge 1 ]

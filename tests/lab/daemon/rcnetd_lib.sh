@@ -5,7 +5,9 @@
 #                            extra TOML lines are appended (e.g. "[timeouts]" "idle = \"2s\"")
 #   rcd_start I              start rcnetd for node I; waits for its TUN and listener
 #   rcd_kill I SIG           signal node I's rcnetd
-#   rcd_wait_exit I SECS     wait for it; prints its exit code
+#   rcd_wait_exit I SECS     wait for it; its exit code goes to RCD_EXIT[I]
+#                            ("timeout" and status 1 if it is still running)
+#   rcd_stop_all             SIGTERM every running daemon; a check each: exit 0
 #   rcd_ping FROM TO [ARGS]  ping TO's overlay address from node FROM's netns
 #   rcd_qps I                QPs the kernel reports on rxe_I
 #   rcd_wait_qps I N SECS    wait until rxe_I has N QPs; prints elapsed ms; 1 on timeout
@@ -124,6 +126,8 @@ rcd_start() {
 
 rcd_kill() { kill -"$2" "${RCD_PID[$1]}"; }
 
+declare -A RCD_EXIT=()
+# Not for $(...): a subshell cannot wait for the daemon (not its child).
 rcd_wait_exit() {
   local i=$1 secs=$2 k rc=0
   for ((k = 0; k < secs * 10; k++)); do
@@ -131,11 +135,12 @@ rcd_wait_exit() {
     sleep 0.1
   done
   if kill -0 "${RCD_PID[$i]}" 2>/dev/null; then
-    echo timeout
+    RCD_EXIT[$i]=timeout
     return 1
   fi
-  wait "${RCD_PID[$i]}" || rc=$?
-  echo "$rc"
+  # 2>/dev/null also silences bash's "Killed" notice for a SIGKILLed daemon.
+  wait "${RCD_PID[$i]}" 2>/dev/null || rc=$?
+  RCD_EXIT[$i]=$rc
 }
 
 rcd_ping() {
@@ -160,8 +165,18 @@ rcd_wait_qps() {
   return 1
 }
 
+# SIGTERM to every daemon still running; each must exit 0 within 30 s.
 rcd_stop_all() {
-  local i
-  for i in "${!RCD_PID[@]}"; do kill -TERM "${RCD_PID[$i]}" 2>/dev/null; done
-  for i in "${!RCD_PID[@]}"; do wait "${RCD_PID[$i]}" 2>/dev/null; done
+  local i rc live=()
+  for i in "${!RCD_PID[@]}"; do
+    kill -TERM "${RCD_PID[$i]}" 2>/dev/null && live+=("$i")
+  done
+  for i in "${live[@]}"; do
+    rcd_wait_exit "$i" 30
+    if [ "${RCD_EXIT[$i]}" = 0 ]; then
+      lab_pass "rcnetd node$i exited 0 on SIGTERM"
+    else
+      lab_fail "rcnetd node$i on SIGTERM: exit ${RCD_EXIT[$i]}"
+    fi
+  done
 }

@@ -19,26 +19,41 @@ lab_collect sigterm-before
 # SIGHUP: a live key applies; a key that needs a restart is named and
 # nothing changes.
 sed -i 's/idle = "60s"/idle = "50s"/' "$RCNET_RESULTS/node-2.toml"
+from=$(($(wc -l <"$RCNET_RESULTS/rcnetd-2.log") + 1))
 rcd_kill 2 HUP
-sleep 2
-lab_expect "SIGHUP applied a live change" grep -q "reload applied" "$RCNET_RESULTS/rcnetd-2.log"
+lab_expect "SIGHUP applied a live change" rcd_wait_log 2 "reload applied" 20 "$from"
 sed -i 's/^\[tun\]$/[tun]\nmtu = 9000/' "$RCNET_RESULTS/node-2.toml"
+from=$(($(wc -l <"$RCNET_RESULTS/rcnetd-2.log") + 1))
 rcd_kill 2 HUP
-sleep 2
 lab_expect "SIGHUP named tun.mtu as needing a restart" \
-  grep -q "tun.mtu needs a restart" "$RCNET_RESULTS/rcnetd-2.log"
+  rcd_wait_log 2 "tun.mtu needs a restart" 20 "$from"
 lab_expect "node2 still running after the refused reload" kill -0 "${RCD_PID[2]}"
+lab_expect "node2 kept its connections through both reloads" \
+  [ -z "$(tail -n +"$from" "$RCNET_RESULTS/rcnetd-2.log" | grep 'tearing down')" ]
 # Stop node1 alone first (its peers stay up), then the rest together.
 t0=$(rcd_now_ms)
 rcd_kill 1 TERM
-rc=$(rcd_wait_exit 1 10)
+rcd_wait_exit 1 10
+rc=${RCD_EXIT[1]}
 lab_log "node1 stopped in $(($(rcd_now_ms) - t0)) ms: $(grep 'stopped:' "$RCNET_RESULTS/rcnetd-1.log")"
 lab_expect "node1 exits 0 on SIGTERM (exit $rc)" [ "$rc" = 0 ]
 lab_expect "no QP left on rxe_1" [ "$(rcd_qps 1)" -eq 0 ]
+# node1's DREQs reached its peers: they drop their QP to node1 and keep the
+# one between them.
+ms2=$(rcd_wait_qps 2 1 10)
+ms3=$(rcd_wait_qps 3 1 10)
+lab_log "node2/node3 down to one QP after ${ms2}/${ms3} ms of polling"
+lab_expect "node2 and node3 keep only their QP to each other ($(rcd_qps 2), $(rcd_qps 3))" \
+  [ "$(rcd_qps 2)" -eq 1 -a "$(rcd_qps 3)" -eq 1 ]
+for i in 2 3; do
+  lab_expect "node$i tore its QP to node1 down on node1's DREQ" \
+    grep -q "tearing down QPN [0-9]* to 10.99.0.1:[0-9]*: DREQ received" "$RCNET_RESULTS/rcnetd-$i.log"
+done
 rcd_kill 2 TERM
 rcd_kill 3 TERM
-rc2=$(rcd_wait_exit 2 10)
-rc3=$(rcd_wait_exit 3 10)
+rcd_wait_exit 2 10
+rcd_wait_exit 3 10
+rc2=${RCD_EXIT[2]} rc3=${RCD_EXIT[3]}
 lab_expect "node2 and node3 exit 0 (exit $rc2, $rc3)" [ "$rc2" = 0 -a "$rc3" = 0 ]
 lab_collect sigterm-after
 lab_expect "no QP of any rcnetd left ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
