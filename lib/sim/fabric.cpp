@@ -212,6 +212,21 @@ void Faults::starve_receives(const IpAddr& node, bool on) {
     n->impl().starved = on;
 }
 
+void Faults::partition(const IpAddr& a, const IpAddr& b, bool cut) {
+  auto key = std::minmax(a, b);
+  if (cut)
+    fabric_.impl().cut.insert(key);
+  else
+    fabric_.impl().cut.erase(key);
+}
+
+void Faults::isolate(const IpAddr& node, bool cut) {
+  if (cut)
+    fabric_.impl().isolated.insert(node);
+  else
+    fabric_.impl().isolated.erase(node);
+}
+
 void Faults::crash(const IpAddr& node) {
   if (SimNode* n = fabric_.node(node))
     n->crash();
@@ -370,6 +385,18 @@ void SimNode::Impl::later(Duration d, std::function<void()> fn) {
     if (up && life == l)
       fn();
   });
+}
+
+bool SimNode::Impl::link_up(const SimNode::Impl* to) const {
+  if (to == nullptr)
+    return false;
+  if (fab.isolated.contains(addr) || fab.isolated.contains(to->addr))
+    return false;
+  return !fab.cut.contains(std::minmax(addr, to->addr));
+}
+
+bool SimNode::Impl::can_reach(const PeerRef& p) const {
+  return peer_alive(p) && link_up(p.node);
 }
 
 Duration SimNode::Impl::cm_hop(const SimNode::Impl* to) {

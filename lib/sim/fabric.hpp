@@ -235,6 +235,12 @@ class Faults {
   bool inject_last_wqe(const IpAddr& node, rdma::Qpn qpn);
   // While on, incoming SENDs at `node` find no receive WR (RNR NAK).
   void starve_receives(const IpAddr& node, bool on = true);
+  // Packets and CM MADs between `a` and `b` are lost while cut (both ways):
+  // sends end in retry exceeded, REQs in UNREACHABLE, DREQs in the DREQ
+  // timeout. Both hosts stay up.
+  void partition(const IpAddr& a, const IpAddr& b, bool cut = true);
+  // The node's underlay link is down: nothing in or out (partition from all).
+  void isolate(const IpAddr& node, bool cut = true);
   // The host dies: no DREQ, state gone (SimNode::crash()).
   void crash(const IpAddr& node);
   // The node's CQ overflows now: kCqErr, every QP on it to ERR, later CQEs lost.

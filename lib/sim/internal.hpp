@@ -65,6 +65,8 @@ struct Fabric::Impl {
   Timing timing;
   std::function<void(const std::string&)> tracer;
   std::unique_ptr<Faults> faults;
+  std::set<std::pair<IpAddr, IpAddr>> cut;  // partitioned pairs, (lower, higher)
+  std::set<IpAddr> isolated;                // nodes whose underlay link is down
 };
 
 enum class IdState : std::uint8_t {
@@ -167,6 +169,10 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
   // --- helpers ---
   // Runs fn after d unless this node crashes or restarts in between.
   void later(Duration d, std::function<void()> fn);
+  // Whether a packet from this node gets to `to` (no partition, no link down).
+  bool link_up(const SimNode::Impl* to) const;
+  // The peer is the life we knew and the fabric between us carries packets.
+  bool can_reach(const PeerRef& p) const;
   // Delay of one CM MAD to `to` (nullptr: no such node).
   Duration cm_hop(const SimNode::Impl* to);
   Error fail(int err, const std::string& what);  // counts bad_state for EINVAL

@@ -189,7 +189,7 @@ Result<void> SimNode::Impl::connect(rdma::CmIdHandle h, const rdma::ConnParams& 
   SimNode::Impl* dst_node = dst_sim != nullptr ? &dst_sim->impl() : nullptr;
   later(cm_hop(dst_node), [this, me, src, dst, pd = padded(p.private_data, kReqPd)]() mutable {
     SimNode* r = fabric.node(dst.addr);
-    if (r != nullptr && r->impl().up)
+    if (r != nullptr && r->impl().up && link_up(&r->impl()))
       r->impl().on_req(me, src, dst, std::move(pd));
   });
   return {};
@@ -200,8 +200,8 @@ void SimNode::Impl::on_req(const PeerRef& from, const Endpoint& src, const Endpo
   if (!opened || listener == rdma::kNoCmId || dst.port != local_ep.port) {
     // The peer's CM answers "invalid service id".
     SimNode::Impl* a = from.node;
-    later(cm_hop(a), [a, from] {
-      if (peer_alive(from))
+    later(cm_hop(a), [this, a, from] {
+      if (can_reach(from))
         a->on_rej(from.id, kRejInvalidServiceId, {});
     });
     return;
@@ -249,8 +249,8 @@ Result<void> SimNode::Impl::accept(rdma::CmIdHandle h, const rdma::ConnParams& p
     id.state = IdState::kRejected;
     SimNode::Impl* a = id.peer.node;
     const PeerRef peer = id.peer;
-    later(cm_hop(a), [a, peer] {
-      if (peer_alive(peer))
+    later(cm_hop(a), [this, a, peer] {
+      if (can_reach(peer))
         a->on_rej(peer.id, kRejConsumer, {});
     });
     return fail(EINVAL, "rdma_accept: private data > 196");
@@ -266,23 +266,21 @@ Result<void> SimNode::Impl::accept(rdma::CmIdHandle h, const rdma::ConnParams& p
   const PeerRef me{this, life, h, qp.qpn};
   const PeerRef peer = id.peer;
   SimNode::Impl* a = peer.node;
-  later(cm_hop(a), [this, a, me, peer, pd = padded(p.private_data, kRepPd)]() mutable {
-    if (!peer_alive(peer)) {
-      // REP never acknowledged: the CM gives up.
-      later(fab.timing.unreachable, [this, h = me.id] {
-        auto it = ids.find(h);
-        if (it == ids.end() || it->second.state != IdState::kRepSent)
-          return;
-        it->second.state = IdState::kFailed;
-        rdma::CmEvent ev;
-        ev.type = rdma::CmEventType::kConnectError;
-        ev.id = h;
-        ev.status = kTimedOut;
-        emit_cm(0ns, std::move(ev));
-      });
+  // REP retries exhausted without an RTU (peer gone, link cut, RTU lost).
+  later(fab.timing.unreachable, [this, h] {
+    auto it = ids.find(h);
+    if (it == ids.end() || it->second.state != IdState::kRepSent)
       return;
-    }
-    a->on_rep(peer.id, me, std::move(pd));
+    it->second.state = IdState::kFailed;
+    rdma::CmEvent ev;
+    ev.type = rdma::CmEventType::kConnectError;
+    ev.id = h;
+    ev.status = kTimedOut;
+    emit_cm(0ns, std::move(ev));
+  });
+  later(cm_hop(a), [this, a, me, peer, pd = padded(p.private_data, kRepPd)]() mutable {
+    if (can_reach(peer))
+      a->on_rep(peer.id, me, std::move(pd));
   });
   return {};
 }
@@ -301,8 +299,8 @@ void SimNode::Impl::on_rep(rdma::CmIdHandle h, const PeerRef& from, std::vector<
       ev.status = -ECONNABORTED;
       emit_cm(0ns, std::move(ev));
     }
-    later(cm_hop(p), [p, from] {
-      if (peer_alive(from))
+    later(cm_hop(p), [this, p, from] {
+      if (can_reach(from))
         p->on_rej(from.id, kRejConsumer, {});
     });
     return;
@@ -324,8 +322,8 @@ void SimNode::Impl::on_rep(rdma::CmIdHandle h, const PeerRef& from, std::vector<
   ev.src = id.remote;
   ev.dst = id.local;
   emit_cm(0ns, std::move(ev));
-  later(cm_hop(p), [p, from] {
-    if (peer_alive(from))
+  later(cm_hop(p), [this, p, from] {
+    if (can_reach(from))
       p->on_rtu(from.id);
   });
 }
@@ -372,8 +370,8 @@ Result<void> SimNode::Impl::reject(rdma::CmIdHandle h, std::span<const std::uint
   id.state = IdState::kRejected;
   SimNode::Impl* a = id.peer.node;
   const PeerRef peer = id.peer;
-  later(cm_hop(a), [a, peer, data = padded(pd, kRejPd)]() mutable {
-    if (peer_alive(peer))
+  later(cm_hop(a), [this, a, peer, data = padded(pd, kRejPd)]() mutable {
+    if (can_reach(peer))
       a->on_rej(peer.id, kRejConsumer, std::move(data));
   });
   return {};
@@ -409,13 +407,12 @@ void SimNode::Impl::send_dreq(CmId& id) {
   const PeerRef peer = id.peer;
   const PeerRef me{this, life, id.handle, id.qpn.value_or(0)};
   SimNode::Impl* p = peer.node;
+  // Without a DREP (peer gone, link cut) the CM reports DISCONNECTED after
+  // its DREQ timeout; on_drep() reports once.
+  later(fab.timing.dreq_timeout, [this, h = me.id] { on_drep(h); });
   later(cm_hop(p), [this, p, peer, me] {
-    if (peer_alive(peer)) {
+    if (can_reach(peer))
       p->on_dreq(peer.id, me);
-      return;
-    }
-    // No DREP will come; the CM reports DISCONNECTED after its DREQ timeout.
-    later(fab.timing.dreq_timeout, [this, h = me.id] { on_drep(h); });
   });
 }
 
@@ -435,8 +432,8 @@ void SimNode::Impl::on_dreq(rdma::CmIdHandle h, const PeerRef& from) {
     }
   }
   SimNode::Impl* p = from.node;
-  later(cm_hop(p), [p, from] {
-    if (peer_alive(from))
+  later(cm_hop(p), [this, p, from] {
+    if (can_reach(from))
       p->on_drep(from.id);
   });
 }
@@ -510,8 +507,8 @@ Result<void> SimNode::Impl::destroy_id(rdma::CmIdHandle h) {
   SimNode::Impl* p = peer.node;
   switch (id.state) {
     case IdState::kConnected:
-      later(cm_hop(p), [p, peer] {
-        if (peer_alive(peer)) {
+      later(cm_hop(p), [this, p, peer] {
+        if (can_reach(peer)) {
           auto it = p->ids.find(peer.id);
           if (it != p->ids.end() && it->second.state == IdState::kConnected) {
             p->on_dreq(peer.id, PeerRef{});
@@ -521,8 +518,8 @@ Result<void> SimNode::Impl::destroy_id(rdma::CmIdHandle h) {
       break;
     case IdState::kReqReceived:
     case IdState::kRepSent:
-      later(cm_hop(p), [p, peer] {
-        if (peer_alive(peer))
+      later(cm_hop(p), [this, p, peer] {
+        if (can_reach(peer))
           p->on_rej(peer.id, kRejConsumer, {});
       });
       break;

@@ -206,7 +206,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   SimQp& qp = qit->second;
   const SendWr& wr = qp.sq.front();
 
-  SimNode::Impl* r = peer_alive(qp.peer) ? qp.peer.node : nullptr;
+  SimNode::Impl* r = can_reach(qp.peer) ? qp.peer.node : nullptr;
   SimQp* rqp = nullptr;
   if (r != nullptr) {
     auto rit = r->qps.find(qp.peer.qpn);

@@ -263,3 +263,54 @@ TEST_CASE("sim determinism: the same seed gives the same trace", "[sim]") {
   const auto t3 = scenario(8);
   CHECK(t1 != t3);
 }
+
+TEST_CASE("sim faults: partition and link down keep both hosts up but cut them off",
+          "[sim][faults]") {
+  SECTION("partition: retry exceeded both ways, DREQ timeout, REQ unreachable, heal") {
+    Lab lab;
+    TNode& a = lab.add(1, Profile::kMlx);
+    TNode& b = lab.add(2, Profile::kMlx);
+    TNode& d = lab.add(3, Profile::kMlx);
+    Conn c = lab.connect(a, b);
+    Conn other = lab.connect(a, d);
+    lab.fabric.faults().partition(a.ep.addr, b.ep.addr);
+    Lab::send(a, c.a_id, "lost", 1);
+    Lab::send(b, c.b_id, "lost too", 2);
+    Lab::send(a, other.a_id, "fine", 3, 88);  // other pairs unaffected
+    lab.fabric.run_for(1s);
+    REQUIRE(a.rec.wcs_for(c.a_qpn).size() == 1);
+    CHECK(a.rec.wcs_for(c.a_qpn)[0].status == WcStatus::kRetryExceeded);
+    REQUIRE(b.rec.wcs_for(c.b_qpn).size() == 1);
+    CHECK(b.rec.wcs_for(c.b_qpn)[0].status == WcStatus::kRetryExceeded);
+    CHECK(d.rec.wcs_for(other.b_qpn).size() == 1);
+    REQUIRE(a.seam().disconnect(c.a_id).ok());
+    lab.fabric.run_for(lab.fabric.timing().dreq_timeout + 1ms);
+    CHECK(a.rec.count(CmEventType::kDisconnected) == 1);
+    CHECK(b.rec.count(CmEventType::kDisconnected) == 0);
+    rdma::Qpn q = 0;
+    const rdma::CmIdHandle id = lab.prepare(a, b, {}, &q);
+    REQUIRE(a.seam().connect(id, {}).ok());
+    lab.fabric.run_for(2s);
+    CHECK(a.rec.find(CmEventType::kUnreachable, id) != nullptr);
+    CHECK(b.rec.count(CmEventType::kConnectRequest) == 1);  // only the first one
+    lab.fabric.faults().partition(a.ep.addr, b.ep.addr, false);
+    lab.connect(a, b);
+  }
+  SECTION("isolate: the REP never arrives, the passive side gets CONNECT_ERROR") {
+    Lab lab;
+    TNode& a = lab.add(1, Profile::kRxe);
+    TNode& b = lab.add(2, Profile::kRxe);
+    rdma::Qpn q = 0;
+    const rdma::CmIdHandle id = lab.prepare(a, b, {}, &q);
+    REQUIRE(a.seam().connect(id, {}).ok());
+    lab.fabric.run_for(1ms);
+    REQUIRE(b.rec.count(CmEventType::kConnectRequest) == 1);
+    const rdma::CmIdHandle bid = b.rec.cm.back().id;
+    lab.fabric.faults().isolate(b.ep.addr);
+    REQUIRE(b.seam().create_qp(bid, {}).ok());
+    REQUIRE(b.seam().accept(bid, {}).ok());
+    lab.fabric.run_for(2s);
+    CHECK(b.rec.find(CmEventType::kConnectError, bid) != nullptr);
+    CHECK(a.rec.find(CmEventType::kUnreachable, id) != nullptr);
+  }
+}
