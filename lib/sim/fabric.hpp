@@ -26,17 +26,20 @@
 // What is modelled, beyond the rdma::Seam comments (the choices made where
 // the man pages leave room):
 //  - rdma_cm: REQ/REP/RTU/REJ/DREQ/DREP each take Timing::cm_hop (+ seeded
-//    jitter). The receiver of a REQ sees 56 bytes of private data, of a REP
-//    196, of a REJ 148, zero-padded. REQ to a host that is up but not
-//    listening: REJECTED status 8. No REP or REJ within Timing::unreachable
-//    (crashed host, listen_backlog unanswered REQs already pending, or the
-//    peer never answers): UNREACHABLE; a REP arriving later is answered
-//    with a REJ (the peer sees REJECTED). The passive QP is RTR after accept() and RTS on the
-//    RTU; the active QP is RTS on the REP.
+//    jitter), in order between any two nodes. The receiver of a REQ sees 56
+//    bytes of private data, of a REP 196, of a REJ 148, zero-padded. REQ to a
+//    host that is up but not listening: REJECTED status 8. No REP or REJ
+//    within Timing::unreachable (crashed host, cut link, listen_backlog
+//    unanswered REQs already pending, or the peer never answers):
+//    UNREACHABLE; a REP arriving later is answered with a REJ (the peer sees
+//    REJECTED). No RTU within Timing::unreachable of accept(): CONNECT_ERROR.
+//    The passive QP is RTR after accept() and RTS on the RTU; the active QP
+//    is RTS on the REP. Data can reach the passive QP before the RTU (it
+//    receives in RTR); mlx/ehca then report COMM_EST once.
 //  - disconnect(): QP → ERR first (librdmacm does so on IB/RoCE). Connected:
 //    DREQ; the peer gets DISCONNECTED (its QP → ERR except on rxe) and
 //    answers DREP; we get DISCONNECTED on the DREP, or after
-//    Timing::dreq_timeout if the peer is gone. Each id reports DISCONNECTED
+//    Timing::dreq_timeout if the peer is gone or cut off. Each id reports DISCONNECTED
 //    at most once. REQ/REP outstanding: the attempt is abandoned (a REP
 //    arriving later gives CONNECT_ERROR locally, REJECTED at the peer). Never
 //    connected: EINVAL. Again: no-op.
@@ -48,8 +51,8 @@
 //    plus size / link rate. The bytes are copied at post time. Every SEND
 //    carries an immediate (has_imm is always true at the receiver). No
 //    receive WR (or Faults::starve_receives) → RNR NAK, retried every
-//    Timing::rnr_timer. No responder (host crashed, QP destroyed, QP not
-//    RTR/RTS) → RETRY_EXC_ERR at first try + (retry_count + 1) × 4.096 us ×
+//    Timing::rnr_timer. No responder (host crashed or cut off, QP destroyed,
+//    QP not RTR/RTS) → RETRY_EXC_ERR at first try + (retry_count + 1) × 4.096 us ×
 //    2^ack_timeout, except rxe with retry_count 7 (never). Both errors move
 //    the QP to ERR and flush the rest of its SQ. SGEs are checked against
 //    registered memory (lkey and bounds): LOC_PROT_ERR otherwise.
