@@ -192,8 +192,11 @@ Result<void> Daemon::setup_tun() {
   if (!tun)
     return tun.error();
   if (!cfg_.tun_netns.empty()) {
-    if (auto r = tun->move_to_netns(cfg_.tun_netns); !r)
-      return r;
+    if (auto r = tun->move_to_netns(cfg_.tun_netns); !r) {
+      // The operator needs the config key, not only the path that failed.
+      return Error{r.error().code, "cannot move TUN " + cfg_.tun_name + " into tun.netns \"" +
+                                       cfg_.tun_netns + "\": " + r.error().context};
+    }
   }
   if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r)
     return r;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Startup errors on a real machine: a malformed config exits 2 naming key and
-# line; an address no interface holds, and an address on an interface with no
-# RDMA device, exit 1 with one clear line, and leave no TUN behind.
+# line; an address no interface holds, an address on an interface with no
+# RDMA device, and a missing TUN namespace exit 1 with one clear line, and
+# leave no TUN, QP or rdma_cm id behind.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
@@ -29,10 +30,20 @@ run 2 'syntax.toml' "$RCNET_RESULTS/syntax.toml"
 sed 's/10.99.0.1"/10.99.7.7"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-owner.toml"
 run 1 'no interface holds address 10.99.7.7' "$RCNET_RESULTS/no-owner.toml"
 
-ip link add rcdummy0 type dummy && ip addr add 10.98.0.1/24 dev rcdummy0 && ip link set rcdummy0 up
+# A veth (its module is loaded; the kernel cannot autoload others from the
+# guest's chroot) that holds the address but has no rxe device on it.
+ip link add rcnorxe0 type veth peer name rcnorxe1 && ip addr add 10.98.0.1/24 dev rcnorxe0 &&
+  ip link set rcnorxe0 up && ip link set rcnorxe1 up || lab_fail "cannot create the veth rcnorxe0"
 sed 's/10.99.0.1"/10.98.0.1"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-rxe.toml"
-run 1 '10.98.0.1' "$RCNET_RESULTS/no-rxe.toml"
+run 1 'cannot listen on 10.98.0.1:[0-9]* (RDMA device)' "$RCNET_RESULTS/no-rxe.toml"
 lab_expect "one error line for the missing device" [ "$(wc -l <"$RCNET_RESULTS/no-rxe.toml.out")" -eq 1 ]
-lab_expect "no TUN left behind in node1's netns" [ -z "$(ip -n node1 -o link show rc0 2>/dev/null)" ]
+# A failure after rc0 exists (created here, then moved): the namespace is
+# missing. The daemon has a listener by then; all of it must go.
+sed 's/^netns = .*/netns = "rcnosuchns"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-netns.toml"
+run 1 'cannot move TUN rc0 into tun.netns "rcnosuchns"' "$RCNET_RESULTS/no-netns.toml"
+lab_expect "no TUN left behind (root netns or node1's)" \
+  [ -z "$(ip -o link show rc0 2>/dev/null)" -a -z "$(ip -n node1 -o link show rc0 2>/dev/null)" ]
+lab_expect "no rdma_cm id left listening on 10.99.0.1" \
+  [ -z "$(rdma res show cm_id 2>/dev/null | grep 'src-addr 10.99.0.1:')" ]
 lab_expect "no QP left" [ "$(lab_qp_count)" -eq 0 ]
 lab_finish
