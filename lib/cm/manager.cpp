@@ -378,6 +378,7 @@ class Manager::Impl {
   void on_timer() {
     const TimePoint t = now();
     scheduled_ = TimePoint::max();  // that wakeup is used up
+    forget_idle_peers();
     // Deferred rdma_cm id destruction (never inside the id's own callback).
     auto ids = std::move(pending_id_destroy_);
     pending_id_destroy_.clear();
@@ -1263,10 +1264,27 @@ class Manager::Impl {
       c.cm_id = rdma::kNoCmId;
     }
     set_deadline(c, TimePoint::max());
+    forget_candidates_.push_back(c.peer);
     conns_.erase(c.id);  // `c` is dangling from here on
   }
 
   void defer_destroy_id(rdma::CmIdHandle id) { pending_id_destroy_.push_back(id); }
+
+  // A peer with no connection, nothing queued and no retry pending is
+  // forgotten, so a node that talked to many peers over time does not keep
+  // them all. Runs from on_timer() only: no caller holds a Peer& there.
+  void forget_idle_peers() {
+    for (const NodeId node : forget_candidates_) {
+      auto it = peers_.find(node);
+      if (it == peers_.end())
+        continue;
+      const Peer& p = it->second;
+      if (p.conn == 0 && p.queue.empty() && p.retry_at == TimePoint::max() && !p.blocked) {
+        peers_.erase(it);
+      }
+    }
+    forget_candidates_.clear();
+  }
 
   void destroy_id_now(rdma::CmIdHandle id) {
     if (auto r = seam_.destroy_id(id); !r) {
@@ -1539,10 +1557,10 @@ class Manager::Impl {
   void flush_srq_reposts() {
     if (srq_reposts_.empty())
       return;
-    std::vector<std::uint64_t> ids;
-    std::vector<rdma::Sge> sges;
-    ids.reserve(srq_reposts_.size());
-    sges.reserve(srq_reposts_.size());
+    auto& ids = repost_ids_;  // reused: no allocation per batch
+    auto& sges = repost_sges_;
+    ids.clear();
+    sges.clear();
     for (auto idx : srq_reposts_) {
       ids.push_back(make_wr(kTagSrqRecv, idx));
       sges.push_back(srq_pool_.sge(idx));
@@ -1602,6 +1620,9 @@ class Manager::Impl {
   std::vector<std::uint64_t> slot_owner_;  // send slot → conn id (0 = free)
   BufferPool srq_pool_;
   std::vector<std::uint32_t> srq_reposts_;
+  std::vector<std::uint64_t> repost_ids_;
+  std::vector<rdma::Sge> repost_sges_;
+  std::vector<NodeId> forget_candidates_;  // peers whose conn ended
   std::uint32_t srq_posted_ = 0;
   bool srq_limit_armed_ = false;
   std::uint64_t srq_limit_events_ = 0;

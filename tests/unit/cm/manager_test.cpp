@@ -664,3 +664,24 @@ TEST_CASE("CQ overflow: every QP torn down, forced where its drain is lost, noth
   CHECK(a.ctr().qps_destroyed == 3);
   CHECK(a.sim->stats().misuse == 0);
 }
+
+TEST_CASE("peers with nothing left are forgotten after their connection ends", "[cm]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  for (int i = 2; i <= 6; ++i) {
+    c.add(i);
+    a.mgr->send(c[i].ep(), packet(1));
+  }
+  c.run(20ms);
+  CHECK(a.mgr->snapshot().peers.size() == 5);
+  for (int i = 2; i <= 6; ++i)
+    a.mgr->disconnect_peer(c[i].mgr->node_id(), "test");
+  c.run(1s);
+  CHECK(a.mgr->snapshot().peers.empty());
+  CHECK(c[2].mgr->snapshot().peers.empty());
+  // And they come back on demand.
+  a.mgr->send(c[2].ep(), packet(2));
+  c.run(20ms);
+  CHECK(a.mgr->snapshot().peers.size() == 1);
+  CHECK(c[2].sink.packets.size() == 2);
+}
