@@ -36,7 +36,7 @@ fi
 
 lab_in_node 2 iperf3 -s -1 -B 10.100.0.2 >"$RCNET_RESULTS/iperf3-server.txt" 2>&1 &
 spid=$!
-sleep 1
+rcd_wait_tcp_listen 2 5201 20 || lab_fail "iperf3 server not listening in node2 after 20 s"
 lab_timeout 60 ip netns exec node1 iperf3 -c 10.100.0.2 -B 10.100.0.1 -t 10 -J \
   >"$RCNET_RESULTS/iperf3.json" 2>&1
 rc=$?

@@ -10,6 +10,8 @@
 #   rcd_stop_all             SIGTERM every running daemon; a check each: exit 0
 #   rcd_ping FROM TO [ARGS]  ping TO's overlay address from node FROM's netns
 #   rcd_qps I                QPs the kernel reports on rxe_I
+#   rcd_wait_tcp_listen I PORT SECS  wait until a TCP socket listens on PORT
+#                            in node I's netns (bounded by time, not tries)
 #   rcd_wait_qps I N SECS    wait until rxe_I has N QPs; prints elapsed ms; 1 on timeout
 #   rcd_now_ms               wall clock in ms (no fork: $EPOCHREALTIME), the
 #                            clock of the daemons' log timestamps
@@ -36,16 +38,17 @@ rcd_log_ms() {
 }
 
 rcd_wait_log() {
-  local i=$1 re=$2 secs=$3 from=${4:-1} k line
-  for ((k = 0; k < secs * 10; k++)); do
+  local i=$1 re=$2 secs=$3 from=${4:-1} line deadline
+  deadline=$(($(rcd_now_ms) + secs * 1000))
+  while true; do
     line=$(tail -n +"$from" "$RCNET_RESULTS/rcnetd-$i.log" 2>/dev/null | grep -E -m1 -- "$re") &&
       {
         echo "$line"
         return 0
       }
+    (($(rcd_now_ms) > deadline)) && return 1
     sleep 0.1
   done
-  return 1
 }
 
 rcd_counter() {
@@ -149,20 +152,30 @@ rcd_ping() {
   lab_in_node "$from" ping -n -q "$@" "10.100.0.$to"
 }
 
+rcd_wait_tcp_listen() {
+  local i=$1 port=$2 deadline
+  deadline=$(($(rcd_now_ms) + $3 * 1000))
+  until [[ -n $(lab_in_node "$i" ss -Hltn "sport = :$port" 2>/dev/null) ]]; do
+    (($(rcd_now_ms) > deadline)) && return 1
+    sleep 0.2
+  done
+}
+
 rcd_qps() { lab_qp_count "$(lab_node_rdma_dev "$1")"; }
 
 rcd_wait_qps() {
-  local i=$1 want=$2 secs=$3 t0 k
+  local i=$1 want=$2 secs=$3 t0
   t0=$(rcd_now_ms)
-  for ((k = 0; k < secs * 20; k++)); do
-    if [ "$(rcd_qps "$i")" -eq "$want" ]; then
+  # Bounded by time: each `rdma` exec alone can take a good part of a second
+  # under TCG.
+  until [ "$(rcd_qps "$i")" -eq "$want" ]; do
+    if (($(rcd_now_ms) - t0 > secs * 1000)); then
       echo $(($(rcd_now_ms) - t0))
-      return 0
+      return 1
     fi
     sleep 0.05
   done
   echo $(($(rcd_now_ms) - t0))
-  return 1
 }
 
 # SIGTERM to every daemon still running; each must exit 0 within 30 s.
