@@ -556,7 +556,7 @@ std::string_view kernel_qp_state(std::uint8_t s) {
 
 class DaemonBackend final : public CtlBackend {
  public:
-  explicit DaemonBackend(Daemon& d) : d_(d), started_(Clock::now()) {}
+  explicit DaemonBackend(Daemon& d) : d_(d) {}
 
   cm::Snapshot snapshot() const override { return d_.manager().snapshot(); }
 
@@ -565,7 +565,9 @@ class DaemonBackend final : public CtlBackend {
     return {
         {"version", RCNET_VERSION},
         {"pid", ::getpid()},
-        {"uptime_ms", to_ms(Clock::now() - started_)},
+        // From the Daemon's construction, not the ctl server's: the time
+        // spent bringing the device, listener and TUN up counts as uptime.
+        {"uptime_ms", to_ms(Clock::now() - d_.start_time())},
         {"config_path", d_.options().config_path},
         {"tun",
          {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
@@ -637,7 +639,6 @@ class DaemonBackend final : public CtlBackend {
 
  private:
   Daemon& d_;
-  TimePoint started_;
 };
 
 }  // namespace

@@ -316,6 +316,8 @@ Result<void> Daemon::reload() {
     return Error{next.error().code,
                  "not applied, keeping the running configuration: " + next.error().context};
   }
+  if (opts_.ctl_socket)
+    next->ctl_socket = *opts_.ctl_socket;
   const auto keys = config::restart_required(cfg_, *next);
   if (!keys.empty()) {
     sd_notify(0, "READY=1");

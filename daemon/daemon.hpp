@@ -37,6 +37,10 @@ struct DaemonOptions {
   // Command-line overrides; they keep winning over the file across reloads.
   std::optional<config::LogLevel> log_level;
   std::optional<config::LogTarget> log_target;
+  // --ctl-socket: replaces ctl.socket from the file, also on every reload, so
+  // that one config file can serve rcnetd@NAME instances with their own
+  // socket and SIGHUP does not see a ctl.socket change.
+  std::optional<std::string> ctl_socket;
 };
 
 class Daemon {
@@ -73,6 +77,9 @@ class Daemon {
   const NetlinkMonitor& netlink() const { return *netlink_; }
   std::uint64_t incarnation() const { return incarnation_; }
   bool stopping() const { return stopping_; }
+  // When this Daemon was constructed (steady clock, the loop's clock), for
+  // the ctl "status" uptime; before any device was touched.
+  TimePoint start_time() const { return start_time_; }
 
   // The same graceful stop as SIGTERM.
   void request_stop(std::string_view why);
@@ -100,6 +107,7 @@ class Daemon {
   config::Config cfg_;
   DaemonOptions opts_;
   std::uint64_t incarnation_ = 0;
+  TimePoint start_time_ = Clock::now();
   std::unique_ptr<LoopTimer> timer_;
   std::unique_ptr<TunPath> tun_path_;
   std::unique_ptr<rdma::VerbsSeam> seam_;

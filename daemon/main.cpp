@@ -2,6 +2,7 @@
 // rcnetd: command line, configuration, then the Daemon.
 // Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
 #include <spdlog/spdlog.h>
+#include <sys/un.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,11 +26,14 @@ int main(int argc, char** argv) {
   bool version = false;
   std::string log_level;
   std::string log_target;
+  std::string ctl_socket;
   app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
   app.add_flag("--check-config", check_config, "parse and validate the configuration, then exit");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error, critical, off (overrides log.level)");
   app.add_option("--log-target", log_target, "auto, journal, stderr (overrides log.target)");
+  app.add_option("--ctl-socket", ctl_socket,
+                 "ctl socket path (overrides ctl.socket, also across reloads)");
   app.add_flag("--version", version, "print the version and exit");
   try {
     app.parse(argc, argv);
@@ -68,6 +72,18 @@ int main(int argc, char** argv) {
     const std::string text = e.code == std::errc::invalid_argument ? e.context : e.message();
     std::fprintf(stderr, "rcnetd: %s\n", text.c_str());
     return kExitUsage;
+  }
+  if (!ctl_socket.empty()) {
+    // The same rule as ctl.socket in the file (rcnetd.toml(5)), so that
+    // --check-config with the unit's arguments catches a bad path.
+    if (ctl_socket.front() != '/' || ctl_socket.size() >= sizeof(sockaddr_un::sun_path)) {
+      std::fprintf(stderr,
+                   "rcnetd: --ctl-socket: expected an absolute path shorter than %zu bytes\n",
+                   sizeof(sockaddr_un::sun_path));
+      return kExitUsage;
+    }
+    cfg->ctl_socket = ctl_socket;
+    opts.ctl_socket = ctl_socket;
   }
   if (check_config) {
     std::printf("rcnetd: %s: configuration OK\n", config_path.c_str());
