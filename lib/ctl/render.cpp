@@ -188,8 +188,32 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+// The ctl server's "daemon" object (CtlBackend::daemon_status): absent when
+// the status came from the manager alone, then no line is printed.
+std::string daemon_line(const json& d) {
+  const json* dm = field(d, "daemon");
+  if (dm == nullptr || !dm->is_object())
+    return {};
+  std::string line = "rcnetd " + text(*dm, "version") + "  pid " + text(*dm, "pid");
+  if (const auto up = number(*dm, "uptime_ms"))
+    line += "  up " + format_duration_ms(*up);
+  if (const json* tun = field(*dm, "tun"); tun != nullptr && tun->is_object()) {
+    line += "  tun " + text(*tun, "name") + " " + text(*tun, "address");
+    if (const std::string ns = text(*tun, "netns"); ns != "-")
+      line += " (netns " + ns + ")";
+  }
+  line += "  log " + text(*dm, "log_level");
+  if (const json* st = field(*dm, "stopping"); st != nullptr && st->is_boolean() && st->get<bool>())
+    line += "  STOPPING";
+  return line + "\n";
+}
+
+}  // namespace
+
 std::string render_status(const json& d) {
-  std::string out;
+  std::string out = daemon_line(d);
   out += "node " + text(d, "node") + "  incarnation " + text(d, "incarnation") + "\n";
   out += "local " + text(d, "local") + "  device " + text(d, "device") + "  mtu " + text(d, "mtu") +
          "\n";
@@ -306,7 +330,12 @@ std::string render_audit(const json& d) {
   const json* ok = field(d, "ok");
   const bool good = ok != nullptr && ok->is_boolean() && ok->get<bool>();
   std::string out = std::string("audit ") + (good ? "ok" : "MISMATCH") + ": daemon " +
-                    text(d, "daemon_qps") + " QPs, kernel " + text(d, "kernel_qps") + " QPs\n";
+                    text(d, "daemon_qps") + " QPs, kernel " + text(d, "kernel_qps") + " QPs";
+  // The daemon adds the verbs seam's own count; the library's audit_json
+  // alone has none.
+  if (field(d, "seam_qps") != nullptr)
+    out += ", seam " + text(d, "seam_qps") + " QPs";
+  out += "\n";
   const auto list = [&](const char* key, const char* title) {
     const json& arr = array_of(d, key);
     if (arr.empty())
@@ -318,6 +347,8 @@ std::string render_audit(const json& d) {
   };
   list("kernel_only", "kernel only (leaked, or unknown to rcnetd):");
   list("daemon_only", "daemon only (gone from the kernel):");
+  list("seam_only", "seam only (live in the verbs seam, forgotten by the manager: leaked):");
+  list("manager_only", "manager only (the verbs seam holds no such QP):");
   return out;
 }
 

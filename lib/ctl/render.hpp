@@ -20,6 +20,9 @@ std::string format_duration_ms(double ms);
 std::string format_bytes(std::uint64_t bytes);
 
 // One renderer per command; each returns '\n'-terminated lines.
+// status: a first line "rcnetd VERSION  pid N  up UPTIME  tun NAME ADDR
+// (netns NS)  log LEVEL [STOPPING]" when `data` has the daemon's "daemon"
+// object (the ctl server adds it), then the manager's counts.
 std::string render_status(const json& data);
 std::string render_peers(const json& data);
 // Columns: PEER ADDR QPN RQPN STATE IN-STATE AGE IDLE TX RX REASON, TX and RX
@@ -29,6 +32,9 @@ std::string render_qps(const json& data);
 std::string render_srq(const json& data);
 // "name value help", one counter per line.
 std::string render_stats(const json& data);
+// audit: "audit ok|MISMATCH: daemon N QPs, kernel M QPs[, seam K QPs]", then
+// one line per non-empty list: kernel_only, daemon_only, and the daemon's
+// seam_only / manager_only (seam against manager).
 std::string render_audit(const json& data);
 // The running config as TOML-like "section.key = value" lines.
 std::string render_config(const json& data);

@@ -113,47 +113,6 @@ bool parse_peer(const std::string& text, ctl::Request& r) {
   return true;
 }
 
-std::string daemon_line(const ctl::json& d) {
-  const ctl::json* dm = d.contains("daemon") ? &d["daemon"] : nullptr;
-  if (dm == nullptr || !dm->is_object())
-    return {};
-  auto str = [&](const char* k) -> std::string {
-    auto it = dm->find(k);
-    if (it == dm->end())
-      return "-";
-    return it->is_string() ? it->get<std::string>() : it->dump();
-  };
-  std::string line = "rcnetd " + str("version") + "  pid " + str("pid");
-  if (auto it = dm->find("uptime_ms"); it != dm->end() && it->is_number())
-    line += "  up " + ctl::format_duration_ms(it->get<double>());
-  if (auto it = dm->find("tun"); it != dm->end() && it->is_object()) {
-    const ctl::json& t = *it;
-    line += "  tun " + t.value("name", std::string("-")) + " " + t.value("address", "-");
-    const std::string ns = t.value("netns", "");
-    if (!ns.empty())
-      line += " (netns " + ns + ")";
-  }
-  line += "  log " + str("log_level");
-  if (auto it = dm->find("stopping"); it != dm->end() && it->is_boolean() && it->get<bool>())
-    line += "  STOPPING";
-  return line + "\n";
-}
-
-// Lines the shared audit renderer does not know: the seam's record.
-std::string audit_extra(const ctl::json& d) {
-  std::string out;
-  for (const char* k : {"seam_only", "manager_only"}) {
-    auto it = d.find(k);
-    if (it == d.end() || !it->is_array() || it->empty())
-      continue;
-    out += std::string(k) + ":";
-    for (const auto& q : *it)
-      out += " " + q.dump();
-    out += "\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
@@ -271,11 +230,7 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     out << reply->data.dump(pretty ? 2 : -1, ' ', false, ctl::json::error_handler_t::replace)
         << "\n";
   } else {
-    if (req.cmd == ctl::Command::kStatus)
-      out << daemon_line(reply->data);
     out << ctl::render(req.cmd, reply->data);
-    if (req.cmd == ctl::Command::kAudit)
-      out << audit_extra(reply->data);
   }
   if (req.cmd == ctl::Command::kAudit) {
     auto it = reply->data.find("ok");

@@ -148,7 +148,8 @@ TEST_CASE("rcnetctl: audit exits 1 on a mismatch, 0 when the tables agree", "[op
   d.reply = ctl::ok_reply(j);
   auto seam = run_with(d, {"audit"});
   CHECK(seam.rc == kExitFailed);
-  CHECK(seam.out.find("seam_only: 31") != std::string::npos);
+  CHECK(seam.out.find("seam only") != std::string::npos);
+  CHECK(seam.out.find(": 31\n") != std::string::npos);
 }
 
 TEST_CASE("rcnetctl: -j prints the reply's data, tables otherwise", "[ops][rcnetctl]") {
@@ -168,4 +169,7 @@ TEST_CASE("rcnetctl: -j prints the reply's data, tables otherwise", "[ops][rcnet
   auto s = run_with(d, {"status"});
   CHECK(s.out.find("rcnetd 9.9.9") != std::string::npos);
   CHECK(s.out.find("pid 77") != std::string::npos);
+  CHECK(s.out.find("up 1m01s") != std::string::npos);
+  // Printed once: rcnetctl no longer adds its own copy to the renderer's.
+  CHECK(s.out.find("rcnetd 9.9.9") == s.out.rfind("rcnetd 9.9.9"));
 }
