@@ -20,6 +20,9 @@ lab_setup_nodes 2 || lab_die "node setup"
 for i in 1 2; do
   rcd_config "$i" "[timeouts]" "idle = \"120s\"" "last_wqe = \"3s\""
 done
+# rcd_start's `local i=$1 log=...-$i.log` expands the caller's $i (left at 2
+# by the loop above): node1 would log into rcnetd-2.log.
+i=1
 rcd_start 1 || lab_die "start node1"
 
 # --- node 2 logs to a stand-in journald: its native datagrams are recorded.
