@@ -35,20 +35,33 @@ for ((k = 0; k < 300; k++)); do
   sleep 0.1
 done
 
-# Python starts slowly under TCG, so both senders wait for one shared
-# deadline and then send one UDP datagram each: the two REQs leave within
-# about a millisecond of each other.
-at=$(($(date +%s%N) + 4000000000))
-send_at='import socket,sys,time
-t=int(sys.argv[1])/1e9
+# Python starts slowly under TCG (seconds, and unevenly): each sender says
+# it is up, then both busy-wait for one shared deadline written once both are
+# ready, and send one UDP datagram each: the two REQs leave within about a
+# millisecond of each other. The handshake files live on the guest's tmpfs.
+hs=/tmp/simopen
+rm -rf "$hs" && mkdir -p "$hs"
+send_at='import os,socket,sys,time
+hs,me=sys.argv[1],sys.argv[2]
+open(f"{hs}/ready-{me}","w").close()
+while not os.path.exists(f"{hs}/go"): time.sleep(0.001)
+time.sleep(0.01)
+t=int(open(f"{hs}/go").read())/1e9
 while time.time()<t: pass
-socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[3].encode(),(sys.argv[2],9999))'
-lab_in_node 1 python3 -c "$send_at" "$at" 10.100.0.2 from-node1 &
+socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[4].encode(),(sys.argv[3],9999))
+print(f"sent at {time.time():.6f}, deadline {t:.6f}")'
+lab_in_node 1 python3 -c "$send_at" "$hs" 1 10.100.0.2 from-node1 >"$RCNET_RESULTS/udp-send-1.txt" 2>&1 &
 s1=$!
-lab_in_node 2 python3 -c "$send_at" "$at" 10.100.0.1 from-node2 &
+lab_in_node 2 python3 -c "$send_at" "$hs" 2 10.100.0.1 from-node2 >"$RCNET_RESULTS/udp-send-2.txt" 2>&1 &
 s2=$!
+for ((k = 0; k < 600; k++)); do
+  [[ -f $hs/ready-1 && -f $hs/ready-2 ]] && break
+  sleep 0.1
+done
+echo $(($(date +%s%N) + 1000000000)) >"$hs/go.tmp" && mv "$hs/go.tmp" "$hs/go"
 # Not a bare `wait`: that would also wait for the daemons.
 wait "$s1" "$s2"
+lab_log "senders: node1 $(cat "$RCNET_RESULTS/udp-send-1.txt"); node2 $(cat "$RCNET_RESULTS/udp-send-2.txt")"
 wait "${rpids[@]}"
 lab_expect "node2 got node1's datagram sent during the collision ($(cat "$RCNET_RESULTS/udp-recv-2.txt"))" \
   grep -q "^from-node1 10.100.0.1$" "$RCNET_RESULTS/udp-recv-2.txt"
