@@ -8,6 +8,9 @@
 #      dies, so nothing tells the survivors; they reap by idle_timeout (+ one
 #      reaper tick), and, rxe never delivering Last WQE Reached, count the
 #      last_wqe_timeout fallback.
+#   3. crash without DREQ while node1 sends to it: node1's SEND ends in
+#      RETRY_EXC_ERR (retry_count 3, ack timeout 14: ~0.3 s on rxe) and it
+#      reaps the peer at once, long before idle_timeout.
 # Times come from the daemons' own log timestamps, not from shell polling
 # (under TCG every fork costs tens of ms).
 set -u -o pipefail
@@ -34,16 +37,20 @@ reap_times() {
   echo "$(($(rcd_log_ms "$down") - t_kill)) $(($(rcd_log_ms "$gone") - t_kill)) ${down#*: }"
 }
 
-# Both survivors connect to node3 and the kill follows at once: any check in
-# between could outlast idle_timeout under TCG.
+# Both survivors ping node3 at the same time and the kill follows at once, so
+# the last packet on both connections is right before the kill (a check in
+# between could outlast idle_timeout under TCG).
 connect_and_kill() {
-  local variant=$1 i
-  for i in 1 2; do
-    rcd_ping "$i" 3 -c 2 -W 5 >/dev/null 2>&1 && lab_pass "$variant: ping node$i -> node3" ||
-      lab_fail "$variant: ping node$i -> node3"
-  done
+  local variant=$1 i p1 p2
+  [[ $variant != dreq ]] && { rcd_block_roce_prepare 3 || lab_die "cannot set up tc on b_3"; }
   for i in 1 2; do from[$i]=$(($(wc -l <"$RCNET_RESULTS/rcnetd-$i.log") + 1)); done
-  [[ $variant == nodreq ]] && { rcd_block_roce 3 || lab_die "cannot drop RoCE traffic on b_3"; }
+  rcd_ping 1 3 -c 2 -W 5 >/dev/null 2>&1 &
+  p1=$!
+  rcd_ping 2 3 -c 2 -W 5 >/dev/null 2>&1 &
+  p2=$!
+  wait "$p1" && lab_pass "$variant: ping node1 -> node3" || lab_fail "$variant: ping node1 -> node3"
+  wait "$p2" && lab_pass "$variant: ping node2 -> node3" || lab_fail "$variant: ping node2 -> node3"
+  [[ $variant != dreq ]] && { rcd_block_roce 3 || lab_die "cannot drop RoCE traffic on b_3"; }
   t_kill=$(rcd_now_ms)
   rcd_kill 3 KILL
   rcd_wait_exit 3 30 || lab_die "node3's killed rcnetd did not exit within 30 s (stuck in the kernel?)"
@@ -89,15 +96,40 @@ lab_log "nodreq: RoCE packets dropped on b_3: $dropped"
 lab_expect "nodreq: node3's DREQ (and the survivors' DREQs) were dropped ($dropped packets)" \
   [ "$dropped" -ge 1 ]
 lab_expect "nodreq: no QP left on the survivors" [ "$(rcd_qps 1)" -eq 0 -a "$(rcd_qps 2)" -eq 0 ]
+
+# --- 3: crash without DREQ, then traffic to the dead peer ----------------------
+rcd_start 3 || lab_die "restart node3"
+connect_and_kill traffic
+t_send=$(rcd_now_ms)
+rcd_ping 1 3 -c 1 -W 2 >/dev/null 2>&1 && lab_fail "traffic: a dead node answered a ping"
+if r=$(reap_times 1 "${from[1]}" "$t_send"); then
+  read -r ms_down ms_gone why <<<"$r"
+  lab_log "traffic: node1: teardown started ${ms_down} ms after the ping to the dead node ($why), QP destroyed after ${ms_gone} ms"
+  lab_expect "traffic: node1 reaped on the send error (reason: $why)" grep -q "RETRY_EXC_ERR" <<<"$why"
+  lab_expect "traffic: node1 reaped within idle + 1 s of the kill ($((ms_gone + t_send - t_kill)) ms)" \
+    [ $((ms_gone + t_send - t_kill)) -le "$bound_ms" ]
+else
+  lab_fail "traffic: node1 never tore its QP to node3 down"
+fi
+# node2 sent nothing: it reaps by idle_timeout as in 2; wait for it before
+# letting RoCE through again, so that nothing answers its DREQ.
+reap_times 2 "${from[2]}" "$t_kill" >/dev/null || lab_fail "traffic: node2 never tore its QP to node3 down"
+dropped=$(rcd_unblock_roce 3)
+lab_expect "traffic: RoCE packets to the dead node were dropped ($dropped)" [ "$dropped" -ge 1 ]
+lab_expect "traffic: no QP left on the survivors" [ "$(rcd_qps 1)" -eq 0 -a "$(rcd_qps 2)" -eq 0 ]
 lab_collect peer-kill-after
 
 rcd_stop_all
 for i in 1 2; do
   grep -h "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log" | sed "s/^/node$i /"
   n=$(rcd_counter "$i" last_wqe_timeouts)
-  lab_expect "node$i counted the Last WQE fallback ($n, one per QP torn down)" [ "$n" -ge 2 ]
-  n=$(rcd_counter "$i" idle_reaps)
-  lab_expect "node$i counted one idle reap (the crash without DREQ): $n" [ "$n" -eq 1 ]
+  lab_expect "node$i counted the Last WQE fallback ($n, one per QP torn down)" [ "$n" -ge 3 ]
 done
+n=$(rcd_counter 1 idle_reaps)
+lab_expect "node1 counted one idle reap (variant 2): $n" [ "$n" -eq 1 ]
+n=$(rcd_counter 1 dead_peer_reaps)
+lab_expect "node1 counted one dead-peer reap (variant 3): $n" [ "$n" -eq 1 ]
+n=$(rcd_counter 2 idle_reaps)
+lab_expect "node2 counted two idle reaps (variants 2 and 3): $n" [ "$n" -eq 2 ]
 lab_expect "no QP left" [ "$(lab_qp_count)" -eq 0 ]
 lab_finish

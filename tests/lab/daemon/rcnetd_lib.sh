@@ -22,6 +22,7 @@
 #   rcd_counter I NAME       NAME's value in node I's last "counters at exit"
 #   rcd_block_roce I         drop node I's RoCEv2 traffic (UDP 4791) both ways
 #                            on its bridge port b_I: a crash whose DREQ is lost
+#                            (rcd_block_roce_prepare I: its slow part, ahead)
 #   rcd_unblock_roce I       remove that filter; prints how many it dropped
 : "${RCNET_BUILD_DIR:?RCNET_BUILD_DIR must point at the build tree}"
 RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
@@ -61,16 +62,23 @@ rcd_counter() {
 # completes, and the killed process hangs in rdma_destroy_id
 # ("cm_destroy_id_wait_timeout"). Dropped on b_I, it was sent as far as the
 # node can tell, as on a real fabric.
-rcd_block_roce() {
+rcd_block_roce_prepare() {
   local dev=b_$1
   # The kernel's module autoloader runs the initramfs' modprobe, outside the
   # chroot, so tc would find no qdisc: load what it needs here.
   modprobe -a ${RCNET_LAB_MODTREE:+-d "$RCNET_LAB_MODTREE"} sch_ingress cls_u32 act_gact &&
-    tc qdisc add dev "$dev" clsact &&
-    tc filter add dev "$dev" ingress protocol ip u32 match ip protocol 17 0xff \
-      match ip dport 4791 0xffff action drop &&
-    tc filter add dev "$dev" egress protocol ip u32 match ip protocol 17 0xff \
-      match ip dport 4791 0xffff action drop
+    tc qdisc add dev "$dev" clsact
+}
+
+rcd_block_roce() {
+  local dev=b_$1 f=/tmp/rcd-block-$1.tc
+  tc qdisc show dev "$dev" | grep -q clsact || rcd_block_roce_prepare "$1" || return 1
+  {
+    echo "filter add dev $dev ingress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
+    echo "filter add dev $dev egress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
+  } >"$f"
+  # One exec (a few hundred ms under TCG), so the block follows a ping at once.
+  tc -batch "$f"
 }
 
 rcd_unblock_roce() {
