@@ -198,8 +198,22 @@ Result<void> Daemon::setup_tun() {
                                        cfg_.tun_netns + "\": " + r.error().context};
     }
   }
-  if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r)
-    return r;
+  if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r) {
+    if (cfg_.tun_netns.empty())
+      return r;
+    // Configuring inside the namespace needs setns(2), i.e. CAP_SYS_ADMIN
+    // (systemd: the rcnetd-netns.conf drop-in).
+    return Error{
+      r.error().code,
+      "cannot configure TUN " + cfg_.tun_name +
+          " in tun.netns "
+          " +
+          cfg_.tun_netns +
+          ""(setns needs CAP_SYS_ADMIN) : " +
+          r.error()
+              .context
+    };
+  }
   tun_.emplace(std::move(*tun));
   if (auto r = tun_path_->attach(tun_->fd()); !r)
     return r;

@@ -113,7 +113,8 @@ rcd_config() {
 }
 
 rcd_start() {
-  local i=$1 log=$RCNET_RESULTS/rcnetd-$i.log k skip
+  local i=$1
+  local log=$RCNET_RESULTS/rcnetd-$i.log k skip
   mkdir -p /run/rcnet
   # A restart appends to the same log: only look at this start's lines.
   skip=1
