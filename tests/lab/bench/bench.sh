@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# rcnet beside rdma-core's own tools, in one boot of the lab (4 nodes).
+# rcnet beside rdma-core's own tools, in one boot of the lab
+# (1 + ceil(CONNECTIONS / 250) nodes: 5 for the default 1000).
 # Raw figures go to $RCNET_RESULTS/bench-raw.txt ("key value" lines) and the
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS [RCNETD]] (default 1000, spread over client nodes
-#   2..4; RCNETD: path of the rcnetd binary, default $RCNET_BUILD_DIR's)
-# Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2..4 connect to it
-# from secondary underlay addresses 10.99.1K.x (one per connection, since an
-# rcnet node id is its address). Throughput, latency and teardown run between
-# nodes 1 and 2.
+#   ARGS: [CONNECTIONS [RCNETD]] (default 1000, at most 250 per client
+#   node; RCNETD: path of the rcnetd binary, default $RCNET_BUILD_DIR's)
+# Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
+# from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
+# connection, since an rcnet node id is its address). Throughput, latency
+# and teardown run between nodes 1 and 2.
+#
+# Why 250 addresses per client node: each IPv4 address adds one RoCE v2 GID
+# to its rxe port. The port's GID table has 1024 entries, but a GID at index
+# 256 or above cannot be the source of an rdma_cm connection (the AH's
+# sgid_index is 8 bits wide): rdma_connect fails with EINVAL for exactly
+# those addresses. Entries 0 and 1 are the port's own (default GID, primary
+# address), so 254 secondary addresses work per device; measured in the lab
+# with tests/lab/bench/gid_probe.sh (300 addresses: the first 254 connect,
+# the other 46 get EINVAL on every attempt; 1100: the table stops at 1024
+# with ENOSPC in dmesg).
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 
@@ -70,38 +81,58 @@ LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 RAW=$RCNET_RESULTS/bench-raw.txt
 : >"$RAW"
 raw() { echo "$1 $2" >>"$RAW"; }
-CLIENT_NODES=(2 3 4)
+PER_NODE_MAX=250
+NCLIENT=$(((N + PER_NODE_MAX - 1) / PER_NODE_MAX))
+((NCLIENT >= 1 && NCLIENT <= 31)) || lab_die "CONNECTIONS must be 1..$((31 * PER_NODE_MAX)), got $N"
+CLIENT_NODES=()
+for ((k = 2; k <= NCLIENT + 1; k++)); do CLIENT_NODES+=("$k"); done
 HZ=$(getconf CLK_TCK)
 
-lab_setup_nodes 4 || lab_die "node setup"
+lab_setup_nodes "$((NCLIENT + 1))" || lab_die "node setup"
 raw connections_requested "$N"
+raw client_nodes "${#CLIENT_NODES[@]}"
 
 # --- anchors: ucmatose/cmtime 100, ib_send_bw 64 KiB, ib_send_lat ----------
 lab_perf_anchors 2 1 "$RCNET_RESULTS/anchors.json" || lab_log "some anchors missing"
 
-# --- secondary underlay addresses: node k holds 10.99.(10+k).1..m -------------
+# --- secondary underlay addresses: node k holds 10.99.(10+k).1..m (m <= 250) ---
 per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
 left=$N
 for k in "${CLIENT_NODES[@]}"; do
   m=$((left < per ? left : per))
   left=$((left - m))
-  COUNT[$k]=$m
-  mac=$(cat /sys/class/net/v_$k/address)
+  COUNT[k]=$m
+  mac=$(cat "/sys/class/net/v_$k/address")
   : >"$RCNET_RESULTS/addrs-$k.txt"
   {
     echo "route add 10.99.$((10 + k)).0/24 dev v_1 src 10.99.0.1 table 101"
     for ((j = 1; j <= m; j++)); do
       a=10.99.$((10 + k)).$j
-      [ "$j" -gt 250 ] && a=10.99.$((20 + k)).$((j - 250))
       echo "$a" >>"$RCNET_RESULTS/addrs-$k.txt"
       echo "addr add $a/32 dev v_$k"
       echo "neigh replace $a lladdr $mac dev v_1 nud permanent"
     done
-    [ "$m" -gt 250 ] && echo "route add 10.99.$((20 + k)).0/24 dev v_1 src 10.99.0.1 table 101"
   } >"$RCNET_RESULTS/addrs-$k.ip"
   ip -batch "$RCNET_RESULTS/addrs-$k.ip" || lab_fail "secondary addresses on node$k"
 done
-sleep 2 # the kernel adds the RoCE GIDs of new addresses from a workqueue
+# The kernel adds the RoCE GIDs of new addresses from a workqueue: wait until
+# every client port holds its share (2 own entries + one per address).
+gids_nonzero() {
+  local g n=0
+  for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+    read -r g <"$g" 2>/dev/null || continue
+    [[ $g == 0000:0000:0000:0000:0000:0000:0000:0000 ]] || n=$((n + 1))
+  done
+  echo "$n"
+}
+for k in "${CLIENT_NODES[@]}"; do
+  for ((w = 0; w < 60; w++)); do
+    (($(gids_nonzero "rxe_$k") >= COUNT[k] + 2)) && break
+    sleep 0.5
+  done
+  raw "gids_rxe_$k" "$(gids_nonzero "rxe_$k")"
+done
+lab_log "secondary addresses: ${COUNT[*]} on nodes ${CLIENT_NODES[*]}"
 
 # --- setup rate: ucmatose, N connections from the same 3 nodes -------------
 # One server on node 1 accepting N; one client per node with its share, all
@@ -129,6 +160,8 @@ if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-server.txt"; then
   raw ucmatose_total_ms $((t1 - t0))
   [ "$conn_end" -gt 0 ] && raw ucmatose_connect_ms $((conn_end - t0))
   lab_expect "ucmatose $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
+  raw ucmatose_ok $((rc == 0))
+  lab_log "ucmatose done"
 else
   lab_fail "ucmatose server did not listen"
   kill "$ucm_srv" 2>/dev/null
@@ -180,24 +213,33 @@ if rcd_start 1; then
   done
   lab_log "load generators ready: $(grep -h '^READY' "$RCNET_RESULTS"/load-*.txt | tr '\n' ';')"
   touch "$RCNET_RESULTS/go"
-  t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
     for ((w = 0; w < 2400; w++)); do
       grep -q '^ESTABLISHED' "$RCNET_RESULTS/load-$k.txt" 2>/dev/null && break
       sleep 0.1
     done
   done
-  est=0 end=0 start=0
+  # "ESTABLISHED n of m in X ms go_realtime_ms G last_realtime_ms L in_service S":
+  # G and L are epoch ms (13 digits); only shell arithmetic is used on them
+  # (awk's printf %d clamps at 2^31 - 1, which made a negative rate before).
+  est=0 ins=0 end=0 start=0
   for k in "${CLIENT_NODES[@]}"; do
-    read -r n ms go < <(awk '/^ESTABLISHED/ { print $2, $6, $9 }' "$RCNET_RESULTS/load-$k.txt")
-    est=$((est + ${n:-0}))
-    e=$(awk -v g="${go:-0}" -v m="${ms:-0}" 'BEGIN { printf "%d", g + m }')
-    [ "$e" -gt "$end" ] && end=$e
-    { [ "$start" -eq 0 ] || [ "${go:-0}" -lt "$start" ]; } && start=${go:-0}
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/load-$k.txt")
+    [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${last:-} =~ ^[0-9]+$ && ${s:-} =~ ^[0-9]+$ ]] || {
+      lab_fail "load generator on node$k printed no ESTABLISHED line"
+      continue
+    }
+    est=$((est + n))
+    ins=$((ins + s))
+    ((last > end)) && end=$last
+    ((start == 0 || go < start)) && start=$go
   done
   raw rcnet_established "$est"
-  raw rcnet_connect_ms $((end - start))
+  raw rcnet_in_service "$ins"
+  ((end > 0 && start > 0)) && raw rcnet_connect_ms $((end - start))
   lab_expect "rcnet: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
+  lab_expect "rcnet: $ins of $N connections still in service after the connect phase" [ "$ins" -eq "$N" ]
+  lab_log "rcnet connect phase done: $est established, $ins in service"
   hub_qps=$(rcd_qps 1)
   raw hub_qps "$hub_qps"
   raw hub_vmrss_kib_connected "$(vmrss_kib "$hub")"
@@ -205,8 +247,10 @@ if rcd_start 1; then
   c0=$(cpu_ticks "$hub")
   sleep 30
   c1=$(cpu_ticks "$hub")
+  lab_log "idle 30 s done"
   raw hub_idle_cpu_s_per_30s "$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.3f", (b - a) / hz }')"
   raw hub_vmrss_kib_idle30 "$(vmrss_kib "$hub")"
+  raw hub_qps_idle30 "$(rcd_qps 1)"
   rdma res show mr dev rxe_1 >"$RCNET_RESULTS/hub-mr.txt" 2>&1
   raw hub_registered_bytes "$(awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") s += $(i + 1) } END { print s + 0 }' "$RCNET_RESULTS/hub-mr.txt")"
   # Teardown of all N from the clients' side (DREQ each), timed by them.
@@ -232,15 +276,22 @@ LOG1=$RCNET_RESULTS/rcnetd-1.log
 for mtu in 1500 9000 65520; do
   bench_config 1 "$mtu" 3s
   bench_config 2 "$mtu" 3s
-  rcd_start 1 && rcd_start 2 || {
+  if ! { rcd_start 1 && rcd_start 2; }; then
     lab_fail "rcnetd at mtu $mtu"
     rcd_stop_all
     continue
-  }
+  fi
+  lab_log "mtu $mtu: both rcnetd up"
   rcd_ping 1 2 -c 3 -W 5 >/dev/null 2>&1 || lab_fail "ping over rc0 at mtu $mtu"
   lab_in_node 2 iperf3 -s -1 -B 10.100.0.2 >"$RCNET_RESULTS/iperf3-server-$mtu.txt" 2>&1 &
   srv=$!
-  lab_wait_tcp_listen 5201 20 >/dev/null || true
+  # The server listens in node2's netns: lab_wait_tcp_listen looks in the
+  # root namespace and would always wait its full 20 s.
+  for ((w = 0; w < 200; w++)); do
+    [[ -n $(lab_in_node 2 ss -Hltn 'sport = :5201' 2>/dev/null) ]] && break
+    sleep 0.1
+  done
+  lab_log "mtu $mtu: ping done, iperf3 server listening"
   s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
   r0=$(cpu_ticks "${RCD_PID[1]}")
   r20=$(cpu_ticks "${RCD_PID[2]}")
@@ -256,6 +307,7 @@ for mtu in 1500 9000 65520; do
   # of the guest, and each rcnetd's own utime+stime.
   raw "cpu_mtu${mtu}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
   raw "cpu_mtu${mtu}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
+  lab_log "mtu $mtu: iperf3 done"
   if [ "$mtu" = 65520 ]; then
     out=$(rcd_ping 1 2 -c 50 -i 0.05 -W 5 2>&1)
     raw ping_rtt_avg_ms "$(sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p' <<<"$out")"

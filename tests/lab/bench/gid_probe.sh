@@ -53,12 +53,12 @@ if [[ -w $T/kprobe_events ]]; then
   for f in ucma_connect rdma_connect_ece rdma_connect_locked cma_connect_ib ib_send_cm_req \
     cm_init_av_by_path ib_init_ah_attr_from_path roce_resolve_route_from_path \
     ib_post_send_mad cma_resolve_iboe_route rdma_resolve_route rdma_resolve_addr; do
-    grep -qE " $f( |$)" /proc/kallsyms || continue
+    grep -qP " \\Q$f\\E(\\s|$)" /proc/kallsyms || continue
     echo "r:rc_$f $f ret=\$retval:s32" >>"$T/kprobe_events" 2>/dev/null || continue
     echo 'ret != 0' >"$T/events/kprobes/rc_$f/filter"
     probes+=("$f")
   done
-  echo 1 >"$T/events/kprobes/enable"
+  ((${#probes[@]})) && echo 1 >"$T/events/kprobes/enable"
   echo 8192 >"$T/buffer_size_kb"
   lab_log "kretprobes on: ${probes[*]}"
 else
