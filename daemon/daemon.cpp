@@ -203,16 +203,9 @@ Result<void> Daemon::setup_tun() {
       return r;
     // Configuring inside the namespace needs setns(2), i.e. CAP_SYS_ADMIN
     // (systemd: the rcnetd-netns.conf drop-in).
-    return Error{
-      r.error().code,
-      "cannot configure TUN " + cfg_.tun_name +
-          " in tun.netns "
-          " +
-          cfg_.tun_netns +
-          ""(setns needs CAP_SYS_ADMIN) : " +
-          r.error()
-              .context
-    };
+    return Error{r.error().code, "cannot configure TUN " + cfg_.tun_name + " in tun.netns \"" +
+                                     cfg_.tun_netns +
+                                     "\" (setns needs CAP_SYS_ADMIN): " + r.error().context};
   }
   tun_.emplace(std::move(*tun));
   if (auto r = tun_path_->attach(tun_->fd()); !r)
