@@ -6,8 +6,10 @@
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS [RCNETD]] (default 1000, at most 250 per client
-#   node; RCNETD: path of the rcnetd binary, default $RCNET_BUILD_DIR's)
+#   ARGS: [CONNECTIONS [RCNETD [PHASES]]] (default 1000, at most 250 per
+#   client node; RCNETD: path of the rcnetd binary, "" or absent for
+#   $RCNET_BUILD_DIR's; PHASES "all" (default) or "setup": only the setup
+#   rate and idle-scale phases, to find how many connections one guest holds)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -77,6 +79,7 @@ rcd_stop_all() {
 N=${1:-1000}
 # ARG 2: an rcnetd from another build tree (the guest sees no other variable).
 RCD_BIN=${2:-$RCD_BIN}
+PHASES=${3:-all}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 RAW=$RCNET_RESULTS/bench-raw.txt
 : >"$RAW"
@@ -93,7 +96,9 @@ raw connections_requested "$N"
 raw client_nodes "${#CLIENT_NODES[@]}"
 
 # --- anchors: ucmatose/cmtime 100, ib_send_bw 64 KiB, ib_send_lat ----------
-lab_perf_anchors 2 1 "$RCNET_RESULTS/anchors.json" || lab_log "some anchors missing"
+if [[ $PHASES == all ]]; then
+  lab_perf_anchors 2 1 "$RCNET_RESULTS/anchors.json" || lab_log "some anchors missing"
+fi
 
 # --- secondary underlay addresses: node k holds 10.99.(10+k).1..m (m <= 250) ---
 per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
@@ -273,7 +278,9 @@ done
 
 # --- throughput (iperf3 TCP over rc0) and latency, per TUN MTU --------------
 LOG1=$RCNET_RESULTS/rcnetd-1.log
-for mtu in 1500 9000 65520; do
+MTUS=(1500 9000 65520)
+[[ $PHASES == all ]] || MTUS=()
+for mtu in "${MTUS[@]}"; do
   bench_config 1 "$mtu" 3s
   bench_config 2 "$mtu" 3s
   if ! { rcd_start 1 && rcd_start 2; }; then
