@@ -50,12 +50,29 @@ ln -sf /proc/self/fd/1 /mnt/dev/stdout
 ln -sf /proc/self/fd/2 /mnt/dev/stderr
 mount -t devpts devpts /mnt/dev/pts
 mount -t tmpfs tmpfs /mnt/dev/shm
+# The guest gets its own /tmp and /run, which hides the host's. Keep a view
+# of the host's so that a source or build tree living there (a CI clone in
+# /tmp, say) can be put back at the same path below.
+mkdir -p /hosttmp /hostrun
+mount --bind /mnt/tmp /hosttmp || fail "bind the host's /tmp"
+mount --bind /mnt/run /hostrun || fail "bind the host's /run"
 mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "mount /mnt/tmp"
 mount -t tmpfs -o mode=0755 tmpfs /mnt/run || fail "mount /mnt/run"
 mkdir -p /mnt$WORK
 mount -t 9p -o "$P9OPTS" work /mnt$WORK || fail "mount the work share"
 [ -f /mnt$WORK/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
 . /mnt$WORK/.lab/env.sh
+
+# Trees the scenario needs that the guest's /tmp or /run would hide.
+for p in "$RCNET_SRC" "$RCNET_BUILD_DIR" "$RCNET_LAB_MODTREE"; do
+  case "$p" in
+  /tmp/*) from=/hosttmp${p#/tmp} ;;
+  /run/*) from=/hostrun${p#/run} ;;
+  *) continue ;;
+  esac
+  [ -d "$from" ] || fail "$p is not visible to the guest ($from missing)"
+  mkdir -p "/mnt$p" && mount --bind "$from" "/mnt$p" || fail "bind $p into the guest"
+done
 
 # The extracted kernel's modules, where plain modprobe looks for them too.
 if [ -d /mnt/lib/modules ]; then
