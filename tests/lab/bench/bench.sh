@@ -209,6 +209,9 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 vmrss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # RssAnon/RssFile/RssShmem in KiB: rxe's queues are kernel buffers mmapped
 # into the process, so they show up outside the heap.
+# Rss (KiB) and count of the mappings of /dev/infiniband/uverbs*: where the
+# RssFile growth per connection lives.
+uverbs_rss() { awk '/^[0-9a-f]+-[0-9a-f]+ / { m = ($6 ~ /uverbs/); n += m } m && /^Rss:/ { s += $2 } END { printf "%d/%d", s, n }' "/proc/$1/smaps"; }
 rss_parts() { awk '/^Rss(Anon|File|Shmem):/ { printf "%s%s=%s", sep, $1, $2; sep = "," }' "/proc/$1/status"; }
 
 # --- setup rate + scale: N rcnet connections into one rcnetd ---------------
@@ -217,6 +220,7 @@ if rcd_start 1; then
   hub=${RCD_PID[1]}
   raw hub_vmrss_kib_idle0 "$(vmrss_kib "$hub")"
   raw hub_rss_parts_idle0 "$(rss_parts "$hub")"
+  raw hub_uverbs_rss_kib_maps_idle0 "$(uverbs_rss "$hub")"
   rm -f "$RCNET_RESULTS/go"
   load_pids=()
   for k in "${CLIENT_NODES[@]}"; do
@@ -271,6 +275,7 @@ if rcd_start 1; then
   raw hub_idle_cpu_s_per_30s "$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.3f", (b - a) / hz }')"
   raw hub_vmrss_kib_idle30 "$(vmrss_kib "$hub")"
   raw hub_rss_parts_idle30 "$(rss_parts "$hub")"
+  raw hub_uverbs_rss_kib_maps_idle30 "$(uverbs_rss "$hub")"
   raw hub_qps_idle30 "$(rcd_qps 1)"
   rdma res show mr dev rxe_1 >"$RCNET_RESULTS/hub-mr.txt" 2>&1
   raw hub_registered_bytes "$(awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") s += $(i + 1) } END { print s + 0 }' "$RCNET_RESULTS/hub-mr.txt")"
