@@ -17,9 +17,10 @@
 #
 # Why 250 addresses per client node: each IPv4 address adds one RoCE v2 GID
 # to its rxe port. The port's GID table has 1024 entries, but a GID at index
-# 256 or above cannot be the source of an rdma_cm connection (the AH's
-# sgid_index is 8 bits wide): rdma_connect fails with EINVAL for exactly
-# those addresses. Entries 0 and 1 are the port's own (default GID, primary
+# 256 or above cannot be the source of an rdma_cm connection: rdma_connect
+# fails with EINVAL for exactly those addresses (a kretprobe shows
+# ib_send_cm_req returning -EINVAL; most likely because an AH's sgid_index
+# is 8 bits wide). Entries 0 and 1 are the port's own (default GID, primary
 # address), so 254 secondary addresses work per device; measured in the lab
 # with tests/lab/bench/gid_probe.sh (300 addresses: the first 254 connect,
 # the other 46 get EINVAL on every attempt; 1100: the table stops at 1024
