@@ -29,7 +29,8 @@ wait_line() {  # FILE PATTERN SECS
 counter() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['counters'][sys.argv[2]])" "$1" "$2"; }
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
-PARTS=${*:-cycles simul kill}
+PARTS="$*"
+[[ -n ${PARTS// /} ]] || PARTS="cycles simul kill"
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # --- 1. cycles -------------------------------------------------------------
