@@ -468,30 +468,29 @@ Result<SimQp*> SimNode::Impl::lookup_qp(rdma::CmIdHandle h, const char* op) {
 
 // --- Event emission and delivery -----------------------------------------------
 
-void SimNode::Impl::emit_cm(Duration d, rdma::CmEvent ev) {
-  const Faults::Rule* r = fab.faults->match(true, static_cast<std::uint8_t>(ev.type), addr);
-  if (r == nullptr) {
-    later(d, [this, ev = std::move(ev)] { deliver_cm(ev, false); });
-    return;
-  }
-  switch (r->action) {
+// One fault rule applied to one event; the same for CM and async events.
+// `deliver(injected)` hands the event to the sink; injected copies (the
+// duplicate, the delayed or reordered one) are never matched by a rule again.
+void SimNode::Impl::apply_fault(const Faults::Rule& r, Duration d, bool cm,
+                                std::function<void(bool injected)> deliver, FaultCounters n) {
+  switch (r.action) {
     case FaultAction::kDrop:
-      ++stats.cm_events_dropped;
+      ++*n.dropped;
       return;
     case FaultAction::kDuplicate:
-      ++stats.cm_events_duplicated;
-      later(d, [this, ev] { deliver_cm(ev, false); });
-      later(d, [this, ev] { deliver_cm(ev, true); });
+      ++*n.duplicated;
+      later(d, [deliver] { deliver(false); });
+      later(d, [deliver] { deliver(true); });
       return;
     case FaultAction::kDelay:
-      ++stats.cm_events_delayed;
-      later(d + r->delay, [this, ev] { deliver_cm(ev, true); });
+      ++*n.delayed;
+      later(d + r.delay, [deliver] { deliver(true); });
       return;
     case FaultAction::kReorder: {
-      ++stats.cm_events_reordered;
+      ++*n.reordered;
       const std::uint64_t token = next_token++;
-      later(d, [this, token, ev] {
-        held.push_back(Held{token, true, [this, ev] { deliver_cm(ev, true); }});
+      later(d, [this, token, cm, deliver] {
+        held.push_back(Held{token, cm, [deliver] { deliver(true); }});
         later(fab.timing.reorder_hold, [this, token] {
           auto it = std::find_if(held.begin(), held.end(),
                                  [token](const Held& h) { return h.token == token; });
@@ -507,43 +506,28 @@ void SimNode::Impl::emit_cm(Duration d, rdma::CmEvent ev) {
   }
 }
 
-void SimNode::Impl::emit_async(Duration d, rdma::AsyncEvent ev) {
-  const Faults::Rule* r = fab.faults->match(false, static_cast<std::uint8_t>(ev.type), addr);
+void SimNode::Impl::emit_cm(Duration d, rdma::CmEvent ev) {
+  const Faults::Rule* r = fab.faults->match(true, static_cast<std::uint8_t>(ev.type), addr);
+  auto deliver = [this, ev = std::move(ev)](bool injected) { deliver_cm(ev, injected); };
   if (r == nullptr) {
-    later(d, [this, ev] { deliver_async(ev); });
+    later(d, [deliver] { deliver(false); });
     return;
   }
-  switch (r->action) {
-    case FaultAction::kDrop:
-      ++stats.async_events_dropped;
-      return;
-    case FaultAction::kDuplicate:
-      ++stats.async_events_duplicated;
-      later(d, [this, ev] { deliver_async(ev); });
-      later(d, [this, ev] { deliver_async(ev); });
-      return;
-    case FaultAction::kDelay:
-      ++stats.async_events_delayed;
-      later(d + r->delay, [this, ev] { deliver_async(ev); });
-      return;
-    case FaultAction::kReorder: {
-      ++stats.async_events_reordered;
-      const std::uint64_t token = next_token++;
-      later(d, [this, token, ev] {
-        held.push_back(Held{token, false, [this, ev] { deliver_async(ev); }});
-        later(fab.timing.reorder_hold, [this, token] {
-          auto it = std::find_if(held.begin(), held.end(),
-                                 [token](const Held& h) { return h.token == token; });
-          if (it == held.end())
-            return;
-          auto fn = std::move(it->deliver);
-          held.erase(it);
-          fn();
-        });
-      });
-      return;
-    }
+  apply_fault(*r, d, true, deliver,
+              {&stats.cm_events_dropped, &stats.cm_events_duplicated, &stats.cm_events_delayed,
+               &stats.cm_events_reordered});
+}
+
+void SimNode::Impl::emit_async(Duration d, rdma::AsyncEvent ev) {
+  const Faults::Rule* r = fab.faults->match(false, static_cast<std::uint8_t>(ev.type), addr);
+  auto deliver = [this, ev](bool) { deliver_async(ev); };
+  if (r == nullptr) {
+    later(d, [deliver] { deliver(false); });
+    return;
   }
+  apply_fault(*r, d, false, deliver,
+              {&stats.async_events_dropped, &stats.async_events_duplicated,
+               &stats.async_events_delayed, &stats.async_events_reordered});
 }
 
 void SimNode::Impl::release_held(bool is_cm) {

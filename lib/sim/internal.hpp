@@ -183,6 +183,11 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
   // Event emission through the fault rules.
   void emit_cm(Duration d, rdma::CmEvent ev);
   void emit_async(Duration d, rdma::AsyncEvent ev);
+  struct FaultCounters {
+    std::uint64_t *dropped, *duplicated, *delayed, *reordered;
+  };
+  void apply_fault(const Faults::Rule& r, Duration d, bool cm,
+                   std::function<void(bool injected)> deliver, FaultCounters n);
   void deliver_cm(const rdma::CmEvent& ev, bool injected);
   void deliver_async(const rdma::AsyncEvent& ev);
   void release_held(bool cm);
