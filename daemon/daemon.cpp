@@ -120,7 +120,6 @@ Result<void> Daemon::start() {
                  },
                  .send = [this](const Endpoint& ep,
                                 std::span<const std::byte> p) { return manager_->send(ep, p); },
-                 .has_capacity = [this] { return manager_->has_send_capacity(); },
              });
 
   cm::ManagerConfig mc = cfg_.manager;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// cm::TimerService over the daemon's loop: one CLOCK_MONOTONIC time source,
+// TimerService over the daemon's loop: one CLOCK_MONOTONIC time source,
 // re-armed by every schedule(). The manager keeps its own deadlines and asks
 // for a single wakeup at the earliest one (lib/cm/manager.hpp).
 #include <functional>
@@ -10,7 +10,7 @@
 
 namespace rcnet::daemon {
 
-class LoopTimer final : public cm::TimerService {
+class LoopTimer final : public TimerService {
  public:
   // Accuracy of the wakeup: sd-event may coalesce it up to this much later.
   static constexpr Duration kAccuracy = std::chrono::milliseconds(1);

@@ -20,57 +20,42 @@ Result<void> TunPath::attach(int fd) {
   auto src = loop_.add_io(fd, EPOLLIN, "tun", [this](std::uint32_t) { on_readable(); });
   if (!src)
     return src.error();
-  auto post = loop_.add_post("tun-capacity", [this] {
-    if (!capacity_ && hooks_.has_capacity && hooks_.has_capacity())
-      send_capacity(true);
-  });
-  if (!post)
-    return post.error();
   source_ = std::move(*src);
-  recheck_ = std::move(*post);
   fd_ = fd;
-  update_reading();
+  if (stopped_)
+    (void)source_.set_enabled(SD_EVENT_OFF);
   return {};
 }
 
 void TunPath::detach() {
   source_.reset();
-  recheck_.reset();
   fd_ = -1;
 }
 
 void TunPath::stop_reading() {
   stopped_ = true;
-  update_reading();
+  if (source_.valid())
+    (void)source_.set_enabled(SD_EVENT_OFF);
 }
 
-void TunPath::update_reading() {
+void TunPath::send_capacity(bool available) {
   if (!source_.valid())
     return;
-  if (recheck_.valid() && recheck_.enabled() == capacity_) {
-    (void)recheck_.set_enabled(capacity_ ? SD_EVENT_OFF : SD_EVENT_ON);
-  }
-  const bool want = capacity_ && !stopped_;
+  const bool want = available && !stopped_;
   if (want == source_.enabled())
     return;
+  if (!want && !stopped_)
+    ++counters_.read_pauses;
   if (auto r = source_.set_enabled(want ? SD_EVENT_ON : SD_EVENT_OFF); !r) {
     spdlog::error("TUN: cannot {} reading: {}", want ? "resume" : "pause", r.error().message());
   }
 }
 
-void TunPath::send_capacity(bool available) {
-  if (!available && capacity_)
-    ++counters_.read_pauses;
-  capacity_ = available;
-  update_reading();
-}
-
 void TunPath::on_readable() {
-  for (int i = 0; i < kReadBatch && capacity_ && !stopped_; ++i) {
-    if (hooks_.has_capacity && !hooks_.has_capacity()) {
-      send_capacity(false);
-      return;
-    }
+  // reading() turns false inside hooks_.send() when the manager signals
+  // send_capacity(false): the packet just handed over is held, the rest wait
+  // in the kernel's queue.
+  for (int i = 0; i < kReadBatch && reading(); ++i) {
     const ssize_t n = ::read(fd_, buf_.data(), buf_.size());
     if (n < 0) {
       if (errno == EINTR)
@@ -99,10 +84,6 @@ void TunPath::on_readable() {
       case cm::SendResult::kQueued:
       case cm::SendResult::kDroppedOldest:
         break;
-      case cm::SendResult::kNoSlot:
-        ++counters_.drops_refused;
-        send_capacity(false);
-        return;
       case cm::SendResult::kOversize:
       case cm::SendResult::kRefused:
         ++counters_.drops_refused;

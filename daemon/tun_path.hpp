@@ -5,11 +5,12 @@
 // handed to the connection manager; packets the manager receives are written
 // to the TUN fd. It is the manager's cm::PacketSink.
 //
-// Back-pressure: while the manager has no send slot the TUN io source is
-// disabled, so packets wait in the kernel's TUN queue (and the kernel drops
-// there, counted by the interface) instead of being read and dropped here.
-// Reading resumes on send_capacity(true), or when a check after any loop
-// iteration finds has_capacity() true again.
+// Back-pressure has one channel, cm::PacketSink::send_capacity(): on false
+// (called from inside the manager's send()) the TUN io source is disabled at
+// once, so packets wait in the kernel's TUN queue (and the kernel drops there,
+// counted by the interface) instead of being read and dropped here; on true
+// it is enabled again. The io source's enabled state is the only record of
+// it here; the manager owns the capacity state.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -23,16 +24,16 @@
 namespace rcnet::daemon {
 
 // Daemon-side counters of the data path (the manager counts its own).
-#define RCNETD_TUN_COUNTERS(X)                                                      \
-  X(tun_rx_packets, "packets read from the TUN device")                             \
-  X(tun_rx_bytes, "bytes read from the TUN device")                                 \
-  X(tun_tx_packets, "packets written to the TUN device")                            \
-  X(tun_tx_bytes, "bytes written to the TUN device")                                \
-  X(drops_unmapped, "packets dropped: no peer maps to the IP destination")          \
-  X(drops_not_ip, "packets dropped: not IPv4/IPv6 or shorter than its header")      \
-  X(drops_refused, "packets the manager did not take (no slot, oversize, refused)") \
-  X(drops_tun_write, "received packets the TUN device did not accept")              \
-  X(drops_not_attached, "received packets before the TUN device existed")           \
+#define RCNETD_TUN_COUNTERS(X)                                                 \
+  X(tun_rx_packets, "packets read from the TUN device")                        \
+  X(tun_rx_bytes, "bytes read from the TUN device")                            \
+  X(tun_tx_packets, "packets written to the TUN device")                       \
+  X(tun_tx_bytes, "bytes written to the TUN device")                           \
+  X(drops_unmapped, "packets dropped: no peer maps to the IP destination")     \
+  X(drops_not_ip, "packets dropped: not IPv4/IPv6 or shorter than its header") \
+  X(drops_refused, "packets the manager did not take (oversize, refused)")     \
+  X(drops_tun_write, "received packets the TUN device did not accept")         \
+  X(drops_not_attached, "received packets before the TUN device existed")      \
   X(read_pauses, "times TUN reading stopped for want of send slots")
 
 struct TunCounters {
@@ -59,8 +60,6 @@ class TunPath final : public cm::PacketSink {
     std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
     // cm::Manager::send.
     std::function<cm::SendResult(const Endpoint& peer, std::span<const std::byte> packet)> send;
-    // cm::Manager::has_send_capacity.
-    std::function<bool()> has_capacity;
   };
 
   TunPath(EventLoop& loop, Hooks hooks);
@@ -81,20 +80,14 @@ class TunPath final : public cm::PacketSink {
   // One read pass, as the io source runs it; public for tests.
   void on_readable();
 
-  bool reading() const { return source_.enabled(); }
+  bool reading() const { return source_.valid() && source_.enabled(); }
   const TunCounters& counters() const { return counters_; }
 
  private:
-  void update_reading();
-
   EventLoop& loop_;
   Hooks hooks_;
   int fd_ = -1;
   EventSource source_;
-  // While paused: after every loop iteration, ask the manager whether slots
-  // came back, so a missed send_capacity(true) cannot stall the TUN forever.
-  EventSource recheck_;
-  bool capacity_ = true;
   bool stopped_ = false;
   std::vector<std::byte> buf_;
   TunCounters counters_;

@@ -222,8 +222,6 @@ class Manager::Impl {
     return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
   }
 
-  bool has_send_capacity() const { return capacity_; }
-
   // ---------------------------------------------------------------- cm events
   void on_cm_event(const rdma::CmEvent& ev) {
     if (ev.type == rdma::CmEventType::kConnectRequest) {
@@ -1639,9 +1637,6 @@ Result<void> Manager::start() {
 }
 SendResult Manager::send(const Endpoint& peer, std::span<const std::byte> packet) {
   return impl_->send(peer, packet);
-}
-bool Manager::has_send_capacity() const {
-  return impl_->has_send_capacity();
 }
 void Manager::on_cm_event(const rdma::CmEvent& ev) {
   impl_->on_cm_event(ev);

@@ -22,18 +22,9 @@
 #include "util/address.hpp"
 #include "util/result.hpp"
 #include "util/time.hpp"
+#include "util/timer_service.hpp"
 
 namespace rcnet::cm {
-
-// The manager's single wakeup. The manager keeps its own deadlines and asks
-// for one wakeup at the earliest; the owner calls Manager::on_timer() then.
-class TimerService {
- public:
-  virtual ~TimerService() = default;
-  virtual TimePoint now() const = 0;
-  // Replaces any earlier request; TimePoint::max() cancels.
-  virtual void schedule(TimePoint deadline) = 0;
-};
 
 // Where received packets go (the TUN device in the daemon).
 class PacketSink {
@@ -42,8 +33,13 @@ class PacketSink {
   // One IP packet from `peer`. The bytes are valid only during the call: the
   // receive buffer is reposted right after it returns.
   virtual void deliver(NodeId peer, std::span<const std::byte> packet) = 0;
-  // Send slots ran out (false) or are available again (true): the daemon stops
-  // and resumes reading the TUN device (back-pressure, DESIGN.md "Data path").
+  // The one back-pressure channel (DESIGN.md "Data path"), edges only: false
+  // when a packet had to wait for a send slot or SQ room (it is held in its
+  // peer's queue; nothing is lost), true once every waiting peer drained
+  // and a slot is free. Called from inside Manager::send() (false) and at the
+  // end of any entry point that freed room (true); the manager promises the
+  // true edge without being polled. The daemon pauses and resumes reading
+  // the TUN device on it.
   virtual void send_capacity(bool available) = 0;
 };
 
@@ -81,7 +77,6 @@ enum class SendResult : std::uint8_t {
   kSent,           // posted on an ESTABLISHED connection
   kQueued,         // held until the connection is ESTABLISHED (maybe after starting it)
   kDroppedOldest,  // queued, and the oldest queued packet was dropped (counted)
-  kNoSlot,         // no send slot: caller should stop reading (back-pressure)
   kOversize,       // larger than mtu (counted)
   kRefused,        // shutting down, link down, or the peer is not allowed
 };
@@ -99,9 +94,9 @@ class Manager final : public rdma::EventSink {
 
   // --- data path --------------------------------------------------------------
   // One IP packet for the peer listening on `peer` (underlay). Starts a
-  // connection on demand.
+  // connection on demand. Back-pressure is signalled only through
+  // PacketSink::send_capacity().
   SendResult send(const Endpoint& peer, std::span<const std::byte> packet);
-  bool has_send_capacity() const;
 
   // --- events (rdma::EventSink) ------------------------------------------------
   void on_cm_event(const rdma::CmEvent& ev) override;

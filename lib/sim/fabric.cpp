@@ -254,7 +254,7 @@ SimNode::Impl& SimNode::impl() {
 rdma::Seam& SimNode::seam() {
   return *impl_;
 }
-cm::TimerService& SimNode::timers() {
+TimerService& SimNode::timers() {
   return *impl_;
 }
 void SimNode::set_sink(rdma::EventSink* sink) {

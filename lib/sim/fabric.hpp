@@ -2,7 +2,7 @@
 #pragma once
 // The simulated HCA and fabric: many nodes (one HCA + its rdma_cm each) in
 // one process, on a virtual clock, deterministically. Tests drive the
-// connection manager through each node's rdma::Seam and cm::TimerService.
+// connection manager through each node's rdma::Seam and TimerService.
 //
 // Determinism: one event queue ordered by (virtual time, sequence number) and
 // one seeded PRNG (splitmix64) for every latency jitter. No threads, no
@@ -76,7 +76,7 @@
 #include <utility>
 #include <vector>
 
-#include "cm/manager.hpp"
+#include "util/timer_service.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
@@ -171,7 +171,7 @@ class SimNode {
 
   rdma::Seam& seam();
   // now() is fabric time; schedule() arms this node's single wakeup.
-  cm::TimerService& timers();
+  TimerService& timers();
   // Where the node's events go (borrowed; nullptr discards and counts them).
   void set_sink(rdma::EventSink* sink);
   // Called from inside Fabric::run_* when the scheduled deadline is reached.

@@ -135,7 +135,7 @@ struct SimQp {
   bool comm_est_reported = false;  // IBV_EVENT_COMM_EST: first receive while RTR
 };
 
-struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
+struct SimNode::Impl final : public rdma::Seam, public TimerService {
   Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx);
 
   // --- rdma::Seam (node_cm.cpp / node_verbs.cpp) ---
@@ -162,7 +162,7 @@ struct SimNode::Impl final : public rdma::Seam, public cm::TimerService {
                             std::span<const rdma::Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
 
-  // --- cm::TimerService ---
+  // --- TimerService ---
   TimePoint now() const override { return fab.now; }
   void schedule(TimePoint deadline) override;
 

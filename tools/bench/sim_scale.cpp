@@ -132,9 +132,9 @@ class MeteredSeam final : public rdma::Seam {
   rdma::Seam& in_;
 };
 
-class MeteredTimers final : public cm::TimerService {
+class MeteredTimers final : public TimerService {
  public:
-  explicit MeteredTimers(cm::TimerService& inner) : in_(inner) {}
+  explicit MeteredTimers(TimerService& inner) : in_(inner) {}
   // Not metered: a read of the fabric's clock, and called so often that a
   // Scope here would dominate the manager's own figures.
   TimePoint now() const override { return in_.now(); }
@@ -144,7 +144,7 @@ class MeteredTimers final : public cm::TimerService {
   }
 
  private:
-  cm::TimerService& in_;
+  TimerService& in_;
 };
 
 // What the TUN device would have received: counts only.

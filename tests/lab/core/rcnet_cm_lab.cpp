@@ -44,7 +44,7 @@ void on_signal(int) {
   g_stop = 1;
 }
 
-struct Timer final : cm::TimerService {
+struct Timer final : TimerService {
   TimePoint deadline = TimePoint::max();
   TimePoint now() const override { return Clock::now(); }
   void schedule(TimePoint d) override { deadline = d; }

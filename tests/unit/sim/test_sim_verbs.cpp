@@ -414,7 +414,7 @@ TEST_CASE("sim timers: schedule, replace, cancel; run_until_idle", "[sim]") {
   TNode& a = lab.add(1, Profile::kMlx);
   std::vector<TimePoint> fired;
   a.node->set_timer_callback([&] { fired.push_back(lab.fabric.now()); });
-  cm::TimerService& t = a.node->timers();
+  TimerService& t = a.node->timers();
   const TimePoint t0 = t.now();
   CHECK(t0 == lab.fabric.now());
   t.schedule(t0 + 5ms);
