@@ -8,32 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "cm/qp_state.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
 
 namespace rcnet::cm {
-
-// The one state machine of a QP (and the connection it carries), DESIGN.md
-// "Connection lifecycle". Establishment states first, then teardown stages.
-enum class QpState : std::uint8_t {
-  kResolvingAddr,
-  kResolvingRoute,
-  kConnecting,  // REQ sent
-  kAccepting,   // REP sent
-  kEstablished,
-  kDisconnecting,  // DREQ sent or received
-  kError,          // modified to IBV_QPS_ERR
-  kAwaitLastWqe,   // waiting for Last WQE Reached (bounded by last_wqe_timeout)
-  kDraining,       // drain WR posted (bounded by drain_timeout)
-  kDestroyed,
-};
-inline constexpr int kQpStateCount = 10;
-// "RESOLVING_ADDR", ..., "DESTROYED": the names operators see.
-std::string_view to_string(QpState s);
-bool is_teardown(QpState s);
-// Whether the state machine allows from -> to (the table in manager.cpp).
-bool is_legal_transition(QpState from, QpState to);
 
 // Every counter of the manager. X(name, help) — the ctl `stats` command and
 // the journal enumerate them through this list.
@@ -82,7 +62,8 @@ bool is_legal_transition(QpState from, QpState to);
   X(drops_oversize, "packets dropped: larger than the MTU")                             \
   X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")    \
   X(drops_no_slot, "packets refused: no send slot")                                     \
-  X(drops_shutting_down, "packets dropped: manager stopping or link down")
+  X(drops_shutting_down, "packets dropped: manager stopping or link down")              \
+  X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 struct Counters {
 #define RCNET_X(name, help) std::uint64_t name = 0;

@@ -685,3 +685,27 @@ TEST_CASE("peers with nothing left are forgotten after their connection ends", "
   CHECK(a.mgr->snapshot().peers.size() == 1);
   CHECK(c[2].sink.packets.size() == 2);
 }
+
+TEST_CASE("back-pressure ends when a blocked peer's QP is destroyed without completions",
+          "[cm][datapath]") {
+  // The CQ overflows while the sender is paused: no completion will ever free
+  // a slot, the QPs are destroyed at their drain bounds, and the true edge must
+  // still come, from the entry point that destroyed them.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.send_slots = 8;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  for (std::uint32_t i = 1; i <= 100; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  REQUIRE(a.sink.capacity_off == 1);
+  c.fabric.faults().cq_overflow(a.addr);
+  c.run(3s);
+  CHECK(a.mgr->live_qpns().empty());
+  CHECK(a.sink.capacity_on == a.sink.capacity_off);
+  auto s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "cm/snapshot.hpp"
+#include "cm/qp_state.hpp"
 
 namespace rcnet::cm {
 
@@ -27,10 +27,6 @@ std::string_view to_string(QpState s) {
       return "DESTROYED";
   }
   return "?";
-}
-
-bool is_teardown(QpState s) {
-  return s >= QpState::kDisconnecting;
 }
 
 }  // namespace rcnet::cm

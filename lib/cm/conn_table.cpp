@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "cm/conn_table.hpp"
+
+namespace rcnet::cm {
+
+Conn& ConnTable::add(const Peer& p, bool active, TimePoint now) {
+  auto c = std::make_unique<Conn>();
+  c->id = next_id_++;
+  c->peer = p.node;
+  c->peer_addr = p.underlay;
+  c->active = active;
+  c->created = c->state_since = c->last_activity = now;
+  c->state = active ? QpState::kResolvingAddr : QpState::kAccepting;
+  Conn& ref = *c;
+  conns_.emplace(ref.id, std::move(c));
+  return ref;
+}
+
+void ConnTable::erase(Conn& c) {
+  leave_service(c);
+  set_deadline(c, TimePoint::max());
+  unindex_qpn(c);
+  unindex_cm_id(c);
+  conns_.erase(c.id);
+}
+
+Conn* ConnTable::find(std::uint64_t id) {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : it->second.get();
+}
+
+const Conn* ConnTable::find(std::uint64_t id) const {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : it->second.get();
+}
+
+Conn* ConnTable::by_qpn(rdma::Qpn qpn) {
+  auto it = by_qpn_.find(qpn);
+  return it == by_qpn_.end() ? nullptr : find(it->second);
+}
+
+Conn* ConnTable::by_cm_id(rdma::CmIdHandle id) {
+  auto it = by_cm_id_.find(id);
+  return it == by_cm_id_.end() ? nullptr : find(it->second);
+}
+
+void ConnTable::index_cm_id(Conn& c) {
+  by_cm_id_[c.cm_id] = c.id;
+}
+
+void ConnTable::index_qpn(Conn& c) {
+  by_qpn_[c.qpn] = c.id;
+}
+
+void ConnTable::unindex_qpn(Conn& c) {
+  auto it = by_qpn_.find(c.qpn);
+  if (it != by_qpn_.end() && it->second == c.id)
+    by_qpn_.erase(it);
+}
+
+void ConnTable::unindex_cm_id(Conn& c) {
+  auto it = by_cm_id_.find(c.cm_id);
+  if (it != by_cm_id_.end() && it->second == c.id)
+    by_cm_id_.erase(it);
+}
+
+std::vector<Conn*> ConnTable::all() {
+  std::vector<Conn*> v;
+  v.reserve(conns_.size());
+  for (auto& [id, c] : conns_)
+    v.push_back(c.get());
+  return v;
+}
+
+std::vector<Conn*> ConnTable::established() {
+  std::vector<Conn*> v;
+  for (auto& [id, c] : conns_) {
+    if (c->state == QpState::kEstablished)
+      v.push_back(c.get());
+  }
+  return v;
+}
+
+Peer& ConnTable::peer_for(NodeId node, const Endpoint& underlay) {
+  auto [it, inserted] = peers_.try_emplace(node);
+  if (inserted) {
+    it->second.node = node;
+    it->second.underlay = underlay;
+  }
+  return it->second;
+}
+
+Peer* ConnTable::find_peer(NodeId node) {
+  auto it = peers_.find(node);
+  return it == peers_.end() ? nullptr : &it->second;
+}
+
+Conn* ConnTable::conn_of(const Peer& p) {
+  return p.conn != 0 ? find(p.conn) : nullptr;
+}
+
+void ConnTable::erase_peer(NodeId node) {
+  auto it = peers_.find(node);
+  if (it == peers_.end())
+    return;
+  cancel_retry(it->second);
+  peers_.erase(it);
+}
+
+void ConnTable::make_in_service(Peer& p, Conn& c) {
+  p.conn = c.id;
+  c.in_service = true;
+  ++in_service_;
+}
+
+void ConnTable::leave_service(Conn& c) {
+  if (!c.in_service)
+    return;
+  c.in_service = false;
+  --in_service_;
+  if (Peer* p = find_peer(c.peer); p != nullptr && p->conn == c.id)
+    p->conn = 0;
+}
+
+void ConnTable::set_deadline(Conn& c, TimePoint when) {
+  if (c.deadline != TimePoint::max())
+    deadlines_.erase({c.deadline, c.id});
+  c.deadline = when;
+  if (when != TimePoint::max())
+    deadlines_.insert({when, c.id});
+}
+
+TimePoint ConnTable::next_deadline() const {
+  return deadlines_.empty() ? TimePoint::max() : deadlines_.begin()->first;
+}
+
+Conn* ConnTable::pop_expired(TimePoint now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const auto id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    if (Conn* c = find(id)) {
+      c->deadline = TimePoint::max();
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+void ConnTable::set_retry(Peer& p, TimePoint when) {
+  cancel_retry(p);
+  p.retry_at = when;
+  retries_.insert({when, p.node});
+}
+
+void ConnTable::cancel_retry(Peer& p) {
+  if (p.retry_at != TimePoint::max())
+    retries_.erase({p.retry_at, p.node});
+  p.retry_at = TimePoint::max();
+}
+
+TimePoint ConnTable::next_retry() const {
+  return retries_.empty() ? TimePoint::max() : retries_.begin()->first;
+}
+
+Peer* ConnTable::pop_retry(TimePoint now) {
+  while (!retries_.empty() && retries_.begin()->first <= now) {
+    const NodeId node = retries_.begin()->second;
+    retries_.erase(retries_.begin());
+    if (Peer* p = find_peer(node)) {
+      p->retry_at = TimePoint::max();
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace rcnet::cm

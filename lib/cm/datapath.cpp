@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The data path (DESIGN.md "Data path"): one IP packet per RC SEND with
+// immediate; send slots shared by every QP with selective signalling and the
+// fence; SRQ (or per-QP RQ) reposts; completions classified by wr_id; and the
+// one back-pressure channel, PacketSink::send_capacity().
+#include <algorithm>
+#include <cstring>
+
+#include "cm/manager_impl.hpp"
+
+namespace rcnet::cm {
+
+Result<void> Manager::Impl::fill_srq() {
+  if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_); !r)
+    return r;
+  std::vector<std::uint64_t> ids;
+  std::vector<rdma::Sge> sges;
+  while (auto i = srq_pool_.take()) {
+    ids.push_back(make_wr(kTagSrqRecv, *i));
+    sges.push_back(srq_pool_.sge(*i));
+  }
+  if (auto r = seam_.post_srq_recv(ids, sges); !r)
+    return r;
+  srq_posted_ = static_cast<std::uint32_t>(ids.size());
+  arm_srq_limit();
+  return {};
+}
+
+SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> packet) {
+  if (packet.size() > cfg_.mtu) {
+    ++ctr_.drops_oversize;
+    return SendResult::kOversize;
+  }
+  if (!started_ || shutting_down_ || !link_up_) {
+    ++ctr_.drops_shutting_down;
+    return SendResult::kRefused;
+  }
+  const NodeId node = node_id_for(dst.addr);
+  if (node == 0 || node == self_)
+    return SendResult::kRefused;
+  Peer& p = table_.peer_for(node, dst);
+  Conn* c = table_.conn_of(p);
+  if (c != nullptr && c->state == QpState::kEstablished) {
+    if (packet.size() > c->peer_mtu) {
+      ++ctr_.drops_oversize;
+      return SendResult::kOversize;
+    }
+    if (p.queue.empty() && post_packet(*c, packet))
+      return SendResult::kSent;
+    // No send slot or the SQ is full: hold it in the peer's queue until
+    // completions free room, and tell the daemon to stop reading TUN.
+    const bool dropped = enqueue(p, packet);
+    mark_blocked(p);
+    return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
+  }
+  const bool dropped = enqueue(p, packet);
+  if (c == nullptr && p.retry_at == TimePoint::max())
+    start_connect(p);
+  return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
+}
+
+// Returns true when the oldest packet had to be dropped.
+bool Manager::Impl::enqueue(Peer& p, std::span<const std::byte> packet) {
+  bool dropped = false;
+  if (cfg_.peer_queue_depth == 0) {
+    ++ctr_.drops_queue_full;
+    return true;
+  }
+  if (p.queue.size() >= cfg_.peer_queue_depth) {
+    p.queue.pop_front();
+    ++ctr_.drops_queue_full;
+    dropped = true;
+  }
+  p.queue.emplace_back(packet.begin(), packet.end());
+  return dropped;
+}
+
+void Manager::Impl::drop_queue(Peer& p, std::uint64_t& counter) {
+  counter += p.queue.size();
+  p.queue.clear();
+}
+
+void Manager::Impl::arm_srq_limit() {
+  if (auto r = seam_.arm_srq_limit(cfg_.srq_limit); !r) {
+    spdlog::warn("arming the SRQ limit: {}", r.error().message());
+    return;
+  }
+  srq_limit_armed_ = true;
+}
+
+void Manager::Impl::free_slot(std::uint32_t slot) {
+  slot_owner_[slot] = 0;
+  send_pool_.give(slot);
+}
+
+void Manager::Impl::free_sends(Conn& c) {
+  for (const auto& e : c.sends) {
+    if (wr_tag(e.wr_id) == kTagSend)
+      free_slot(static_cast<std::uint32_t>(wr_low(e.wr_id)));
+  }
+  c.sends.clear();
+}
+
+bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> packet) {
+  if (c.sends.size() + 2 >= cfg_.qp_send_depth)
+    return false;  // room for fence + drain
+  auto slot = send_pool_.take();
+  if (!slot)
+    return false;
+  std::memcpy(send_pool_.data(*slot), packet.data(), packet.size());
+  const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
+  const bool signaled = scarce || ++c.unsignaled_run >= cfg_.signal_every;
+  if (signaled)
+    c.unsignaled_run = 0;
+  const std::uint64_t wr = make_wr(kTagSend, *slot);
+  if (auto r = seam_.post_send(c.cm_id, wr,
+                               send_pool_.sge(*slot, static_cast<std::uint32_t>(packet.size())),
+                               kImmData, signaled);
+      !r) {
+    send_pool_.give(*slot);
+    ++ctr_.send_errors;
+    auto f = fields(c);
+    log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
+    return true;  // consumed (dropped); do not retry this packet
+  }
+  slot_owner_[*slot] = c.id;
+  c.sends.push_back({wr, signaled});
+  ++c.tx_packets;
+  c.tx_bytes += packet.size();
+  ++ctr_.packets_tx;
+  ctr_.bytes_tx += packet.size();
+  c.last_activity = now();
+  return true;
+}
+
+// A zero-length signaled control SEND: completes the unsignaled tail of an
+// idle QP so its send slots come back.
+void Manager::Impl::post_fence(Conn& c) {
+  const std::uint64_t wr = make_wr(kTagFence, c.id);
+  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true))
+    return;
+  c.sends.push_back({wr, true});
+  c.unsignaled_run = 0;
+}
+
+void Manager::Impl::flush_queue(Peer& p, Conn& c) {
+  while (!p.queue.empty()) {
+    const auto& pkt = p.queue.front();
+    if (pkt.size() > c.peer_mtu) {
+      ++ctr_.drops_oversize;
+      p.queue.pop_front();
+      continue;
+    }
+    if (!post_packet(c, pkt)) {
+      mark_blocked(p);
+      return;
+    }
+    p.queue.pop_front();
+  }
+}
+
+void Manager::Impl::mark_blocked(Peer& p) {
+  if (!p.blocked) {
+    p.blocked = true;
+    blocked_.push_back(p.node);
+  }
+  if (capacity_) {
+    capacity_ = false;
+    sink_.send_capacity(false);
+  }
+}
+
+// Runs from settle() while back-pressure is on: gives each blocked peer one
+// turn (a peer whose SQ is still full goes to the back and waits for more
+// completions) and sends the true edge once none is left waiting.
+void Manager::Impl::unblock() {
+  for (std::size_t turns = blocked_.size();
+       turns > 0 && !blocked_.empty() && send_pool_.free_count() > 0; --turns) {
+    const NodeId node = blocked_.front();
+    blocked_.pop_front();
+    Peer* p = table_.find_peer(node);
+    if (p == nullptr)
+      continue;
+    p->blocked = false;
+    Conn* c = table_.conn_of(*p);
+    if (c == nullptr || c->state != QpState::kEstablished)
+      continue;
+    flush_queue(*p, *c);  // may re-block it at the back
+  }
+  if (blocked_.empty() && !capacity_ && send_pool_.free_count() > 0) {
+    capacity_ = true;
+    sink_.send_capacity(true);
+  }
+}
+
+// Signaled completion `wr` on conn `c`: it and every WR before it are done.
+void Manager::Impl::complete_sends(Conn& c, std::uint64_t wr) {
+  auto it = std::find_if(c.sends.begin(), c.sends.end(),
+                         [&](const SendEntry& e) { return e.wr_id == wr; });
+  if (it == c.sends.end())
+    return;
+  ++it;
+  for (auto i = c.sends.begin(); i != it; ++i) {
+    if (wr_tag(i->wr_id) == kTagSend)
+      free_slot(static_cast<std::uint32_t>(wr_low(i->wr_id)));
+  }
+  c.sends.erase(c.sends.begin(), it);
+}
+
+void Manager::Impl::on_send_error(Conn& c, const rdma::WorkCompletion& wc) {
+  if (wc.status == rdma::WcStatus::kFlushErr || is_teardown(c.state))
+    return;
+  if (wc.status == rdma::WcStatus::kRetryExceeded ||
+      wc.status == rdma::WcStatus::kRnrRetryExceeded) {
+    ++ctr_.dead_peer_reaps;
+    if (Peer* p = table_.find_peer(c.peer))
+      drop_queue(*p, ctr_.drops_connect_failed);
+    teardown(c, TeardownKind::kHard,
+             fmt::format("send completion {}: peer unreachable", rdma::to_string(wc.status)),
+             log::kMsgReapedDead);
+    return;
+  }
+  ++ctr_.send_errors;
+  teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::to_string(wc.status)));
+}
+
+void Manager::Impl::on_completions(std::span<const rdma::WorkCompletion> wcs) {
+  for (const auto& wc : wcs)
+    on_wc(wc);
+  flush_srq_reposts();
+  // Slots freed here reach blocked peers in settle().
+}
+
+void Manager::Impl::on_wc(const rdma::WorkCompletion& wc) {
+  const std::uint64_t low = wr_low(wc.wr_id);
+  switch (wr_tag(wc.wr_id)) {
+    case kTagSrqRecv: {
+      const auto idx = static_cast<std::uint32_t>(low);
+      if (idx >= srq_pool_.count()) {
+        ++ctr_.completions_ignored;
+        return;
+      }
+      --srq_posted_;
+      if (wc.status == rdma::WcStatus::kSuccess) {
+        receive(table_.by_qpn(wc.qpn), wc, srq_pool_.data(idx));
+      } else if (wc.status != rdma::WcStatus::kFlushErr) {
+        ++ctr_.recv_errors;
+      }
+      srq_reposts_.push_back(idx);
+      return;
+    }
+    case kTagQpRecv:
+      on_qp_recv(wc);
+      return;
+    case kTagSend:
+    case kTagFence: {
+      Conn* c = nullptr;
+      if (wr_tag(wc.wr_id) == kTagSend) {
+        const auto slot = static_cast<std::uint32_t>(low);
+        c = slot < slot_owner_.size() ? table_.find(slot_owner_[slot]) : nullptr;
+      } else {
+        c = table_.find(low);
+      }
+      if (c == nullptr || c->qpn != wc.qpn) {
+        ++ctr_.completions_ignored;  // stale: its QP is gone and the slot reclaimed
+        return;
+      }
+      complete_sends(*c, wc.wr_id);
+      if (wc.status != rdma::WcStatus::kSuccess)
+        on_send_error(*c, wc);
+      return;
+    }
+    case kTagDrain: {
+      Conn* c = table_.find(low);
+      if (c == nullptr || c->state != QpState::kDraining) {
+        ++ctr_.completions_ignored;
+        return;
+      }
+      ++ctr_.drains_completed;
+      destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::to_string(wc.status)));
+      return;
+    }
+    default:
+      ++ctr_.completions_ignored;
+      return;
+  }
+}
+
+// A receive on a QP's own RQ (no SRQ): reposted at once while the QP lives;
+// in teardown the flushes are counted until the RQ is empty (the non-SRQ
+// stand-in for Last WQE Reached).
+void Manager::Impl::on_qp_recv(const rdma::WorkCompletion& wc) {
+  const std::uint64_t low = wr_low(wc.wr_id);
+  Conn* c = table_.find(low >> 20);
+  if (c == nullptr || c->rq == nullptr || c->qpn != wc.qpn) {
+    ++ctr_.completions_ignored;
+    return;
+  }
+  const auto idx = static_cast<std::uint32_t>(low & 0xFFFFF);
+  --c->rq_posted;
+  if (wc.status == rdma::WcStatus::kSuccess) {
+    receive(c, wc, c->rq->data(idx));
+    if (!is_teardown(c->state)) {
+      const std::uint64_t id = make_wr(kTagQpRecv, (c->id << 20) | idx);
+      const rdma::Sge sge = c->rq->sge(idx);
+      if (seam_.post_qp_recv(c->cm_id, std::span(&id, 1), std::span(&sge, 1)))
+        ++c->rq_posted;
+    }
+  } else if (wc.status == rdma::WcStatus::kFlushErr) {
+    ++ctr_.flushed_recvs_counted;
+  } else {
+    ++ctr_.recv_errors;
+  }
+  if (c->state == QpState::kAwaitLastWqe && c->rq_posted == 0)
+    post_drain(*c);
+}
+
+void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, const std::byte* data) {
+  if (!wc.has_imm || wc.imm != kImmData)
+    return;  // control (fence) or foreign
+  if (wc.byte_len == 0 || wc.byte_len > buf_size_) {
+    ++ctr_.recv_errors;
+    return;
+  }
+  ++ctr_.packets_rx;
+  ctr_.bytes_rx += wc.byte_len;
+  NodeId from = 0;
+  if (c != nullptr) {
+    ++c->rx_packets;
+    c->rx_bytes += wc.byte_len;
+    c->last_activity = now();
+    from = c->peer;
+  }
+  sink_.deliver(from, std::span<const std::byte>(data, wc.byte_len));
+}
+
+void Manager::Impl::flush_srq_reposts() {
+  if (srq_reposts_.empty())
+    return;
+  auto& ids = repost_ids_;
+  auto& sges = repost_sges_;
+  ids.clear();
+  sges.clear();
+  for (auto idx : srq_reposts_) {
+    ids.push_back(make_wr(kTagSrqRecv, idx));
+    sges.push_back(srq_pool_.sge(idx));
+  }
+  if (auto r = seam_.post_srq_recv(ids, sges); !r) {
+    spdlog::error("ibv_post_srq_recv of {} buffers: {}", ids.size(), r.error().message());
+  } else {
+    srq_posted_ += static_cast<std::uint32_t>(ids.size());
+  }
+  srq_reposts_.clear();
+  if (!srq_limit_armed_ && srq_posted_ >= cfg_.srq_limit)
+    arm_srq_limit();
+}
+
+}  // namespace rcnet::cm

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Establishment (DESIGN.md "Connection lifecycle", "Simultaneous open and
+// restarts"): RESOLVING_ADDR -> RESOLVING_ROUTE -> CONNECTING or ACCEPTING ->
+// ESTABLISHED; REQ/REP/REJ private data; the simultaneous-open merge (the
+// attempt of the lower node id wins); restarts detected by incarnation.
+#include <algorithm>
+
+#include "cm/manager_impl.hpp"
+
+namespace rcnet::cm {
+
+void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
+  using T = rdma::CmEventType;
+  if (ev.type == T::kConnectRequest) {
+    handle_req(ev);
+    return;
+  }
+  Conn* cp = table_.by_cm_id(ev.id);
+  if (cp == nullptr) {
+    if (ev.type == T::kDeviceRemoval) {
+      device_lost("RDMA device removed");
+    } else if (ev.type != T::kTimewaitExit) {
+      ++ctr_.cm_events_ignored;
+      spdlog::debug("ignored rdma_cm event {} for unknown id {}", rdma::to_string(ev.type), ev.id);
+    }
+    return;
+  }
+  Conn& c = *cp;
+  switch (ev.type) {
+    case T::kAddrResolved:
+      if (c.state != QpState::kResolvingAddr)
+        return ignore_cm(c, ev);
+      addr_resolved(c);
+      break;
+    case T::kRouteResolved:
+      if (c.state != QpState::kResolvingRoute)
+        return ignore_cm(c, ev);
+      send_req(c);
+      break;
+    case T::kAddrError:
+    case T::kRouteError:
+    case T::kUnreachable:
+    case T::kConnectError:
+      if (is_teardown(c.state))
+        break;  // normal during teardown of an attempt
+      if (c.state == QpState::kEstablished) {
+        teardown(c, TeardownKind::kHard,
+                 fmt::format("{} (status {})", rdma::to_string(ev.type), ev.status));
+      } else {
+        attempt_failed(c, fmt::format("{} (status {})", rdma::to_string(ev.type), ev.status));
+      }
+      break;
+    case T::kRejected:
+      if (c.state != QpState::kConnecting)
+        return ignore_cm(c, ev);
+      handle_rej(c, ev);
+      break;
+    case T::kEstablished:
+      if (c.state == QpState::kConnecting) {
+        handle_rep(c, ev);
+      } else if (c.state == QpState::kAccepting) {
+        if (ev.remote_qpn != 0)
+          c.remote_qpn = ev.remote_qpn;
+        established(c);
+      } else {
+        return ignore_cm(c, ev);
+      }
+      break;
+    case T::kDisconnected:
+      c.disconnected_seen = true;
+      if (c.state == QpState::kEstablished) {
+        teardown(c, TeardownKind::kRemote, "DREQ received");
+      } else if (c.state == QpState::kDisconnecting) {
+        to_error(c);
+      } else if (c.state == QpState::kConnecting || c.state == QpState::kAccepting) {
+        attempt_failed(c, "DISCONNECTED before ESTABLISHED");
+      }
+      break;
+    case T::kTimewaitExit:
+      break;
+    case T::kDeviceRemoval:
+      device_lost("RDMA device removed");
+      break;
+    default:
+      return ignore_cm(c, ev);
+  }
+}
+
+void Manager::Impl::ignore_cm(const Conn& c, const rdma::CmEvent& ev) {
+  ++ctr_.cm_events_ignored;
+  spdlog::debug("ignored rdma_cm event {} for QPN {} in {}", rdma::to_string(ev.type), c.qpn,
+                to_string(c.state));
+}
+
+void Manager::Impl::start_connect(Peer& p) {
+  if (!make_room()) {
+    spdlog::warn("cannot connect to {}: {} connections in setup, none evictable",
+                 p.underlay.to_string(), cfg_.max_connections);
+    drop_queue(p, ctr_.drops_connect_failed);
+    return;
+  }
+  auto id = seam_.create_id();
+  if (!id) {
+    spdlog::error("rdma_create_id for {}: {}", p.underlay.to_string(), id.error().message());
+    drop_queue(p, ctr_.drops_connect_failed);
+    return;
+  }
+  ++ctr_.cm_ids_created;
+  ++ctr_.connects_started;
+  Conn& c = table_.add(p, true, now());
+  c.cm_id = *id;
+  table_.index_cm_id(c);
+  table_.make_in_service(p, c);
+  if (auto r = seam_.resolve_addr(c.cm_id, p.underlay, cfg_.resolve_timeout); !r) {
+    attempt_failed(c, "rdma_resolve_addr: " + r.error().message());
+    return;
+  }
+  table_.set_deadline(c, now() + cfg_.resolve_timeout * 2);
+  auto f = fields(c);
+  log::event(spdlog::level::debug, f, "connecting to peer {} (node {:#x})", p.underlay.to_string(),
+             p.node);
+}
+
+void Manager::Impl::addr_resolved(Conn& c) {
+  if (auto r = seam_.resolve_route(c.cm_id, cfg_.resolve_timeout); !r) {
+    attempt_failed(c, "rdma_resolve_route: " + r.error().message());
+    return;
+  }
+  if (!set_state(c, QpState::kResolvingRoute, "address resolved"))
+    return abandon(c, "illegal transition");
+  table_.set_deadline(c, now() + cfg_.resolve_timeout * 2);
+}
+
+Result<void> Manager::Impl::create_qp(Conn& c) {
+  rdma::QpCaps caps;
+  caps.use_srq = cfg_.use_srq;
+  caps.max_send_wr = cfg_.qp_send_depth;
+  caps.max_recv_wr = cfg_.use_srq ? 0 : cfg_.rq_depth;
+  auto qpn = seam_.create_qp(c.cm_id, caps);
+  if (!qpn)
+    return qpn.error();
+  c.qpn = *qpn;
+  ++ctr_.qps_created;
+  table_.index_qpn(c);
+  if (!cfg_.use_srq) {
+    c.rq = std::make_unique<BufferPool>();
+    if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_); !r)
+      return r;
+    std::vector<std::uint64_t> ids;
+    std::vector<rdma::Sge> sges;
+    while (auto i = c.rq->take()) {
+      ids.push_back(make_wr(kTagQpRecv, (c.id << 20) | *i));
+      sges.push_back(c.rq->sge(*i));
+    }
+    if (auto r = seam_.post_qp_recv(c.cm_id, ids, sges); !r)
+      return r;
+    c.rq_posted = static_cast<std::uint32_t>(ids.size());
+  }
+  return {};
+}
+
+wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reason) const {
+  wire::PrivateData pd;
+  pd.kind = kind;
+  pd.node_id = self_;
+  pd.incarnation = cfg_.incarnation;
+  pd.mtu = cfg_.mtu;
+  pd.srq = cfg_.use_srq;
+  pd.overlay = cfg_.overlay;
+  pd.reason = reason;
+  return pd;
+}
+
+rdma::ConnParams Manager::Impl::params(std::span<const std::uint8_t> pd) const {
+  rdma::ConnParams p;
+  p.private_data = pd;
+  p.retry_count = cfg_.retry_count;
+  p.rnr_retry_count = cfg_.rnr_retry_count;
+  return p;
+}
+
+void Manager::Impl::send_req(Conn& c) {
+  if (auto r = create_qp(c); !r) {
+    attempt_failed(c, "create QP: " + r.error().message());
+    return;
+  }
+  const auto pd = wire::encode(my_pd(wire::Kind::kReq));
+  if (auto r = seam_.connect(c.cm_id, params(pd)); !r) {
+    attempt_failed(c, "rdma_connect: " + r.error().message());
+    return;
+  }
+  if (!set_state(c, QpState::kConnecting, "REQ sent"))
+    return abandon(c, "illegal transition");
+  table_.set_deadline(c, now() + cfg_.connect_timeout);
+}
+
+void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
+  const auto d = wire::decode(ev.private_data, wire::Kind::kRep);
+  if (!d.ok || d.data.node_id != c.peer) {
+    ++ctr_.malformed_private_data;
+    attempt_failed(c, d.ok ? "REP from an unexpected node id"
+                           : fmt::format("malformed REP: {}", wire::to_string(d.error)));
+    return;
+  }
+  if (ev.remote_qpn != 0)
+    c.remote_qpn = ev.remote_qpn;
+  c.peer_mtu = d.data.mtu;
+  if (Peer* p = table_.find_peer(c.peer)) {
+    p->incarnation = d.data.incarnation;
+    p->overlay = d.data.overlay;
+  }
+  established(c);
+}
+
+void Manager::Impl::established(Conn& c) {
+  if (!set_state(c, QpState::kEstablished, c.active ? "REP received" : "RTU received"))
+    return abandon(c, "illegal transition");
+  table_.set_deadline(c, TimePoint::max());
+  c.last_activity = now();
+  ++ctr_.connects_established;
+  auto f = fields(c);
+  f.message_id = log::kMsgPeerConnected;
+  log::event(spdlog::level::info, f, "connected to peer {} (node {:#x}) QPN {} <-> {}",
+             c.peer_addr.to_string(), c.peer, c.qpn, c.remote_qpn);
+  Peer* p = table_.find_peer(c.peer);
+  if (p == nullptr)
+    return;
+  p->attempts = 0;
+  if (!c.in_service) {
+    // An abandoned attempt that got through anyway (REP crossed our REJ): not needed.
+    teardown(c, TeardownKind::kGraceful, "superseded attempt");
+    return;
+  }
+  flush_queue(*p, c);
+}
+
+void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
+  ++ctr_.connect_failures;
+  const bool was_in_service = c.in_service;
+  Peer* p = table_.find_peer(c.peer);
+  auto f = fields(c);
+  log::event(spdlog::level::warn, f, "connection attempt to {} failed: {}", c.peer_addr.to_string(),
+             reason);
+  teardown(c, TeardownKind::kHard, std::move(reason));
+  if (!was_in_service || p == nullptr)
+    return;
+  if (p->queue.empty() || shutting_down_ || !link_up_)
+    return;
+  if (++p->attempts <= cfg_.connect_retries) {
+    start_connect(*p);
+  } else {
+    p->attempts = 0;
+    drop_queue(*p, ctr_.drops_connect_failed);
+  }
+}
+
+void Manager::Impl::retry_later(Peer& p, Duration after) {
+  table_.set_retry(p, now() + after);
+}
+
+void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
+  ++ctr_.rejects_received;
+  const auto d = wire::decode(ev.private_data, wire::Kind::kRej);
+  std::string why;
+  wire::RejectReason reason = wire::RejectReason::kNone;
+  if (d.ok) {
+    reason = d.data.reason;
+    why = fmt::format("REJ {}", wire::to_string(reason));
+  } else {
+    why = fmt::format("REJ status {} without rcnet private data", ev.status);
+  }
+  if (!c.in_service) {  // an attempt we already abandoned
+    teardown(c, TeardownKind::kHard, why);
+    return;
+  }
+  Peer* p = table_.find_peer(c.peer);
+  if (reason == wire::RejectReason::kCollision || reason == wire::RejectReason::kDuplicate) {
+    // The peer's own attempt wins (or it still holds a connection to us):
+    // keep the queue; its REQ is on its way. If it never comes, retry.
+    teardown(c, TeardownKind::kHard, why);
+    if (p != nullptr && ++p->attempts <= cfg_.connect_retries + 1) {
+      retry_later(
+          *p, reason == wire::RejectReason::kCollision ? kCollisionBackoff : cfg_.reaper_interval);
+    } else if (p != nullptr) {
+      drop_queue(*p, ctr_.drops_connect_failed);
+    }
+    return;
+  }
+  ++ctr_.connect_failures;
+  auto f = fields(c);
+  log::event(spdlog::level::warn, f, "peer {} rejected our REQ: {}", c.peer_addr.to_string(), why);
+  teardown(c, TeardownKind::kHard, why);
+  if (p != nullptr)
+    drop_queue(*p, ctr_.drops_connect_failed);
+}
+
+void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
+                           std::string_view detail) {
+  const auto pd = wire::encode(my_pd(wire::Kind::kRej, reason));
+  (void)seam_.reject(id, pd);
+  switch (reason) {
+    case wire::RejectReason::kCollision:
+      ++ctr_.rejects_sent_collision;
+      break;
+    case wire::RejectReason::kDuplicate:
+      ++ctr_.rejects_sent_duplicate;
+      break;
+    case wire::RejectReason::kFull:
+      ++ctr_.rejects_sent_full;
+      break;
+    case wire::RejectReason::kVersion:
+      ++ctr_.rejects_sent_version;
+      break;
+    case wire::RejectReason::kNotAllowed:
+      ++ctr_.rejects_sent_not_allowed;
+      break;
+    case wire::RejectReason::kShuttingDown:
+      ++ctr_.rejects_sent_shutting_down;
+      break;
+    case wire::RejectReason::kMalformed:
+      ++ctr_.rejects_sent_malformed;
+      break;
+    case wire::RejectReason::kNone:
+      break;
+  }
+  log::Fields f;
+  f.peer_addr = from.to_string();
+  f.reason = std::string(wire::to_string(reason));
+  log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn : spdlog::level::info,
+             f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from.to_string(), detail);
+  defer_destroy_id(id);
+}
+
+bool Manager::Impl::allowed(const IpAddr& a) const {
+  if (cfg_.allowed_peers.empty())
+    return true;
+  return std::any_of(cfg_.allowed_peers.begin(), cfg_.allowed_peers.end(),
+                     [&](const IpPrefix& p) { return p.contains(a); });
+}
+
+void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
+  ++ctr_.cm_ids_created;  // the passive id is ours from now on
+  const auto d = wire::decode(ev.private_data, wire::Kind::kReq);
+  if (!d.ok) {
+    ++ctr_.malformed_private_data;
+    reject(ev.id,
+           d.error == wire::DecodeError::kBadVersion ? wire::RejectReason::kVersion
+                                                     : wire::RejectReason::kMalformed,
+           ev.src, fmt::format("malformed REQ private data: {}", wire::to_string(d.error)));
+    return;
+  }
+  if (shutting_down_ || !link_up_) {
+    reject(ev.id, wire::RejectReason::kShuttingDown, ev.src,
+           shutting_down_ ? "shutting down" : "underlay link down");
+    return;
+  }
+  if (!allowed(ev.src.addr)) {
+    reject(ev.id, wire::RejectReason::kNotAllowed, ev.src,
+           "source outside the allowed peer subnets");
+    return;
+  }
+  const NodeId node = d.data.node_id;
+  if (node != node_id_for(ev.src.addr) || node == self_) {
+    ++ctr_.malformed_private_data;
+    reject(ev.id, wire::RejectReason::kMalformed, ev.src,
+           fmt::format("node id {:#x} does not match source address", node));
+    return;
+  }
+  Peer& p = table_.peer_for(node, Endpoint{ev.src.addr, cfg_.local.port});
+  if (Conn* cur = table_.conn_of(p)) {
+    if (cur->state == QpState::kEstablished || cur->state == QpState::kAccepting) {
+      if (p.incarnation == d.data.incarnation) {
+        reject(ev.id, wire::RejectReason::kDuplicate, ev.src,
+               "already connected to this incarnation");
+        return;
+      }
+      ++ctr_.restarts_detected;
+      auto f = fields(*cur);
+      f.message_id = log::kMsgRestartDetected;
+      f.reason = "peer restarted";
+      log::event(spdlog::level::warn, f,
+                 "peer {} restarted (incarnation {:#x} -> {:#x}): reaping QPN {} now",
+                 p.underlay.to_string(), p.incarnation, d.data.incarnation, cur->qpn);
+      teardown(*cur, TeardownKind::kHard, "peer restarted", log::kMsgRestartDetected);
+    } else {
+      // Simultaneous open: both sides have an attempt pending. The attempt
+      // made by the lower node id wins (DESIGN.md).
+      if (self_ < node) {
+        reject(ev.id, wire::RejectReason::kCollision, ev.src,
+               "simultaneous open: our attempt wins");
+        return;
+      }
+      ++ctr_.collisions_merged;
+      auto f = fields(*cur);
+      f.message_id = log::kMsgCollisionMerged;
+      log::event(spdlog::level::info, f,
+                 "simultaneous open with {}: accepting its REQ, abandoning ours",
+                 p.underlay.to_string());
+      table_.leave_service(*cur);
+      if (cur->state == QpState::kResolvingAddr || cur->state == QpState::kResolvingRoute)
+        teardown(*cur, TeardownKind::kHard, "collision: peer's attempt wins");
+      // A CONNECTING attempt waits for the peer's REJ collision (bounded by connect_timeout).
+    }
+  }
+  table_.cancel_retry(p);
+  if (!make_room()) {
+    reject(ev.id, wire::RejectReason::kFull, ev.src, "max_connections reached, nothing evictable");
+    return;
+  }
+  p.incarnation = d.data.incarnation;
+  p.overlay = d.data.overlay;
+  Conn& c = table_.add(p, false, now());
+  c.cm_id = ev.id;
+  c.remote_qpn = ev.remote_qpn;
+  c.peer_mtu = d.data.mtu;
+  table_.index_cm_id(c);
+  table_.make_in_service(p, c);
+  ++ctr_.accepts;
+  if (auto r = create_qp(c); !r) {
+    attempt_failed(c, "create QP: " + r.error().message());
+    return;
+  }
+  const auto pd = wire::encode(my_pd(wire::Kind::kRep));
+  if (auto r = seam_.accept(c.cm_id, params(pd)); !r) {
+    attempt_failed(c, "rdma_accept: " + r.error().message());
+    return;
+  }
+  // A passive conn is born in ACCEPTING (there is no earlier state to leave).
+  auto f = fields(c);
+  log::event(spdlog::level::debug, f, "QPN {} peer {}: REQ accepted, REP sent", c.qpn,
+             c.peer_addr.to_string());
+  table_.set_deadline(c, now() + cfg_.connect_timeout);
+}
+
+}  // namespace rcnet::cm

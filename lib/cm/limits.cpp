@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Reaping and limits (DESIGN.md "Reaping and limits"): the idle reaper and
+// its fences, LRU eviction at max_connections, dead peers learnt from the
+// underlay (neighbour FAILED, link down), the operator's disconnect and reap,
+// and live reconfiguration.
+#include <algorithm>
+
+#include "cm/manager_impl.hpp"
+
+namespace rcnet::cm {
+
+// Makes room for one more connection: evicts the least recently used
+// ESTABLISHED connection. False when nothing can be evicted.
+bool Manager::Impl::make_room() {
+  if (table_.in_service() < cfg_.max_connections)
+    return true;
+  Conn* lru = nullptr;
+  for (Conn* c : table_.established()) {
+    if (c->in_service && (lru == nullptr || c->last_activity < lru->last_activity))
+      lru = c;
+  }
+  if (lru == nullptr)
+    return false;
+  ++ctr_.evictions;
+  teardown(*lru, TeardownKind::kGraceful,
+           fmt::format("evicted: least recently used at max_connections {}", cfg_.max_connections));
+  return true;
+}
+
+void Manager::Impl::reap_tick(TimePoint t) {
+  for (Conn* c : table_.established()) {
+    if (t - c->last_activity >= cfg_.idle_timeout) {
+      ++ctr_.idle_reaps;
+      teardown(*c, TeardownKind::kGraceful,
+               fmt::format("idle for {:.0f} ms (idle_timeout {:.0f} ms)",
+                           to_ms(t - c->last_activity), to_ms(cfg_.idle_timeout)),
+               log::kMsgReapedIdle);
+    } else if (!c->sends.empty() && !c->sends.back().signaled) {
+      post_fence(*c);
+    }
+  }
+}
+
+std::size_t Manager::Impl::reap_idle(Duration idle) {
+  std::size_t n = 0;
+  const TimePoint t = now();
+  for (Conn* c : table_.established()) {
+    if (t - c->last_activity >= idle) {
+      ++ctr_.idle_reaps;
+      teardown(*c, TeardownKind::kGraceful,
+               fmt::format("idle {:.0f} ms (reap request)", to_ms(t - c->last_activity)),
+               log::kMsgReapedIdle);
+      ++n;
+    }
+  }
+  return n;
+}
+
+void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why) {
+  Peer* p = table_.find_peer(node_id_for(addr));
+  if (p == nullptr)
+    return;
+  drop_queue(*p, ctr_.drops_connect_failed);
+  if (Conn* c = table_.conn_of(*p)) {
+    ++ctr_.dead_peer_reaps;
+    teardown(*c, TeardownKind::kHard, std::string(why), log::kMsgReapedDead);
+  }
+}
+
+void Manager::Impl::link_changed(bool up) {
+  if (up == link_up_)
+    return;
+  link_up_ = up;
+  if (!up) {
+    spdlog::warn("underlay link down: tearing down {} connections, refusing new ones",
+                 table_.in_service());
+    table_.for_each_peer([&](Peer& p) {
+      drop_queue(p, ctr_.drops_shutting_down);
+      if (Conn* c = table_.conn_of(p)) {
+        ++ctr_.link_down_teardowns;
+        teardown(*c, TeardownKind::kHard, "underlay link down");
+      }
+    });
+  } else {
+    spdlog::info("underlay link up: accepting connections again");
+  }
+}
+
+bool Manager::Impl::disconnect_peer(NodeId node, std::string_view why) {
+  Peer* p = table_.find_peer(node);
+  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  if (c == nullptr)
+    return false;
+  teardown(*c, c->state == QpState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
+           std::string(why));
+  return true;
+}
+
+void Manager::Impl::reconfigure(const ManagerConfig& n) {
+  cfg_.idle_timeout = n.idle_timeout;
+  cfg_.last_wqe_timeout = n.last_wqe_timeout;
+  cfg_.drain_timeout = n.drain_timeout;
+  cfg_.disconnect_timeout = n.disconnect_timeout;
+  cfg_.resolve_timeout = n.resolve_timeout;
+  cfg_.connect_timeout = n.connect_timeout;
+  cfg_.connect_retries = n.connect_retries;
+  cfg_.reaper_interval = n.reaper_interval;
+  cfg_.retry_count = n.retry_count;
+  cfg_.rnr_retry_count = n.rnr_retry_count;
+  cfg_.peer_queue_depth = n.peer_queue_depth;
+  cfg_.signal_every = std::max<std::uint32_t>(1, n.signal_every);
+  cfg_.allowed_peers = n.allowed_peers;
+  cfg_.max_connections = n.max_connections != 0 ? n.max_connections : (cfg_.use_srq ? 4096 : 128);
+  next_reap_ = TimePoint::max();
+}
+
+}  // namespace rcnet::cm

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// Manager::Impl, shared by the files of lib/cm (not part of the contract:
+// include cm/manager.hpp). One room per concern:
+//   manager.cpp    the facade, start, the timer and event dispatch, the one
+//                  state-changing function, views
+//   establish.cpp  resolve, REQ/REP/REJ, simultaneous-open merge, restarts
+//   teardown.cpp   DREQ -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
+//                  the fallbacks, cm id release, shutdown
+//   datapath.cpp   send slots, SRQ/RQ reposts, completions, back-pressure
+//   limits.cpp     the reaper, LRU eviction, link and neighbour events,
+//                  operator actions, live reconfiguration
+//   conn_table.*   Conn, Peer and every index and deadline
+//
+// Entry points (the Manager's public calls) end in settle(), called once by
+// the facade; nothing inside reschedules on its own.
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cm/buffer_pool.hpp"
+#include "cm/conn_table.hpp"
+#include "cm/manager.hpp"
+#include "util/log.hpp"
+#include "wire/private_data.hpp"
+
+namespace rcnet::cm {
+
+// wr_id layout: tag in the top 8 bits; the rest says which buffer or QP.
+// Completions are classified by wr_id only, never by opcode (Soft-RoCE
+// reports flushed receives as SEND with byte_len 0).
+enum WrTag : std::uint64_t {
+  kTagSrqRecv = 1,  // low 32 bits: SRQ buffer index
+  kTagQpRecv = 2,   // bits 20..55: conn id, low 20 bits: RQ buffer index
+  kTagSend = 3,     // low 32 bits: send slot index
+  kTagFence = 4,    // low 56 bits: conn id (zero-length signaled control SEND)
+  kTagDrain = 5,    // low 56 bits: conn id
+};
+inline constexpr std::uint64_t kWrLow56 = (1ull << 56) - 1;
+constexpr std::uint64_t make_wr(WrTag t, std::uint64_t low) {
+  return (std::uint64_t{t} << 56) | low;
+}
+constexpr WrTag wr_tag(std::uint64_t wr) {
+  return static_cast<WrTag>(wr >> 56);
+}
+constexpr std::uint64_t wr_low(std::uint64_t wr) {
+  return wr & kWrLow56;
+}
+
+// The immediate says what a SEND carries (DESIGN.md "Data path").
+inline constexpr std::uint32_t kImmData = 0x52430001;     // one IP packet
+inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, ignored
+
+// Wait for the winning REQ this long before retrying after REJ collision.
+inline constexpr Duration kCollisionBackoff = 50ms;
+
+enum class TeardownKind : std::uint8_t {
+  kGraceful,  // we send DREQ and wait (bounded) for DISCONNECTED
+  kRemote,    // DREQ received: answer it and go on
+  kHard,      // the peer is gone or must not be waited for
+};
+
+class Manager::Impl {
+ public:
+  Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink);
+  ~Impl();
+
+  // --- manager.cpp ------------------------------------------------------------------
+  Result<void> start();
+  // After every entry point: one wakeup request for the earliest deadline, and
+  // the true edge of back-pressure when room came back.
+  void settle();
+  void on_timer();
+  void on_async_event(const rdma::AsyncEvent& ev);
+  Snapshot snapshot() const;
+  std::vector<rdma::Qpn> live_qpns() const;
+  std::size_t live_cm_ids() const;
+  bool stopped() const;
+
+  // --- establish.cpp ----------------------------------------------------------------
+  void on_cm_event(const rdma::CmEvent& ev);
+
+  // --- datapath.cpp -----------------------------------------------------------------
+  SendResult send(const Endpoint& dst, std::span<const std::byte> packet);
+  void on_completions(std::span<const rdma::WorkCompletion> wcs);
+
+  // --- limits.cpp -------------------------------------------------------------------
+  void peer_failed(const IpAddr& addr, std::string_view why);
+  void link_changed(bool up);
+  bool disconnect_peer(NodeId node, std::string_view why);
+  std::size_t reap_idle(Duration idle);
+  void reconfigure(const ManagerConfig& n);
+
+  // --- teardown.cpp -----------------------------------------------------------------
+  void shutdown();
+
+  ManagerConfig cfg_;
+  Counters ctr_;
+  NodeId self_ = 0;
+
+ private:
+  // --- manager.cpp: shared helpers ----------------------------------------------------
+  TimePoint now() const { return timers_.now(); }
+  log::Fields fields(const Conn& c) const;
+  // The one state-changing function (STYLE.md item 4): checks the legality
+  // table, logs `old -> new` with the QP's journal fields. false on an
+  // illegal transition, which is a bug: the caller must then abandon(c) at
+  // once and not touch `c` again.
+  [[nodiscard]] bool set_state(Conn& c, QpState to, std::string_view why);
+  void reschedule();
+  void on_deadline(Conn& c);
+
+  // --- establish.cpp ----------------------------------------------------------------
+  void start_connect(Peer& p);
+  Result<void> create_qp(Conn& c);
+  wire::PrivateData my_pd(wire::Kind kind,
+                          wire::RejectReason reason = wire::RejectReason::kNone) const;
+  rdma::ConnParams params(std::span<const std::uint8_t> pd) const;
+  void addr_resolved(Conn& c);
+  void send_req(Conn& c);
+  void handle_rep(Conn& c, const rdma::CmEvent& ev);
+  void established(Conn& c);
+  void attempt_failed(Conn& c, std::string reason);
+  void retry_later(Peer& p, Duration after);
+  void handle_rej(Conn& c, const rdma::CmEvent& ev);
+  void reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
+              std::string_view detail);
+  bool allowed(const IpAddr& a) const;
+  void handle_req(const rdma::CmEvent& ev);
+  void ignore_cm(const Conn& c, const rdma::CmEvent& ev);
+
+  // --- teardown.cpp -----------------------------------------------------------------
+  void teardown(Conn& c, TeardownKind kind, std::string reason, std::string_view msg_id = {});
+  void to_error(Conn& c);
+  void on_last_wqe(rdma::Qpn qpn);
+  void post_drain(Conn& c);
+  void last_wqe_timed_out(Conn& c);
+  void drain_timed_out(Conn& c);
+  void destroy_qp(Conn& c, std::string_view why);
+  // The way out of any state when the machine itself went wrong: destroys
+  // the QP and releases the id without the spec sequence, counted. `c`
+  // dangles afterwards.
+  void abandon(Conn& c, std::string_view why);
+  void release_qp(Conn& c);
+  void finish(Conn& c);
+  void defer_destroy_id(rdma::CmIdHandle id) { pending_id_destroy_.push_back(id); }
+  void destroy_id_now(rdma::CmIdHandle id);
+  void forget_idle_peers();
+  void device_lost(const std::string& why);
+
+  // --- datapath.cpp -----------------------------------------------------------------
+  Result<void> fill_srq();
+  bool enqueue(Peer& p, std::span<const std::byte> packet);
+  void drop_queue(Peer& p, std::uint64_t& counter);
+  void arm_srq_limit();
+  void free_slot(std::uint32_t slot);
+  void free_sends(Conn& c);
+  bool post_packet(Conn& c, std::span<const std::byte> packet);
+  void post_fence(Conn& c);
+  void flush_queue(Peer& p, Conn& c);
+  void mark_blocked(Peer& p);
+  void unblock();
+  void complete_sends(Conn& c, std::uint64_t wr);
+  void on_send_error(Conn& c, const rdma::WorkCompletion& wc);
+  void on_wc(const rdma::WorkCompletion& wc);
+  void on_qp_recv(const rdma::WorkCompletion& wc);
+  void receive(Conn* c, const rdma::WorkCompletion& wc, const std::byte* data);
+  void flush_srq_reposts();
+
+  // --- limits.cpp -------------------------------------------------------------------
+  bool make_room();
+  void reap_tick(TimePoint t);
+
+  // --- state ---------------------------------------------------------------------
+  rdma::Seam& seam_;
+  TimerService& timers_;
+  PacketSink& sink_;
+  rdma::DeviceInfo device_;
+  std::uint32_t buf_size_ = 0;
+  bool started_ = false;
+  bool shutting_down_ = false;
+  bool link_up_ = true;
+
+  ConnTable table_;
+  std::size_t established_ = 0;  // conns in ESTABLISHED
+  std::vector<rdma::CmIdHandle> pending_id_destroy_;
+  std::vector<NodeId> forget_candidates_;  // peers whose conn ended
+  TimePoint next_reap_ = TimePoint::max();
+  TimePoint scheduled_ = TimePoint::max();
+
+  // Data path.
+  bool capacity_ = true;  // the last edge told to sink_.send_capacity()
+  std::deque<NodeId> blocked_;
+  BufferPool send_pool_;
+  std::vector<std::uint64_t> slot_owner_;  // send slot -> conn id (0 = free)
+  BufferPool srq_pool_;
+  std::vector<std::uint32_t> srq_reposts_;
+  std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
+  std::vector<rdma::Sge> repost_sges_;
+  std::uint32_t srq_posted_ = 0;
+  bool srq_limit_armed_ = false;
+  std::uint64_t srq_limit_events_ = 0;
+};
+
+}  // namespace rcnet::cm

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The one state machine of a QP and the connection it carries (DESIGN.md
+// "Connection lifecycle"): its states, the names operators see, and the
+// legality table. Every other file takes QpState from here.
+//
+// Establishment:  RESOLVING_ADDR -> RESOLVING_ROUTE -> CONNECTING (REQ sent)
+//                 or ACCEPTING (REP sent; a passive QP is born here)
+//                 -> ESTABLISHED
+// Teardown (IB spec 10.3.1 for a QP on an SRQ):
+//                 DISCONNECTING (DREQ sent or received) -> ERROR (modified to
+//                 IBV_QPS_ERR) -> AWAIT_LAST_WQE -> DRAINING (drain WR posted)
+//                 -> DESTROYED
+#include <cstdint>
+#include <string_view>
+
+namespace rcnet::cm {
+
+enum class QpState : std::uint8_t {
+  kResolvingAddr,
+  kResolvingRoute,
+  kConnecting,  // REQ sent
+  kAccepting,   // REP sent
+  kEstablished,
+  kDisconnecting,  // DREQ sent or received
+  kError,          // modified to IBV_QPS_ERR
+  kAwaitLastWqe,   // waiting for Last WQE Reached (bounded by last_wqe_timeout)
+  kDraining,       // drain WR posted (bounded by drain_timeout)
+  kDestroyed,
+};
+inline constexpr int kQpStateCount = 10;
+static_assert(static_cast<int>(QpState::kDestroyed) + 1 == kQpStateCount,
+              "kQpStateCount must follow the enum");
+
+// "RESOLVING_ADDR", ..., "DESTROYED": the names operators see in rcnetctl and
+// the journal's CONN_STATE / TEARDOWN_STAGE fields.
+std::string_view to_string(QpState s);
+
+// The teardown stages: DISCONNECTING and every state after it.
+constexpr bool is_teardown(QpState s) {
+  return s >= QpState::kDisconnecting;
+}
+
+namespace detail {
+constexpr std::uint16_t bit(QpState s) {
+  return static_cast<std::uint16_t>(1u << static_cast<int>(s));
+}
+// kLegal[from] has the bit of every state `from` may move to.
+inline constexpr std::uint16_t kLegal[kQpStateCount] = {
+    /* RESOLVING_ADDR  */ bit(QpState::kResolvingRoute) | bit(QpState::kDestroyed),
+    /* RESOLVING_ROUTE */ bit(QpState::kConnecting) | bit(QpState::kError) |
+        bit(QpState::kDestroyed),
+    /* CONNECTING      */ bit(QpState::kEstablished) | bit(QpState::kError),
+    /* ACCEPTING       */ bit(QpState::kEstablished) | bit(QpState::kError) |
+        bit(QpState::kDestroyed),
+    /* ESTABLISHED     */ bit(QpState::kDisconnecting) | bit(QpState::kError),
+    /* DISCONNECTING   */ bit(QpState::kError),
+    /* ERROR           */ bit(QpState::kAwaitLastWqe) | bit(QpState::kDraining) |
+        bit(QpState::kDestroyed),
+    /* AWAIT_LAST_WQE  */ bit(QpState::kDraining) | bit(QpState::kDestroyed),
+    /* DRAINING        */ bit(QpState::kDestroyed),
+    /* DESTROYED       */ 0,
+};
+}  // namespace detail
+
+// Whether the state machine allows from -> to.
+constexpr bool is_legal_transition(QpState from, QpState to) {
+  return (detail::kLegal[static_cast<int>(from)] & detail::bit(to)) != 0;
+}
+
+// What the table promises, checked at compile time.
+namespace detail {
+constexpr bool no_self_loops() {
+  for (int i = 0; i < kQpStateCount; ++i)
+    if (is_legal_transition(static_cast<QpState>(i), static_cast<QpState>(i)))
+      return false;
+  return true;
+}
+// Teardown never goes back: no teardown stage leads to a state before it.
+constexpr bool teardown_only_forward() {
+  for (int f = 0; f < kQpStateCount; ++f)
+    for (int t = 0; t < kQpStateCount; ++t)
+      if (is_teardown(static_cast<QpState>(f)) && t <= f &&
+          is_legal_transition(static_cast<QpState>(f), static_cast<QpState>(t)))
+        return false;
+  return true;
+}
+// Every state but DESTROYED has a way out, so no QP can be stranded.
+constexpr bool every_state_can_end() {
+  for (int i = 0; i + 1 < kQpStateCount; ++i)
+    if (kLegal[i] == 0)
+      return false;
+  return kLegal[kQpStateCount - 1] == 0;
+}
+}  // namespace detail
+static_assert(detail::no_self_loops());
+static_assert(detail::teardown_only_forward());
+static_assert(detail::every_state_can_end());
+// An ESTABLISHED QP always passes through ERROR before it is destroyed
+// (never destroyed in RTS).
+static_assert(!is_legal_transition(QpState::kEstablished, QpState::kDestroyed));
+static_assert(!is_legal_transition(QpState::kDisconnecting, QpState::kDestroyed));
+
+}  // namespace rcnet::cm

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Teardown (DESIGN.md "Connection lifecycle", IB spec 10.3.1 for a QP on an
+// SRQ): DISCONNECTING -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
+// every wait bounded and every fallback counted; then the rdma_cm id is
+// released from the timer path, never inside its own event. Also the graceful
+// stop of the whole manager.
+#include "cm/manager_impl.hpp"
+
+namespace rcnet::cm {
+
+void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
+                             std::string_view msg_id) {
+  if (is_teardown(c.state))
+    return;  // one teardown per QP
+  table_.leave_service(c);
+  c.teardown_reason = std::move(reason);
+  auto f = fields(c);
+  f.message_id = !msg_id.empty()                    ? msg_id
+                 : c.state == QpState::kEstablished ? log::kMsgPeerDisconnected
+                                                    : std::string_view{};
+  log::event(spdlog::level::info, f, "tearing down QPN {} to {}: {}", c.qpn,
+             c.peer_addr.to_string(), c.teardown_reason);
+  if (!c.has_qp()) {
+    // Never got a QP (still resolving, or a passive id whose QP failed): only
+    // the id to release.
+    if (!set_state(c, QpState::kDestroyed, "no QP"))
+      return abandon(c, "illegal transition");
+    finish(c);
+    return;
+  }
+  const bool was_established = c.state == QpState::kEstablished;
+  if (was_established && kind != TeardownKind::kHard) {
+    (void)seam_.disconnect(c.cm_id);  // DREQ (or DREP when the peer sent DREQ)
+    if (!set_state(c, QpState::kDisconnecting,
+                   kind == TeardownKind::kRemote ? "DREQ received, DREP sent" : "DREQ sent"))
+      return abandon(c, "illegal transition");
+    if (kind == TeardownKind::kRemote || c.disconnected_seen) {
+      to_error(c);
+    } else {
+      table_.set_deadline(c, now() + cfg_.disconnect_timeout);
+    }
+    return;
+  }
+  if (was_established)
+    (void)seam_.disconnect(c.cm_id);  // tell a live peer; harmless for a dead one
+  to_error(c);
+}
+
+// Step 1: move the QP to Error, then wait for Last WQE Reached (SRQ) or for
+// every receive WR to flush (own RQ).
+void Manager::Impl::to_error(Conn& c) {
+  table_.set_deadline(c, TimePoint::max());
+  if (auto r = seam_.modify_qp_to_error(c.cm_id); !r) {
+    auto f = fields(c);
+    log::event(spdlog::level::err, f, "ibv_modify_qp(ERR) QPN {}: {}", c.qpn, r.error().message());
+  }
+  if (!set_state(c, QpState::kError, "modified to IBV_QPS_ERR"))
+    return abandon(c, "illegal transition");
+  if (c.last_wqe_seen || (!cfg_.use_srq && c.rq_posted == 0)) {
+    post_drain(c);
+    return;
+  }
+  if (!set_state(c, QpState::kAwaitLastWqe,
+                 cfg_.use_srq ? "waiting for Last WQE Reached" : "waiting for RQ flush"))
+    return abandon(c, "illegal transition");
+  table_.set_deadline(c, now() + cfg_.last_wqe_timeout);
+}
+
+void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
+  Conn* c = table_.by_qpn(qpn);
+  if (c == nullptr || c->last_wqe_seen) {
+    ++ctr_.async_events_ignored;  // unknown QP, or a duplicate
+    return;
+  }
+  c->last_wqe_seen = true;
+  ++ctr_.last_wqe_received;
+  if (c->state == QpState::kAwaitLastWqe) {
+    post_drain(*c);
+  } else if (!is_teardown(c->state)) {
+    // The QP went to Error on its own (FATAL, retry exceeded on some
+    // devices): the same single teardown, with Last WQE already seen.
+    teardown(*c, TeardownKind::kHard, "Last WQE Reached on a live QP");
+  } else if (c->state == QpState::kDraining || c->state == QpState::kDestroyed) {
+    ++ctr_.async_events_ignored;  // late
+  }
+  // DISCONNECTING / ERROR: remembered; to_error() goes straight to the drain.
+}
+
+// Step 3: the drain WR completes after every earlier WR of the QP.
+void Manager::Impl::post_drain(Conn& c) {
+  if (auto r = seam_.post_drain(c.cm_id, make_wr(kTagDrain, c.id)); !r) {
+    auto f = fields(c);
+    log::event(spdlog::level::err, f,
+               "posting the drain WR on QPN {} failed: {}: destroying it now", c.qpn,
+               r.error().message());
+    ++ctr_.forced_destroys;
+    destroy_qp(c, "drain WR could not be posted");
+    return;
+  }
+  if (!set_state(c, QpState::kDraining, "drain WR posted"))
+    return abandon(c, "illegal transition");
+  table_.set_deadline(c, now() + cfg_.drain_timeout);
+}
+
+void Manager::Impl::last_wqe_timed_out(Conn& c) {
+  ++ctr_.last_wqe_timeouts;
+  auto f = fields(c);
+  f.message_id = log::kMsgLastWqeTimeout;
+  log::event(spdlog::level::info, f,
+             "QPN {}: no Last WQE Reached within last_wqe_timeout {:.0f} ms: posting the drain WR "
+             "anyway",
+             c.qpn, to_ms(cfg_.last_wqe_timeout));
+  post_drain(c);
+}
+
+void Manager::Impl::drain_timed_out(Conn& c) {
+  ++ctr_.drain_timeouts;
+  ++ctr_.forced_destroys;
+  auto f = fields(c);
+  f.message_id = log::kMsgForcedDestroy;
+  log::event(spdlog::level::err, f,
+             "QPN {}: drain WR did not complete within drain_timeout {:.0f} ms: destroying the QP "
+             "anyway",
+             c.qpn, to_ms(cfg_.drain_timeout));
+  destroy_qp(c, "drain_timeout");
+}
+
+// Destroys the QP (the seam acknowledged every event of it before the manager
+// saw it) and returns its unfinished send slots.
+void Manager::Impl::release_qp(Conn& c) {
+  table_.set_deadline(c, TimePoint::max());
+  // Sends not known complete: their slots are ours again (stale completions
+  // are recognised by QPN and ignored).
+  free_sends(c);
+  if (auto r = seam_.destroy_qp(c.cm_id); !r) {
+    auto f = fields(c);
+    log::event(spdlog::level::err, f, "rdma_destroy_qp QPN {}: {}", c.qpn, r.error().message());
+  }
+  ++ctr_.qps_destroyed;
+  table_.unindex_qpn(c);
+  c.rq.reset();
+}
+
+void Manager::Impl::destroy_qp(Conn& c, std::string_view why) {
+  if (!set_state(c, QpState::kDestroyed, why))
+    return abandon(c, "illegal transition");
+  release_qp(c);
+  finish(c);
+}
+
+void Manager::Impl::abandon(Conn& c, std::string_view why) {
+  ++ctr_.forced_destroys;
+  table_.leave_service(c);
+  if (c.has_qp())
+    release_qp(c);
+  auto f = fields(c);
+  log::event(spdlog::level::critical, f, "QPN {} to {} abandoned: {}", c.qpn,
+             c.peer_addr.to_string(), why);
+  finish(c);
+}
+
+// The QP is gone: release the id (deferred) and forget the conn.
+void Manager::Impl::finish(Conn& c) {
+  if (c.cm_id != rdma::kNoCmId) {
+    table_.unindex_cm_id(c);
+    defer_destroy_id(c.cm_id);
+    c.cm_id = rdma::kNoCmId;
+  }
+  forget_candidates_.push_back(c.peer);
+  table_.erase(c);  // `c` is dangling from here on
+}
+
+void Manager::Impl::destroy_id_now(rdma::CmIdHandle id) {
+  if (auto r = seam_.destroy_id(id); !r)
+    spdlog::error("rdma_destroy_id {}: {}", id, r.error().message());
+  ++ctr_.cm_ids_destroyed;
+}
+
+// A peer with no connection, nothing queued and no retry pending is
+// forgotten, so a node that talked to many peers over time does not keep
+// them all. Runs from on_timer() only: no caller holds a Peer& there.
+void Manager::Impl::forget_idle_peers() {
+  for (const NodeId node : forget_candidates_) {
+    const Peer* p = table_.find_peer(node);
+    if (p != nullptr && p->conn == 0 && p->queue.empty() && p->retry_at == TimePoint::max() &&
+        !p->blocked)
+      table_.erase_peer(node);
+  }
+  forget_candidates_.clear();
+}
+
+void Manager::Impl::device_lost(const std::string& why) {
+  spdlog::critical("RDMA device failure ({}): tearing every connection down", why);
+  for (Conn* c : table_.all()) {
+    if (!is_teardown(c->state))
+      teardown(*c, TeardownKind::kHard, why);
+  }
+}
+
+void Manager::Impl::shutdown() {
+  if (shutting_down_)
+    return;
+  shutting_down_ = true;
+  spdlog::info("shutting down: {} connections, {} QPs", table_.in_service(), table_.size());
+  table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
+  for (Conn* c : table_.all()) {
+    if (is_teardown(c->state))
+      continue;
+    teardown(*c, c->state == QpState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
+             "shutting down");
+  }
+}
+
+}  // namespace rcnet::cm
