@@ -92,6 +92,23 @@ void Manager::Impl::ignore_cm(const Conn& c, const rdma::CmEvent& ev) {
                 to_string(c.state));
 }
 
+// IBV_EVENT_COMM_EST: data reached our passive QP before the RTU (it may be
+// lost). rdma_notify(3) lets the CM complete the connection now; its
+// kEstablished event then arrives as for an RTU.
+void Manager::Impl::comm_established(rdma::Qpn qpn) {
+  Conn* c = table_.by_qpn(qpn);
+  if (c == nullptr || c->state != QpState::kAccepting) {
+    ++ctr_.async_events_ignored;  // the RTU won the race, or the QP is gone
+    return;
+  }
+  ++ctr_.comm_est_notified;
+  if (auto r = seam_.notify_established(c->cm_id); !r) {
+    auto f = fields(*c);
+    log::event(spdlog::level::debug, f, "rdma_notify(COMM_EST) QPN {}: {}", c->qpn,
+               r.error().message());
+  }
+}
+
 void Manager::Impl::start_connect(Peer& p) {
   if (!make_room()) {
     spdlog::warn("cannot connect to {}: {} connections in setup, none evictable",
@@ -247,7 +264,8 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
   if (p->queue.empty() || shutting_down_ || !link_up_)
     return;
   if (++p->attempts <= cfg_.connect_retries) {
-    start_connect(*p);
+    const unsigned shift = std::min<unsigned>(p->attempts - 1, 16);
+    retry_later(*p, jitter(std::min<Duration>(kRetryBase * (1u << shift), kRetryCap)));
   } else {
     p->attempts = 0;
     drop_queue(*p, ctr_.drops_connect_failed);
@@ -256,6 +274,16 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
 
 void Manager::Impl::retry_later(Peer& p, Duration after) {
   table_.set_retry(p, now() + after);
+}
+
+Duration Manager::Impl::jitter(Duration d) {
+  rng_ += 0x9e3779b97f4a7c15ull;
+  std::uint64_t z = rng_;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const double f = 0.5 + static_cast<double>(z >> 11) * 0x1.0p-53;  // [0.5, 1.5)
+  return std::chrono::duration_cast<Duration>(d * f);
 }
 
 void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
@@ -279,8 +307,8 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
     // keep the queue; its REQ is on its way. If it never comes, retry.
     teardown(c, TeardownKind::kHard, why);
     if (p != nullptr && ++p->attempts <= cfg_.connect_retries + 1) {
-      retry_later(
-          *p, reason == wire::RejectReason::kCollision ? kCollisionBackoff : cfg_.reaper_interval);
+      retry_later(*p, jitter(reason == wire::RejectReason::kCollision ? kCollisionBackoff
+                                                                      : cfg_.reaper_interval));
     } else if (p != nullptr) {
       drop_queue(*p, ctr_.drops_connect_failed);
     }
@@ -339,6 +367,10 @@ bool Manager::Impl::allowed(const IpAddr& a) const {
 }
 
 void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
+  if (table_.by_cm_id(ev.id) != nullptr) {
+    ++ctr_.cm_events_ignored;  // the same CONNECT_REQUEST twice: the id is ours already
+    return;
+  }
   ++ctr_.cm_ids_created;  // the passive id is ours from now on
   const auto d = wire::decode(ev.private_data, wire::Kind::kReq);
   if (!d.ok) {
@@ -370,18 +402,27 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   if (Conn* cur = table_.conn_of(p)) {
     if (cur->state == QpState::kEstablished || cur->state == QpState::kAccepting) {
       if (p.incarnation == d.data.incarnation) {
-        reject(ev.id, wire::RejectReason::kDuplicate, ev.src,
-               "already connected to this incarnation");
-        return;
+        // A live peer sends a REQ only when it holds no connection to us (its
+        // attempt timed out, or it lost our DREQ): ours is stale. Replace it
+        // rather than answer REJ duplicate until the peer gives up.
+        ++ctr_.stale_replaced;
+        auto f = fields(*cur);
+        f.reason = "stale: peer sent a new REQ";
+        log::event(spdlog::level::info, f,
+                   "peer {} sent a new REQ from the same incarnation: it holds no connection to "
+                   "us; replacing QPN {}",
+                   p.underlay.to_string(), cur->qpn);
+        teardown(*cur, TeardownKind::kHard, "stale: peer sent a new REQ");
+      } else {
+        ++ctr_.restarts_detected;
+        auto f = fields(*cur);
+        f.message_id = log::kMsgRestartDetected;
+        f.reason = "peer restarted";
+        log::event(spdlog::level::warn, f,
+                   "peer {} restarted (incarnation {:#x} -> {:#x}): reaping QPN {} now",
+                   p.underlay.to_string(), p.incarnation, d.data.incarnation, cur->qpn);
+        teardown(*cur, TeardownKind::kHard, "peer restarted", log::kMsgRestartDetected);
       }
-      ++ctr_.restarts_detected;
-      auto f = fields(*cur);
-      f.message_id = log::kMsgRestartDetected;
-      f.reason = "peer restarted";
-      log::event(spdlog::level::warn, f,
-                 "peer {} restarted (incarnation {:#x} -> {:#x}): reaping QPN {} now",
-                 p.underlay.to_string(), p.incarnation, d.data.incarnation, cur->qpn);
-      teardown(*cur, TeardownKind::kHard, "peer restarted", log::kMsgRestartDetected);
     } else {
       // Simultaneous open: both sides have an attempt pending. The attempt
       // made by the lower node id wins (DESIGN.md).

@@ -18,6 +18,7 @@ Manager::Impl::Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, P
     cfg_.srq_limit = std::max<std::uint32_t>(1, cfg_.srq_size / 8);
   if (cfg_.signal_every == 0)
     cfg_.signal_every = 1;
+  rng_ = cfg_.incarnation * 0x9e3779b97f4a7c15ull + self_;
 }
 
 Manager::Impl::~Impl() {
@@ -158,7 +159,11 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       break;
     }
     case T::kPortError:
-      spdlog::error("RDMA port error: tearing every connection down");
+      // A link flap: recovered from by itself when the port comes back, so
+      // warn, not error (an operator's alerting keys on error).
+      spdlog::warn(
+          "RDMA port down (IBV_EVENT_PORT_ERR): tearing every connection down until it "
+          "is active again");
       link_changed(false);
       break;
     case T::kPortActive:
@@ -171,6 +176,8 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       device_lost(std::string(rdma::to_string(ev.type)));
       break;
     case T::kCommEstablished:
+      comm_established(ev.qpn);
+      break;
     case T::kSqDrained:
     case T::kPathMigrated:
     case T::kOther:

@@ -55,6 +55,12 @@ inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, 
 
 // Wait for the winning REQ this long before retrying after REJ collision.
 inline constexpr Duration kCollisionBackoff = 50ms;
+// A failed attempt is retried after kRetryBase * 2^(attempt-1), capped at
+// kRetryCap, each scaled by a random factor in [0.5, 1.5): N nodes whose
+// attempts failed together (a hub restart, a link flap) do not retry in
+// lockstep.
+inline constexpr Duration kRetryBase = 100ms;
+inline constexpr Duration kRetryCap = 5s;
 
 enum class TeardownKind : std::uint8_t {
   kGraceful,  // we send DREQ and wait (bounded) for DISCONNECTED
@@ -124,12 +130,16 @@ class Manager::Impl {
   void established(Conn& c);
   void attempt_failed(Conn& c, std::string reason);
   void retry_later(Peer& p, Duration after);
+  // `d` scaled by a factor in [0.5, 1.5) (splitmix64 seeded from the
+  // incarnation, so the simulated fabric stays deterministic).
+  Duration jitter(Duration d);
   void handle_rej(Conn& c, const rdma::CmEvent& ev);
   void reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
               std::string_view detail);
   bool allowed(const IpAddr& a) const;
   void handle_req(const rdma::CmEvent& ev);
   void ignore_cm(const Conn& c, const rdma::CmEvent& ev);
+  void comm_established(rdma::Qpn qpn);
 
   // --- teardown.cpp -----------------------------------------------------------------
   void teardown(Conn& c, TeardownKind kind, std::string reason, std::string_view msg_id = {});
@@ -189,6 +199,7 @@ class Manager::Impl {
   std::vector<NodeId> forget_candidates_;  // peers whose conn ended
   TimePoint next_reap_ = TimePoint::max();
   TimePoint scheduled_ = TimePoint::max();
+  std::uint64_t rng_ = 0;  // jitter state
 
   // Data path.
   bool capacity_ = true;  // the last edge told to sink_.send_capacity()

@@ -32,6 +32,7 @@ namespace rcnet::cm {
   X(rejects_received, "REJ received")                                                   \
   X(collisions_merged, "simultaneous opens merged")                                     \
   X(restarts_detected, "REQ from a new incarnation of a connected peer")                \
+  X(stale_replaced, "REQ from the same incarnation replaced our stale connection")      \
   X(malformed_private_data, "REQ/REP/REJ private data that failed validation")          \
   X(last_wqe_received, "Last WQE Reached events received")                              \
   X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")   \
@@ -63,6 +64,7 @@ namespace rcnet::cm {
   X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")    \
   X(drops_no_slot, "packets refused: no send slot")                                     \
   X(drops_shutting_down, "packets dropped: manager stopping or link down")              \
+  X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 struct Counters {

@@ -209,6 +209,12 @@ class Seam {
   // rdma_disconnect(3): sends DREQ (or DREP); also moves our QP to ERR on
   // IB/RoCE providers. Idempotent from the manager's view.
   virtual Result<void> disconnect(CmIdHandle id) = 0;
+  // rdma_notify(3) with IBV_EVENT_COMM_EST: a passive side whose QP received
+  // data before the RTU tells the CM that the connection is established; the
+  // CM then reports kEstablished as if the RTU had come (a lost RTU would
+  // otherwise leave the id waiting until the REP times out). Errors: those of
+  // rdma_notify (-1 and errno; EINVAL when the id is not waiting for an RTU).
+  virtual Result<void> notify_established(CmIdHandle id) = 0;
   // ibv_destroy_qp(3) via rdma_destroy_qp(3). Completions already generated
   // stay in the CQ with the dead QPN.
   virtual Result<void> destroy_qp(CmIdHandle id) = 0;

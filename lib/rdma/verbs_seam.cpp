@@ -432,6 +432,13 @@ Result<void> VerbsSeam::disconnect(CmIdHandle h) {
   return check_rdma(rdma_disconnect((*e)->id.get()), "rdma_disconnect");
 }
 
+Result<void> VerbsSeam::notify_established(CmIdHandle h) {
+  auto e = entry(h, "rdma_notify");
+  if (!e)
+    return e.error();
+  return check_rdma(rdma_notify((*e)->id.get(), IBV_EVENT_COMM_EST), "rdma_notify");
+}
+
 Result<void> VerbsSeam::destroy_qp(CmIdHandle h) {
   auto e = entry(h, "rdma_destroy_qp");
   if (!e)

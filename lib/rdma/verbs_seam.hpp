@@ -76,6 +76,7 @@ class VerbsSeam final : public Seam {
   Result<void> accept(CmIdHandle id, const ConnParams& p) override;
   Result<void> reject(CmIdHandle id, std::span<const std::uint8_t> private_data) override;
   Result<void> disconnect(CmIdHandle id) override;
+  Result<void> notify_established(CmIdHandle id) override;
   // Also used by destroy_id() when the id still has a QP (logged): a QP is
   // never leaked behind its id.
   Result<void> destroy_qp(CmIdHandle id) override;

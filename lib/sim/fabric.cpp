@@ -149,6 +149,22 @@ void Faults::async(FaultAction action, rdma::AsyncEventType type, std::uint32_t 
 
 void Faults::clear() {
   rules_.clear();
+  rtu_losses_.clear();
+}
+
+void Faults::lose_rtu(const IpAddr& passive, std::uint32_t count) {
+  rtu_losses_.emplace_back(passive, count);
+}
+
+bool Faults::take_rtu_loss(const IpAddr& passive) {
+  for (auto it = rtu_losses_.begin(); it != rtu_losses_.end(); ++it) {
+    if (it->first == passive && it->second > 0) {
+      if (--it->second == 0)
+        rtu_losses_.erase(it);
+      return true;
+    }
+  }
+  return false;
 }
 
 const Faults::Rule* Faults::match(bool cm, std::uint8_t type, const IpAddr& node) {

@@ -76,10 +76,10 @@
 #include <utility>
 #include <vector>
 
-#include "util/timer_service.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
+#include "util/timer_service.hpp"
 
 namespace rcnet::sim {
 
@@ -250,6 +250,12 @@ class Faults {
   void cq_overflow(const IpAddr& node);
   // The drain WR of `qpn` never completes (to exercise drain_timeout).
   void drop_drain_completion(const IpAddr& node, rdma::Qpn qpn);
+  // The next `count` RTUs sent to `passive` are lost on the wire; the
+  // passive id then waits for its REP timeout unless data arrives first and
+  // the manager passes COMM_EST on (Seam::notify_established).
+  void lose_rtu(const IpAddr& passive, std::uint32_t count = 1);
+  // For the simulator: consumes one pending RTU loss toward `passive`.
+  bool take_rtu_loss(const IpAddr& passive);
 
   struct Rule {
     bool cm = true;
@@ -269,6 +275,7 @@ class Faults {
   Fabric& fabric_;
   std::vector<Rule> rules_;
   Rule last_{};
+  std::vector<std::pair<IpAddr, std::uint32_t>> rtu_losses_;
 };
 
 class Fabric {

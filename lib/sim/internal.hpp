@@ -150,6 +150,7 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   Result<void> accept(rdma::CmIdHandle id, const rdma::ConnParams& p) override;
   Result<void> reject(rdma::CmIdHandle id, std::span<const std::uint8_t> private_data) override;
   Result<void> disconnect(rdma::CmIdHandle id) override;
+  Result<void> notify_established(rdma::CmIdHandle id) override;
   Result<void> destroy_qp(rdma::CmIdHandle id) override;
   Result<void> destroy_id(rdma::CmIdHandle id) override;
   Result<void> modify_qp_to_error(rdma::CmIdHandle id) override;

@@ -323,9 +323,21 @@ void SimNode::Impl::on_rep(rdma::CmIdHandle h, const PeerRef& from, std::vector<
   ev.dst = id.local;
   emit_cm(0ns, std::move(ev));
   later(cm_hop(p), [this, p, from] {
-    if (can_reach(from))
+    if (can_reach(from) && !fabric.faults().take_rtu_loss(p->addr))
       p->on_rtu(from.id);
   });
+}
+
+Result<void> SimNode::Impl::notify_established(rdma::CmIdHandle h) {
+  auto idr = lookup(h, "rdma_notify");
+  if (!idr)
+    return idr.error();
+  // The kernel CM takes COMM_EST only while it waits for the RTU; it then
+  // completes the connection as the RTU would.
+  if ((*idr)->state != IdState::kRepSent)
+    return Error::from_errno(EINVAL, "sim rdma_notify: not waiting for an RTU");
+  on_rtu(h);
+  return {};
 }
 
 void SimNode::Impl::on_rtu(rdma::CmIdHandle h) {

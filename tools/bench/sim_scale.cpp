@@ -92,6 +92,10 @@ class MeteredSeam final : public rdma::Seam {
     Scope s(Part::kSim);
     return in_.disconnect(id);
   }
+  Result<void> notify_established(rdma::CmIdHandle id) override {
+    Scope s(Part::kSim);
+    return in_.notify_established(id);
+  }
   Result<void> destroy_qp(rdma::CmIdHandle id) override {
     Scope s(Part::kSim);
     return in_.destroy_qp(id);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The connection manager on the simulated fabric, virtual clock, no sleeps.
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -708,4 +710,136 @@ TEST_CASE("back-pressure ends when a blocked peer's QP is destroyed without comp
   CHECK(a.sink.capacity_on == a.sink.capacity_off);
   auto s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);
+}
+
+TEST_CASE("lost RTU: COMM_EST is passed to rdma_notify and the passive side establishes",
+          "[cm][establish]") {
+  // mlx and ehca report COMM_EST when data reaches a QP still in RTR; rxe
+  // reports no async event at all (there the REP timeout stays the bound).
+  Cluster c(GENERATE(Profile::kMlx, Profile::kEhca));
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.fabric.faults().lose_rtu(b.addr);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(20ms);  // far below connect_timeout (5 s)
+  REQUIRE(b.sink.packets.size() == 1);
+  CHECK(b.ctr().comm_est_notified == 1);
+  CHECK(in_service(b) == 1);
+  CHECK(b.ctr().connects_established == 1);
+  CHECK(b.ctr().connect_failures == 0);
+  // The connection carries traffic both ways.
+  b.mgr->send(a.ep(), packet(2));
+  c.run(10ms);
+  REQUIRE(a.sink.packets.size() == 1);
+  CHECK(seq_of(a.sink.packets[0].bytes) == 2);
+}
+
+TEST_CASE("REQ from the same live incarnation replaces our stale connection", "[cm][establish]") {
+  // a's REP event is lost: a gives up its attempt at connect_timeout while b
+  // already holds the connection ESTABLISHED, and b misses the disconnect of
+  // that attempt too (its DISCONNECTED event is lost). a's next REQ (same incarnation)
+  // proves a holds no connection to b: b accepts it and tears the stale one
+  // down instead of answering REJ duplicate until a gives up.
+  const Profile prof = any_profile();
+  Cluster c(prof);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.fabric.faults().cm(sim::FaultAction::kDrop, rdma::CmEventType::kEstablished, 1, a.addr);
+  c.fabric.faults().cm(sim::FaultAction::kDrop, rdma::CmEventType::kDisconnected, 1, b.addr);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(b) == 1);
+  REQUIRE(in_service(a) == 0);
+  c.run(a.mgr->config().connect_timeout + 500ms);
+  CHECK(b.ctr().rejects_sent_duplicate == 0);
+  // mlx and ehca move b's QP to ERR on the lost DREQ and report Last WQE
+  // Reached, so b learns on its own; on rxe nothing moves it (LAB.md) and only
+  // the new REQ reveals the stale connection.
+  if (prof == Profile::kRxe)
+    CHECK(b.ctr().stale_replaced == 1);
+  REQUIRE(b.sink.packets.size() == 1);
+  CHECK(in_service(a) == 1);
+  CHECK(in_service(b) == 1);
+  // One connection, the QPNs point at each other.
+  auto sa = a.mgr->snapshot();
+  auto sb = b.mgr->snapshot();
+  const auto live = [](const cm::Snapshot& s) {
+    for (const auto& q : s.qps)
+      if (q.in_service)
+        return q;
+    return cm::QpSnapshot{};
+  };
+  CHECK(live(sa).remote_qpn == live(sb).qpn);
+  CHECK(live(sb).remote_qpn == live(sa).qpn);
+  c.run(3s);
+  b.mgr->send(a.ep(), packet(2));
+  c.run(10ms);
+  CHECK(a.sink.packets.size() == 1);
+}
+
+TEST_CASE("connect retries back off with jitter: a storm does not retry in lockstep",
+          "[cm][establish]") {
+  // Eight nodes start connecting to one unreachable peer at the same instant;
+  // their attempts fail at the same instant. The retries must spread out.
+  Cluster c(Profile::kMlx);
+  auto& target = c.add(100);
+  std::vector<Node*> senders;
+  for (int i = 1; i <= 8; ++i)
+    senders.push_back(&c.add(i, [](cm::ManagerConfig& m) { m.connect_retries = 3; }));
+  c.fabric.faults().isolate(target.addr);
+  for (Node* n : senders)
+    n->mgr->send(target.ep(), packet(1));
+  std::map<Node*, std::vector<TimePoint>> starts;
+  std::map<Node*, std::uint64_t> seen;
+  for (int ms = 0; ms < 30000; ++ms) {
+    c.run(1ms);
+    for (Node* n : senders) {
+      if (n->ctr().connects_started != seen[n]) {
+        seen[n] = n->ctr().connects_started;
+        starts[n].push_back(c.fabric.now());
+      }
+    }
+  }
+  std::set<TimePoint> second;
+  for (Node* n : senders) {
+    REQUIRE(starts[n].size() >= 2);
+    CHECK(starts[n].size() <= 4);  // 1 + connect_retries
+    second.insert(starts[n][1]);
+  }
+  CHECK(second.size() >= 6);  // no lockstep: (nearly) every node retries at its own time
+}
+
+TEST_CASE("a port error is a warning, not an error, and the port coming back recovers",
+          "[cm][limits]") {
+  // An operator's alerting fires on error level; a link flap rcnet recovers
+  // from must not trigger it.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto logger = std::make_shared<spdlog::logger>("capture", ring);
+  logger->set_level(spdlog::level::trace);
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  a.mgr->on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kPortError, 0});
+  spdlog::set_default_logger(old);
+  bool port_line = false;
+  for (const auto& m : ring->last_raw()) {
+    const std::string text(m.payload.begin(), m.payload.end());
+    if (text.find("RDMA port") != std::string::npos) {
+      port_line = true;
+      CHECK(m.level == spdlog::level::warn);
+    }
+    CHECK(m.level < spdlog::level::err);
+  }
+  CHECK(port_line);
+  CHECK(a.ctr().link_down_teardowns == 1);
+  c.run(2s);
+  a.mgr->on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kPortActive, 0});
+  a.mgr->send(b.ep(), packet(2));
+  c.run(10ms);
+  CHECK(b.sink.packets.size() == 2);
 }
