@@ -13,7 +13,7 @@ packages=(
   qemu-system-x86 busybox-static cpio kmod iproute2 iputils-ping iperf3
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # benchmarks
-  valgrind
+  valgrind jq
 )
 
 if [ "$(id -u)" -ne 0 ]; then

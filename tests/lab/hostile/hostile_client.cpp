@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// A hostile rdma_cm client for the lab: connects to an rcnetd with crafted
+// private data and reports what came back, or vanishes mid-handshake. It
+// talks to librdmacm directly (rdma_cm(7)), not through rcnet's seam, so that
+// rcnetd meets bytes its own code never produces.
+//
+//   rcnet-hostile-client SRC DST PORT KIND
+//     KIND: truncated | oversized | wrong-version | wrong-magic | spoofed-node |
+//           zero-incarnation | garbage | vanish
+//   Prints one line "KIND: rejected reason=<name> status=<n>" (REJ with
+//   rcnet private data), "KIND: rejected status=<n>" (without), "KIND:
+//   established" or "KIND: vanished", "KIND: error <what>". Exit 0 when the
+//   outcome was observed, 1 on a local failure.
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "util/address.hpp"
+#include "wire/private_data.hpp"
+
+using namespace rcnet;
+
+namespace {
+
+int fail(const std::string& kind, const std::string& what) {
+  std::printf("%s: error %s: %s\n", kind.c_str(), what.c_str(), std::strerror(errno));
+  return 1;
+}
+
+// Waits for one event of the id's channel (bounded: 5 s).
+rdma_cm_event* next_event(rdma_event_channel* ch) {
+  pollfd p{ch->fd, POLLIN, 0};
+  if (poll(&p, 1, 5000) <= 0)
+    return nullptr;
+  rdma_cm_event* ev = nullptr;
+  return rdma_get_cm_event(ch, &ev) == 0 ? ev : nullptr;
+}
+
+std::vector<std::uint8_t> crafted(const std::string& kind, const IpAddr& src) {
+  wire::PrivateData pd;
+  pd.kind = wire::Kind::kReq;
+  pd.node_id = node_id_for(src);
+  pd.incarnation = 0x5eed5eed5eed5eedull;
+  pd.mtu = 1500;
+  auto enc = wire::encode(pd);
+  std::vector<std::uint8_t> v(enc.begin(), enc.end());
+  if (kind == "truncated")
+    v.resize(20);  // rdma_cm zero-pads a REQ to 56 bytes: fields read as zero
+  else if (kind == "oversized")
+    v.assign(56, 0xA5);  // the most a REQ can carry, none of it rcnet's
+  else if (kind == "wrong-version")
+    v[0] = static_cast<std::uint8_t>(wire::kVersion + 7);
+  else if (kind == "wrong-magic")
+    v[2] ^= 0xFF;
+  else if (kind == "spoofed-node") {
+    pd.node_id = node_id_for(src) ^ 0x1;  // another node's id from our address
+    auto e2 = wire::encode(pd);
+    v.assign(e2.begin(), e2.end());
+  } else if (kind == "zero-incarnation") {
+    pd.incarnation = 0;
+    auto e2 = wire::encode(pd);
+    v.assign(e2.begin(), e2.end());
+  } else if (kind == "garbage") {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s SRC DST PORT KIND\n", argv[0]);
+    return 2;
+  }
+  const std::string kind = argv[4];
+  const auto src = IpAddr::parse(argv[1]);
+  const auto dst = IpAddr::parse(argv[2]);
+  if (!src || !dst || !src->is_v4() || !dst->is_v4()) {
+    std::fprintf(stderr, "SRC and DST must be IPv4 addresses\n");
+    return 2;
+  }
+  sockaddr_in s{}, d{};
+  s.sin_family = d.sin_family = AF_INET;
+  inet_pton(AF_INET, argv[1], &s.sin_addr);
+  inet_pton(AF_INET, argv[2], &d.sin_addr);
+  d.sin_port = htons(static_cast<std::uint16_t>(std::stoi(argv[3])));
+
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (ch == nullptr)
+    return fail(kind, "rdma_create_event_channel");
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) != 0)
+    return fail(kind, "rdma_create_id");
+  if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&s), reinterpret_cast<sockaddr*>(&d),
+                        2000) != 0)
+    return fail(kind, "rdma_resolve_addr");
+  rdma_cm_event* ev = next_event(ch);
+  if (ev == nullptr || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED)
+    return fail(kind, "address resolution");
+  rdma_ack_cm_event(ev);
+  if (rdma_resolve_route(id, 2000) != 0)
+    return fail(kind, "rdma_resolve_route");
+  ev = next_event(ch);
+  if (ev == nullptr || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+    return fail(kind, "route resolution");
+  rdma_ack_cm_event(ev);
+
+  ibv_qp_init_attr qa{};
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  if (rdma_create_qp(id, nullptr, &qa) != 0)
+    return fail(kind, "rdma_create_qp");
+
+  const auto pd = crafted(kind, *src);
+  rdma_conn_param cp{};
+  cp.private_data = pd.data();
+  cp.private_data_len = static_cast<std::uint8_t>(pd.size());
+  cp.retry_count = 3;
+  cp.rnr_retry_count = 7;
+  if (rdma_connect(id, &cp) != 0)
+    return fail(kind, "rdma_connect");
+  if (kind == "vanish") {
+    // Gone mid-handshake: the REQ is out, nobody will answer the REP.
+    std::printf("%s: vanished\n", kind.c_str());
+    std::fflush(stdout);
+    _exit(0);
+  }
+  ev = next_event(ch);
+  if (ev == nullptr)
+    return fail(kind, "no answer within 5 s");
+  int rc = 0;
+  if (ev->event == RDMA_CM_EVENT_REJECTED) {
+    const auto* p = static_cast<const std::uint8_t*>(ev->param.conn.private_data);
+    const auto d2 = wire::decode(std::span(p, ev->param.conn.private_data_len), wire::Kind::kRej);
+    if (d2.ok)
+      std::printf("%s: rejected reason=%s status=%d\n", kind.c_str(),
+                  std::string(wire::to_string(d2.data.reason)).c_str(), ev->status);
+    else
+      std::printf("%s: rejected status=%d\n", kind.c_str(), ev->status);
+  } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+    std::printf("%s: established\n", kind.c_str());
+    rdma_ack_cm_event(ev);
+    rdma_disconnect(id);
+    ev = nullptr;
+  } else {
+    std::printf("%s: event %s status %d\n", kind.c_str(), rdma_event_str(ev->event), ev->status);
+  }
+  if (ev != nullptr)
+    rdma_ack_cm_event(ev);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(ch);
+  return rc;
+}
