@@ -32,6 +32,13 @@ std::string render_qps(const json& data);
 std::string render_srq(const json& data);
 // "name value help", one counter per line.
 std::string render_stats(const json& data);
+// The Prometheus text exposition format (version 0.0.4) of a "stats" reply
+// and a "status" reply: every counter as rcnet_<name>_total with its help
+// text as HELP, and gauges: rcnet_qps{state="..."} (QPs by state, teardown
+// stages included), rcnet_connections, rcnet_peers, rcnet_srq_{size,posted,
+// limit}, rcnet_send_slots{kind="total"|"free"}, rcnet_up. Lines end in
+// '\n'; the output is what node-exporter's textfile collector reads.
+std::string render_prometheus(const json& stats, const json& status);
 // audit: "audit ok|MISMATCH: daemon N QPs, kernel M QPs[, seam K QPs]", then
 // one line per non-empty list: kernel_only, daemon_only, and the daemon's
 // seam_only / manager_only (seam against manager).

@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -93,6 +95,34 @@ Result<std::string> unix_socket_transport(const std::string& socket,
 
 namespace {
 
+// Writes `text` to a temporary file next to `path`, then rename(2)s it over
+// `path`: a reader (node-exporter's textfile collector) sees the old file or
+// the new one, never half of one. Errors: mkstemp/write/rename's errno.
+Result<void> write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".XXXXXX";
+  Fd f{::mkstemp(tmp.data())};
+  if (f.fd < 0)
+    return Error::from_errno(errno, "mkstemp " + tmp);
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(f.fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      return Error::from_errno(e, "write " + tmp);
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(f.fd, 0644) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return Error::from_errno(e, "rename to " + path);
+  }
+  return {};
+}
+
 // "12345" or "0x..." → node id; an address → underlay address.
 bool parse_peer(const std::string& text, ctl::Request& r) {
   if (auto a = IpAddr::parse(text)) {
@@ -128,6 +158,8 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   ctl::Request req;
   std::string peer, level;
   std::optional<double> idle_s;
+  std::string stats_format = "table";
+  std::string output_path;
   struct Sub {
     ctl::Command cmd;
     CLI::App* app;
@@ -143,7 +175,15 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   add(ctl::Command::kConnections, "connections in service, with traffic");
   add(ctl::Command::kQps, "every QP, in service and in teardown, with its stage");
   add(ctl::Command::kSrq, "shared receive queue fill and limit events");
-  add(ctl::Command::kStats, "manager, data path and ctl counters");
+  add(ctl::Command::kStats, "manager, data path and ctl counters")
+      ->add_option("--format", stats_format,
+                   "table (default), or prometheus: the text exposition format, with gauges "
+                   "from status (for node-exporter's textfile collector)")
+      ->check(CLI::IsMember({"table", "prometheus"}))
+      ->parent()
+      ->add_option("--output", output_path,
+                   "with --format prometheus: write FILE atomically (a temporary file, then "
+                   "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
   add(ctl::Command::kAudit, "compare rcnetd's QPs with the kernel's (RDMA netlink)");
   add(ctl::Command::kConfig, "the running configuration");
   add(ctl::Command::kDisconnect, "tear a peer's connection down (DREQ); root only")
@@ -203,7 +243,16 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
       break;
   }
 
+  const bool prometheus = req.cmd == ctl::Command::kStats && stats_format == "prometheus";
+  if (!output_path.empty() && !prometheus) {
+    err << "rcnetctl: --output needs --format prometheus\n";
+    return kExitUsage;
+  }
   auto line = transport(socket, ctl::encode_request(req));
+  if (!line && !output_path.empty())
+    (void)write_atomically(output_path,
+                           "# HELP rcnet_up 1 when rcnetd answered\n"
+                           "# TYPE rcnet_up gauge\nrcnet_up 0\n");
   if (!line) {
     const Error& e = line.error();
     err << "rcnetctl: " << e.message() << "\n";
@@ -225,6 +274,27 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     err << "rcnetctl: " << ctl::to_string(req.cmd) << ": " << reply->message << " ("
         << ctl::to_string(reply->code) << ")\n";
     return kExitFailed;
+  }
+  if (prometheus) {
+    // The gauges come from "status": a second request on a new connection.
+    ctl::Request st;
+    st.cmd = ctl::Command::kStatus;
+    auto st_line = transport(socket, ctl::encode_request(st));
+    auto st_reply = st_line ? ctl::parse_reply(*st_line) : Result<ctl::Reply>(st_line.error());
+    if (!st_reply || !st_reply->ok) {
+      err << "rcnetctl: stats --format prometheus: status request failed\n";
+      return kExitFailed;
+    }
+    const std::string text = ctl::render_prometheus(reply->data, st_reply->data);
+    if (output_path.empty()) {
+      out << text;
+      return kExitOk;
+    }
+    if (auto w = write_atomically(output_path, text); !w) {
+      err << "rcnetctl: " << w.error().message() << "\n";
+      return kExitFailed;
+    }
+    return kExitOk;
   }
   if (as_json) {
     out << reply->data.dump(pretty ? 2 : -1, ' ', false, ctl::json::error_handler_t::replace)

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <unistd.h>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli.hpp"
@@ -172,4 +177,111 @@ TEST_CASE("rcnetctl: -j prints the reply's data, tables otherwise", "[ops][rcnet
   CHECK(s.out.find("up 1m01s") != std::string::npos);
   // Printed once: rcnetctl no longer adds its own copy to the renderer's.
   CHECK(s.out.find("rcnetd 9.9.9") == s.out.rfind("rcnetd 9.9.9"));
+}
+
+TEST_CASE("rcnetctl stats --format prometheus: counters and gauges in the exposition format",
+          "[ops][rcnetctl]") {
+  cm::Snapshot s;
+  s.counters.packets_tx = 42;
+  s.counters.last_wqe_timeouts = 3;
+  s.send_slots_total = 256;
+  s.send_slots_free = 250;
+  s.srq.enabled = true;
+  s.srq.size = 512;
+  s.srq.posted = 500;
+  s.srq.limit = 64;
+  cm::QpSnapshot q;
+  q.qpn = 17;
+  q.state = cm::QpState::kEstablished;
+  q.in_service = true;
+  s.qps.push_back(q);
+  q.qpn = 18;
+  q.state = cm::QpState::kAwaitLastWqe;
+  q.in_service = false;
+  s.qps.push_back(q);
+  std::vector<std::string> cmds;
+  Transport t = [&](const std::string&, const std::string& line) -> Result<std::string> {
+    auto r = ctl::parse_request(line);
+    REQUIRE(r.ok());
+    cmds.emplace_back(ctl::to_string(r->cmd));
+    if (r->cmd == ctl::Command::kStats)
+      return ctl::ok_reply(ctl::stats_json(s.counters));
+    return ctl::ok_reply(ctl::status_json(s));
+  };
+  std::ostringstream out, err;
+  const std::vector<std::string> args{"stats", "--format", "prometheus"};
+  REQUIRE(run(args, t, out, err) == kExitOk);
+  CHECK(cmds == std::vector<std::string>{"stats", "status"});
+  const std::string text = out.str();
+  CHECK(text.find("# HELP rcnet_packets_tx_total packets sent\n") != std::string::npos);
+  CHECK(text.find("# TYPE rcnet_packets_tx_total counter\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_packets_tx_total 42\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_last_wqe_timeouts_total 3\n") != std::string::npos);
+  CHECK(text.find("rcnet_qps{state=\"ESTABLISHED\"} 1\n") != std::string::npos);
+  CHECK(text.find("rcnet_qps{state=\"AWAIT_LAST_WQE\"} 1\n") != std::string::npos);
+  CHECK(text.find("rcnet_qps{state=\"DRAINING\"} 0\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_connections 1\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_srq_posted 500\n") != std::string::npos);
+  CHECK(text.find("rcnet_send_slots{kind=\"free\"} 250\n") != std::string::npos);
+  // Every sample line names a metric announced by a TYPE line before it.
+  std::istringstream lines(text);
+  std::set<std::string> typed;
+  std::string line;
+  std::size_t samples = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      typed.insert(line.substr(7, line.find(' ', 7) - 7));
+    } else if (!line.empty() && line[0] != '#') {
+      ++samples;
+      const std::string metric = line.substr(0, line.find_first_of("{ "));
+      CHECK(typed.count(metric) == 1);
+    }
+  }
+  std::size_t counters = 0;
+  s.counters.for_each([&](std::string_view, std::uint64_t, std::string_view) { ++counters; });
+  CHECK(samples > counters);
+  // promtool, where Debian's prometheus package is installed (tools/install-deps.sh).
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const std::string path = "/tmp/rcnet-unit-prom.txt";
+    {
+      std::ofstream f(path);
+      f << text;
+    }
+    CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("rcnetctl stats --format prometheus --output writes the file atomically",
+          "[ops][rcnetctl]") {
+  char dir[] = "/tmp/rcnet-prom-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/rcnet.prom";
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::stats_json(cm::Counters{}));
+  std::ostringstream out, err;
+  const std::vector<std::string> args{"stats", "--format", "prometheus", "--output", path};
+  REQUIRE(run(args, d.transport(), out, err) == kExitOk);
+  CHECK(out.str().empty());
+  std::ifstream f(path);
+  std::stringstream got;
+  got << f.rdbuf();
+  CHECK(got.str().find("rcnet_packets_tx_total 0\n") != std::string::npos);
+  CHECK(got.str().find("rcnet_up 1\n") != std::string::npos);
+  // The daemon is gone: the file says so instead of going stale.
+  d.error = Error::from_errno(ECONNREFUSED, "connect");
+  std::ostringstream out2, err2;
+  CHECK(run(args, d.transport(), out2, err2) == kExitNotRunning);
+  std::ifstream f2(path);
+  std::stringstream got2;
+  got2 << f2.rdbuf();
+  CHECK(got2.str().find("rcnet_up 0\n") != std::string::npos);
+  // No temporary file is left behind.
+  CHECK(std::system((std::string("test $(ls -A ") + dir + " | wc -l) -eq 1").c_str()) == 0);
+  std::remove(path.c_str());
+  ::rmdir(dir);
+  // --output without the prometheus format is a usage error.
+  std::ostringstream out3, err3;
+  CHECK(run(std::vector<std::string>{"stats", "--output", path}, d.transport(), out3, err3) ==
+        kExitUsage);
 }
