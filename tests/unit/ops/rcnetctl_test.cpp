@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <catch2/catch.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli.hpp"
+#include "config/keys.hpp"
 #include "ctl/protocol.hpp"
 
 using namespace rcnet;
@@ -172,4 +174,30 @@ TEST_CASE("rcnetctl: -j prints the reply's data, tables otherwise", "[ops][rcnet
   CHECK(s.out.find("up 1m01s") != std::string::npos);
   // Printed once: rcnetctl no longer adds its own copy to the renderer's.
   CHECK(s.out.find("rcnetd 9.9.9") == s.out.rfind("rcnetd 9.9.9"));
+}
+
+TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's lines",
+          "[ops][rcnetctl]") {
+  auto c = config::parse(
+      "[node]\naddress = \"10.99.0.1\"\n[tun]\naddress = \"10.100.0.1/24\"\n"
+      "[timeouts]\nidle = \"500ms\"\n",
+      "t.toml");
+  REQUIRE(c.ok());
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::config_json(*c));
+  auto j = run_with(d, {"-j", "config"});
+  REQUIRE(j.rc == kExitOk);
+  const json out = json::parse(j.out);
+  std::set<std::string> names, rows;
+  for (auto it = out.begin(); it != out.end(); ++it)
+    names.insert(it.key());
+  for (const config::Key& k : config::keys())
+    rows.emplace(k.dotted);
+  CHECK(names == rows);
+  CHECK(out["timeouts.idle"] == "500ms");
+
+  auto t = run_with(d, {"config"});
+  REQUIRE(t.rc == kExitOk);
+  CHECK(t.out.find("\ntimeouts.idle = \"500ms\" ") != std::string::npos);
+  CHECK(t.out.find("idle_ms") == std::string::npos);
 }
