@@ -180,7 +180,7 @@ TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's li
           "[ops][rcnetctl]") {
   auto c = config::parse(
       "[node]\naddress = \"10.99.0.1\"\n[tun]\naddress = \"10.100.0.1/24\"\n"
-      "[timeouts]\nidle = \"500ms\"\n",
+      "[timeouts]\nidle = \"1500ms\"\n",
       "t.toml");
   REQUIRE(c.ok());
   FakeDaemon d;
@@ -194,10 +194,10 @@ TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's li
   for (const config::Key& k : config::keys())
     rows.emplace(k.dotted);
   CHECK(names == rows);
-  CHECK(out["timeouts.idle"] == "500ms");
+  CHECK(out["timeouts.idle"] == "1500ms");
 
   auto t = run_with(d, {"config"});
   REQUIRE(t.rc == kExitOk);
-  CHECK(t.out.find("\ntimeouts.idle = \"500ms\" ") != std::string::npos);
+  CHECK(t.out.find("\ntimeouts.idle = \"1500ms\" ") != std::string::npos);
   CHECK(t.out.find("idle_ms") == std::string::npos);
 }
