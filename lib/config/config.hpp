@@ -3,83 +3,18 @@
 // rcnetd's configuration file (TOML v1.0, parsed with toml++), validated into
 // plain values. No I/O except load(), which reads one file.
 //
-// Schema (lib/config/rcnetd.example.toml is the commented reference; every key
-// is optional unless marked required, and defaults are those of an IPoIB-CM
-// node on an HPC fabric):
+// The keys, their types, ranges, units and whether a reload applies them:
+// one row each in lib/config/keys.cpp (config/keys.hpp says what a row
+// drives). Their documentation: man/rcnetd.toml.5.scd, and
+// lib/config/rcnetd.example.toml, which lists every key with its default.
+// Defaults are the member initialisers below and those of cm::ManagerConfig
+// (node.port: kDefaultPort).
 //
-// [node]
-//   address          required. Underlay IPv4/IPv6 address rcnetd binds its
-//                    rdma_cm listener to; it selects the RDMA device, and the
-//                    node id is derived from it (rcnet::node_id_for).
-//   port             rdma_cm port, 1..65535. Default 7471. Every node of a
-//                    fabric listens on the same port.
-// [tun]
-//   name             TUN interface name, 1..15 characters (IFNAMSIZ - 1), no
-//                    '/', ':', '%' or whitespace. Default "rc0".
-//   address          required. Overlay address and prefix length,
-//                    "10.100.0.1/24" or "fd00:100::1/64".
-//   mtu              bytes of IP packet, wire::kMinMtu..wire::kMaxMtu (576..
-//                    65520); at least 1280 with an IPv6 overlay. Default 65520
-//                    (IPoIB-CM's connected-mode MTU). Each SRQ receive buffer
-//                    and send slot is this size.
-//   netns            named network namespace (/run/netns/NAME) to move the TUN
-//                    into after creating it; "" (default) keeps it where
-//                    rcnetd runs.
-// [peers]
-//   underlay_prefix  optional prefix rule: the peer for an overlay address
-//                    keeps the address's host bits (those beyond the
-//                    tun.address prefix length) inside this underlay prefix.
-//                    Must have at least as many host bits as the overlay
-//                    prefix, and node.address's family.
-//   allowed          list of underlay prefixes whose REQs are accepted (others
-//                    get REJ `not_allowed`); [] (default) accepts any.
-//   [[peers.static]] explicit table, consulted before the prefix rule:
-//                    overlay = address inside tun.address's prefix (unique),
-//                    underlay = that peer's node.address.
-// [srq]
-//   enabled          one shared receive queue for every QP. Default true.
-//   size             receive WRs on the SRQ, 1..1048576 (rxe's max_srq_wr).
-//                    Default: cm::ManagerConfig's.
-//   limit            SRQ low watermark (IBV_SRQ_LIMIT, ibv_modify_srq(3)),
-//                    0 = size / 8 (default); must be below size.
-//   rq_depth         receive WRs per QP when enabled = false, 1..65536.
-//                    Default 64.
-// [limits]
-//   max_connections  connections in service before the least recently used
-//                    one is evicted; 0 (default) = 128 without SRQ, 4096 with
-//                    (IPoIB-CM's limits). 0..1048560.
-//   send_slots       registered send buffers shared by all QPs, 1..1048576.
-//                    Default: cm::ManagerConfig's.
-//   peer_queue_depth packets held per peer until its connection is
-//                    ESTABLISHED (oldest dropped), 1..65536. Default 64.
-// [timeouts]         durations: "10s", "500ms", "2m", "1h", "1.5s", or a
-//                    number of seconds; each 1 ms..24 h.
-//   idle             no traffic either way → graceful teardown (DREQ).
-//                    Default 10s; must exceed reaper_interval.
-//   last_wqe         bound of AWAIT_LAST_WQE before the drain WR is posted
-//                    anyway. Default 1s.
-//   drain            bound of DRAINING before the QP is destroyed anyway.
-//                    Default 1s.
-//   disconnect       bound of DISCONNECTING. Default 1s.
-//   resolve          rdma_resolve_addr / rdma_resolve_route. Default 2s.
-//   connect          REQ/REP sent → ESTABLISHED. Default 5s.
-//   reaper_interval  granularity of idle checks. Default 1s.
-// [transport]
-//   retry_count      RC transport retries, 0..7. Default 3. 7 means infinite
-//                    on Soft-RoCE: sends to a dead peer then never complete
-//                    and the peer is never reaped by retry exceeded.
-//   rnr_retry_count  RNR retries, 0..7 (7 = infinite). Default 7.
-//   connect_retries  further connect attempts after a failed one, 0..100.
-//                    Default 2.
-// [log]
-//   level            trace, debug, info (default), warn, error, critical, off.
-//   target           auto (default: journal when JOURNAL_STREAM is set,
-//                    else stderr), journal, stderr.
-// [ctl]
-//   socket           absolute path of the ctl Unix socket, shorter than
-//                    sun_path (108 bytes). Default "/run/rcnet/rcnetd.sock".
-//   group            group whose members may run read-only ctl commands.
-//                    Default "rcnet".
+// Checks that involve several keys run after the rows: tun.mtu >= 1280 with
+// an IPv6 overlay; srq.limit < srq.size; timeouts.idle > reaper_interval;
+// peers.underlay_prefix in node.address's family with at least as many host
+// bits as tun.address; peers.allowed and peers.static in node.address's
+// family; static overlays inside tun.address, unique, not our own.
 //
 // Errors: Error::invalid() whose context is one line naming the source, the
 // line (when the key is present in the file) and the dotted key, e.g.
@@ -152,11 +87,10 @@ Result<Config> parse(std::string_view toml_text, std::string_view source_name);
 // path as context, or any parse() error.
 Result<Config> load(const std::string& path);
 
-// Dotted keys whose values differ between `running` and `next` and that cannot
-// be applied to a running daemon (node.*, tun.*, srq.*, limits.send_slots,
-// log.target, ctl.*). Everything else (timeouts.*, limits.max_connections,
-// limits.peer_queue_depth, transport.*, peers.*, log.level) applies live via
-// cm::Manager::reconfigure(). Empty = a reload can apply `next` completely.
+// Dotted keys, in table order, whose values differ between `running` and
+// `next` and whose row says Apply::kRestart (a reload cannot apply them).
+// Empty = a reload can apply `next` completely: the other keys apply live
+// via cm::Manager::reconfigure() and the daemon's reload.
 std::vector<std::string> restart_required(const Config& running, const Config& next);
 
 }  // namespace rcnet::config

@@ -7,6 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <type_traits>
+#include <variant>
+
+#include "config/keys.hpp"
 
 namespace rcnet::ctl {
 
@@ -456,53 +460,38 @@ json stats_json(const cm::Counters& c) {
   return {{"counters", std::move(arr)}};
 }
 
+namespace {
+
+// A config::Value as JSON: the same types, unset as null.
+json value_json(const config::Value& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, std::vector<config::InlineTable>>) {
+          json arr = json::array();
+          for (const config::InlineTable& t : x) {
+            json o = json::object();
+            for (const auto& [k, val] : t)
+              o[k] = val;
+            arr.push_back(std::move(o));
+          }
+          return arr;
+        } else {
+          return x;
+        }
+      },
+      v);
+}
+
+}  // namespace
+
 json config_json(const config::Config& c) {
-  const cm::ManagerConfig& m = c.manager;
-  json allowed = json::array();
-  for (const IpPrefix& p : m.allowed_peers)
-    allowed.push_back(p.to_string());
-  json statics = json::array();
-  for (const config::StaticPeer& sp : c.static_peers) {
-    statics.push_back({{"overlay", sp.overlay.to_string()}, {"underlay", sp.underlay.to_string()}});
-  }
-  return {
-      {"node", {{"address", m.local.addr.to_string()}, {"port", m.local.port}}},
-      {"tun",
-       {{"name", c.tun_name},
-        {"address", c.tun_address.to_string()},
-        {"mtu", m.mtu},
-        {"netns", c.tun_netns}}},
-      {"peers",
-       {{"underlay_prefix",
-         c.underlay_prefix ? json(c.underlay_prefix->to_string()) : json(nullptr)},
-        {"allowed", std::move(allowed)},
-        {"static", std::move(statics)}}},
-      {"srq",
-       {{"enabled", m.use_srq},
-        {"size", m.srq_size},
-        {"limit", m.srq_limit},
-        {"rq_depth", m.rq_depth}}},
-      {"limits",
-       {{"max_connections", m.max_connections},
-        {"send_slots", m.send_slots},
-        {"peer_queue_depth", m.peer_queue_depth}}},
-      {"timeouts",
-       {{"idle_ms", to_ms(m.idle_timeout)},
-        {"last_wqe_ms", to_ms(m.last_wqe_timeout)},
-        {"drain_ms", to_ms(m.drain_timeout)},
-        {"disconnect_ms", to_ms(m.disconnect_timeout)},
-        {"resolve_ms", to_ms(m.resolve_timeout)},
-        {"connect_ms", to_ms(m.connect_timeout)},
-        {"reaper_interval_ms", to_ms(m.reaper_interval)}}},
-      {"transport",
-       {{"retry_count", m.retry_count},
-        {"rnr_retry_count", m.rnr_retry_count},
-        {"connect_retries", m.connect_retries}}},
-      {"log",
-       {{"level", std::string(config::to_string(c.log_level))},
-        {"target", std::string(config::to_string(c.log_target))}}},
-      {"ctl", {{"socket", c.ctl_socket}, {"group", c.ctl_group}}},
-  };
+  json out = json::object();
+  for (const config::Key& k : config::keys())
+    out[std::string(k.dotted)] = value_json(k.get(c));
+  return out;
 }
 
 json disconnect_json(NodeId node) {

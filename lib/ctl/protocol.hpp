@@ -14,7 +14,8 @@
 //   reap        {"idle_s": seconds >= 0, optional; default = timeouts.idle}
 //   log-level   {"level": "trace"|"debug"|"info"|"warn"|"error"|"critical"|"off"}
 //
-// JSON conventions: durations are milliseconds in keys ending "_ms"; node ids
+// JSON conventions: durations are milliseconds in keys ending "_ms" (except
+// in the config reply, which speaks rcnetd.toml's syntax); node ids
 // are numbers (exact 64-bit integers); incarnations are 16-digit hex strings,
 // since they are random 64-bit values and many JSON tools keep only 53 bits.
 //
@@ -140,8 +141,13 @@ json connections_json(const cm::Snapshot& s);
 json srq_json(const cm::SrqSnapshot& s);
 // stats: {"counters":[{name, value, help}]} in cm::Counters declaration order.
 json stats_json(const cm::Counters& c);
-// config: the running configuration, shaped like the TOML file; durations in
-// "<key>_ms".
+// config: the running configuration, one member per row of config::keys(),
+// named by the TOML dotted key ("timeouts.idle") and valued as rcnetd.toml
+// writes it (config::Value): durations are duration strings ("10s", "1500ms",
+// config::format_duration), not milliseconds, so that a value read here can
+// be pasted into the file and a key looked up in rcnetd.toml(5) as shown;
+// an unset optional key (peers.underlay_prefix) is null; peers.static is a
+// list of {"overlay", "underlay"}.
 json config_json(const config::Config& c);
 // Results of the mutating commands.
 json disconnect_json(NodeId node);

@@ -43,7 +43,11 @@ std::string render_prometheus(const json& stats, const json& status);
 // one line per non-empty list: kernel_only, daemon_only, and the daemon's
 // seam_only / manager_only (seam against manager).
 std::string render_audit(const json& data);
-// The running config as TOML-like "section.key = value" lines.
+// The running config as rcnetd.toml text, one "section.key = value" line
+// per key in the key table's order (config::keys(), then keys this rcnetctl
+// does not know), each with a comment: the unit, and "live" or "needs a
+// restart" (what a reload does with a change). An unset key is a comment
+// line, so the whole output parses as a config file.
 std::string render_config(const json& data);
 // disconnect, reap, log-level: one line saying what happened.
 std::string render_action(Command c, const json& data);

@@ -2,10 +2,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "config/config.hpp"
 #include "config/example_toml.hpp"
+#include "config/key_docs.hpp"
+#include "config/keys.hpp"
 
 using namespace rcnet;
 using namespace rcnet::config;
@@ -466,4 +471,248 @@ TEST_CASE("config: load reports a missing file with its errno and path", "[confi
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == std::errc::no_such_file_or_directory);
   CHECK_THAT(r.error().context, Catch::Contains("/nonexistent/rcnet/rcnetd.toml"));
+}
+
+// --- The key table ---------------------------------------------------------------------
+
+namespace {
+
+std::set<std::string> table_keys() {
+  std::set<std::string> out;
+  for (const Key& k : keys())
+    out.emplace(k.dotted);
+  return out;
+}
+
+// What man/rcnetd.toml.5.scd documents: each "*key* = _SYNTAX_ ..." entry
+// under a "# [section]" heading (or "*[[peers.static]]*"), whether it is
+// marked "(live)" or its section says "All live", and its syntax token.
+struct ManEntry {
+  bool live = false;
+  std::string syntax;  // "_1..65535_" or "" when the entry has none
+};
+
+std::map<std::string, ManEntry> man_entries(const std::string& text) {
+  std::map<std::string, ManEntry> out;
+  std::istringstream in(text);
+  std::string line, section;
+  bool section_live = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("# [", 0) == 0 && line.back() == ']') {
+      section = line.substr(3, line.size() - 4);
+      section_live = false;
+    } else if (line.rfind("# ", 0) == 0) {
+      section.clear();  // EXAMPLE, SEE ALSO, ...
+    } else if (!section.empty() && line.rfind("All live", 0) == 0) {
+      section_live = true;
+    } else if (!section.empty() && line.size() > 2 && line[0] == '*') {
+      const std::size_t end = line.find('*', 1);
+      REQUIRE(end != std::string::npos);
+      std::string name = line.substr(1, end - 1);
+      std::string dotted;
+      if (name.rfind("[[", 0) == 0) {
+        dotted = name.substr(2, name.size() - 4);
+      } else {
+        dotted = section + "." + name;
+      }
+      ManEntry e;
+      e.live = section_live || line.find("(live)") != std::string::npos;
+      const std::size_t eq = line.find(" = _", end);
+      if (eq != std::string::npos)
+        e.syntax = line.substr(eq + 3, line.find('_', eq + 4) - eq - 2);
+      INFO(line);
+      CHECK(out.emplace(dotted, e).second);  // documented once
+    }
+  }
+  return out;
+}
+
+// The keys rcnetd.example.toml writes, "[[peers.static]]" included even when
+// commented out (it is shown, not set, in the example).
+std::set<std::string> example_keys(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.rfind("# [[", 0) == 0)
+      line = line.substr(2);
+    if (line.rfind("[[", 0) == 0) {
+      section = line.substr(2, line.find("]]") - 2);
+      out.insert(section);
+    } else if (line.rfind('[', 0) == 0) {
+      section = line.substr(1, line.find(']') - 1);
+    } else if (!line.empty() && line[0] != '#' && line.find(" = ") != std::string::npos) {
+      out.insert(section + "." + line.substr(0, line.find(" = ")));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("config: the key table has one row per key, each in its section", "[config]") {
+  std::set<std::string> seen;
+  std::vector<std::string> sections;
+  for (const Key& k : keys()) {
+    INFO(k.dotted);
+    CHECK(seen.emplace(k.dotted).second);
+    CHECK(find_key(k.dotted) == &k);
+    CHECK_FALSE(k.section().empty());
+    CHECK_FALSE(k.name().empty());
+    CHECK(k.dotted == std::string(k.section()) + "." + std::string(k.name()));
+    CHECK_FALSE(k.help.empty());
+    CHECK(k.min <= k.max);
+    // A section's rows are contiguous, so errors come in file order.
+    if (sections.empty() || sections.back() != k.section()) {
+      CHECK(std::find(sections.begin(), sections.end(), k.section()) == sections.end());
+      sections.emplace_back(k.section());
+    }
+  }
+  CHECK(find_key("timeouts.idle_ms") == nullptr);
+  CHECK(find_key("timeouts") == nullptr);
+}
+
+TEST_CASE("config: every row is documented in rcnetd.toml(5), with its range and reload",
+          "[config]") {
+  const auto man = man_entries(kManRcnetdToml);
+  std::set<std::string> documented;
+  for (const auto& [k, e] : man)
+    documented.insert(k);
+  CHECK(documented == table_keys());
+  for (const Key& k : keys()) {
+    INFO(k.dotted);
+    const auto it = man.find(std::string(k.dotted));
+    if (it == man.end())
+      continue;
+    CHECK(it->second.live == (k.apply == Apply::kLive));
+    if (k.max != 0)  // an integer: the man page shows its range
+      CHECK(it->second.syntax == "_" + std::to_string(k.min) + ".." + std::to_string(k.max) + "_");
+  }
+}
+
+TEST_CASE("config: the example file sets every row, to its default", "[config]") {
+  CHECK(example_keys(kExampleToml) == table_keys());
+  const Config ex = parse_ok(kExampleToml);
+  for (const Key& k : keys()) {
+    INFO(k.dotted);
+    // Required keys have no default; the example shows the prefix rule.
+    if (k.required || k.dotted == "peers.underlay_prefix")
+      continue;
+    CHECK(k.get(ex) == k.default_value());
+  }
+}
+
+TEST_CASE("config: defaults and values as the file writes them", "[config]") {
+  CHECK(find_key("node.address")->default_value() == Value());
+  CHECK(find_key("tun.address")->default_value() == Value());
+  CHECK(find_key("node.port")->default_value() == Value(std::int64_t{kDefaultPort}));
+  CHECK(find_key("tun.name")->default_value() == Value(std::string("rc0")));
+  CHECK(find_key("srq.enabled")->default_value() == Value(true));
+  CHECK(find_key("timeouts.idle")->default_value() == Value(std::string("10s")));
+  CHECK(find_key("peers.underlay_prefix")->default_value() == Value());
+  CHECK(find_key("peers.allowed")->default_value() == Value(std::vector<std::string>{}));
+  CHECK(find_key("log.level")->default_value() == Value(std::string("info")));
+
+  const Config c = parse_ok(kFull);
+  CHECK(find_key("node.address")->get(c) == Value(std::string("10.99.0.1")));
+  CHECK(find_key("tun.address")->get(c) == Value(std::string("10.100.0.1/24")));
+  CHECK(find_key("tun.mtu")->get(c) == Value(std::int64_t{9000}));
+  CHECK(find_key("srq.enabled")->get(c) == Value(false));
+  CHECK(find_key("timeouts.last_wqe")->get(c) == Value(std::string("250ms")));
+  CHECK(find_key("timeouts.disconnect")->get(c) == Value(std::string("1500ms")));
+  CHECK(find_key("timeouts.connect")->get(c) == Value(std::string("1m")));
+  CHECK(find_key("peers.allowed")->get(c) ==
+        Value(std::vector<std::string>{"10.99.0.0/24", "10.98.0.0/16"}));
+  CHECK(find_key("peers.static")->get(c) ==
+        Value(std::vector<InlineTable>{{{"overlay", "10.100.0.7"}, {"underlay", "10.99.1.7"}},
+                                       {{"overlay", "10.100.0.8"}, {"underlay", "10.99.1.8"}}}));
+  CHECK(find_key("log.target")->get(c) == Value(std::string("journal")));
+}
+
+TEST_CASE("config: format_duration writes the largest exact unit, and parse reads it back",
+          "[config]") {
+  CHECK(format_duration(1h) == "1h");
+  CHECK(format_duration(120s) == "2m");
+  CHECK(format_duration(90s) == "90s");
+  CHECK(format_duration(1s) == "1s");
+  CHECK(format_duration(1500ms) == "1500ms");
+  CHECK(format_duration(1ms) == "1ms");
+  CHECK(format_duration(std::chrono::microseconds(1000500)) == "1.0005s");
+  CHECK(format_duration(std::chrono::microseconds(1500)) == "0.0015s");
+  CHECK(format_duration(Duration(0)) == "0s");
+  for (Duration d : {Duration(1ms), Duration(999ms), Duration(1500ms), Duration(61s),
+                     Duration(3600s), Duration(24h), Duration(90min)}) {
+    const Config c = parse_ok(with("[timeouts]\nconnect = \"" + format_duration(d) + "\""));
+    INFO(format_duration(d));
+    CHECK(c.manager.connect_timeout == d);
+  }
+}
+
+TEST_CASE("config: restart_required follows each row's reload flag", "[config]") {
+  // One change per row to kFull: (row, text in kFull, replacement).
+  struct Change {
+    const char* key;
+    const char* from;
+    const char* to;
+  };
+  const Change changes[] = {
+      {"node.address", "\naddress = \"10.99.0.1\"", "\naddress = \"10.99.0.3\""},
+      {"node.port", "\nport = 7472", "\nport = 7473"},
+      {"tun.name", "\nname = \"rc1\"", "\nname = \"rc2\""},
+      {"tun.address", "\naddress = \"10.100.0.1/24\"", "\naddress = \"10.100.0.2/24\""},
+      {"tun.mtu", "\nmtu = 9000", "\nmtu = 9001"},
+      {"tun.netns", "\nnetns = \"node1\"", "\nnetns = \"node2\""},
+      {"peers.underlay_prefix", "\nunderlay_prefix = \"10.99.0.0/24\"",
+       "\nunderlay_prefix = \"10.99.5.0/24\""},
+      {"peers.allowed", "\nallowed = [\"10.99.0.0/24\", \"10.98.0.0/16\"]",
+       "\nallowed = [\"10.99.0.0/24\"]"},
+      {"peers.static", "\nunderlay = \"10.99.1.8\"", "\nunderlay = \"10.99.1.9\""},
+      {"srq.enabled", "\nenabled = false", "\nenabled = true"},
+      {"srq.size", "\nsize = 2048", "\nsize = 4096"},
+      {"srq.limit", "\nlimit = 100", "\nlimit = 101"},
+      {"srq.rq_depth", "\nrq_depth = 32", "\nrq_depth = 33"},
+      {"limits.max_connections", "\nmax_connections = 100", "\nmax_connections = 101"},
+      {"limits.send_slots", "\nsend_slots = 512", "\nsend_slots = 511"},
+      {"limits.peer_queue_depth", "\npeer_queue_depth = 16", "\npeer_queue_depth = 17"},
+      {"timeouts.idle", "\nidle = \"30s\"", "\nidle = \"31s\""},
+      {"timeouts.last_wqe", "\nlast_wqe = \"250ms\"", "\nlast_wqe = \"251ms\""},
+      {"timeouts.drain", "\ndrain = 2", "\ndrain = 3"},
+      {"timeouts.disconnect", "\ndisconnect = 1.5", "\ndisconnect = 2.5"},
+      {"timeouts.resolve", "\nresolve = \"3s\"", "\nresolve = \"4s\""},
+      {"timeouts.connect", "\nconnect = \"1m\"", "\nconnect = \"2m\""},
+      {"timeouts.reaper_interval", "\nreaper_interval = \"500ms\"",
+       "\nreaper_interval = \"600ms\""},
+      {"transport.retry_count", "\nretry_count = 5", "\nretry_count = 4"},
+      {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
+      {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
+      {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
+      {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
+      {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},
+      {"ctl.group", "\ngroup = \"wheel\"", "\ngroup = \"adm\""},
+  };
+  const Config a = parse_ok(kFull);
+  std::set<std::string> changed;
+  for (const Change& ch : changes) {
+    INFO(ch.key);
+    const Key* k = find_key(ch.key);
+    REQUIRE(k != nullptr);
+    changed.insert(ch.key);
+    std::string text = kFull;
+    const std::size_t at = text.find(ch.from);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(text.find(ch.from, at + 1) == std::string::npos);
+    text.replace(at, std::string(ch.from).size(), ch.to);
+    const Config b = parse_ok(text);
+    // Exactly this row changed...
+    for (const Key& other : keys()) {
+      INFO(other.dotted);
+      CHECK((other.get(a) != other.get(b)) == (&other == k));
+    }
+    // ...and the reload names it iff its row says so.
+    const auto want =
+        k->apply == Apply::kRestart ? std::vector<std::string>{ch.key} : std::vector<std::string>{};
+    CHECK(restart_required(a, b) == want);
+    CHECK(restart_required(b, a) == want);
+  }
+  CHECK(changed == table_keys());  // a new row needs its line here
 }

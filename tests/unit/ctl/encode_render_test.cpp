@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/keys.hpp"
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
 
@@ -211,16 +213,99 @@ TEST_CASE("ctl: config encoder mirrors the file", "[ctl]") {
       "t.toml");
   REQUIRE(c.ok());
   const json j = config_json(*c);
-  CHECK(j["node"]["address"] == "10.99.0.1");
-  CHECK(j["node"]["port"] == 7471);
-  CHECK(j["tun"]["address"] == "10.100.0.1/24");
-  CHECK(j["timeouts"]["idle_ms"] == 30000.0);
-  CHECK(j["peers"]["static"][0]["underlay"] == "10.99.1.7");
-  CHECK(j["peers"]["underlay_prefix"].is_null());
-  CHECK(j["log"]["level"] == "info");
+  // The file's dotted names and syntax (durations as duration strings).
+  CHECK(j["node.address"] == "10.99.0.1");
+  CHECK(j["node.port"] == 7471);
+  CHECK(j["tun.address"] == "10.100.0.1/24");
+  CHECK(j["timeouts.idle"] == "30s");
+  CHECK(j["timeouts.last_wqe"] == "1s");
+  CHECK(j["peers.static"][0]["underlay"] == "10.99.1.7");
+  CHECK(j["peers.underlay_prefix"].is_null());
+  CHECK(j["peers.allowed"] == json::array());
+  CHECK(j["srq.enabled"] == true);
+  CHECK(j["log.level"] == "info");
+  // One member per row of the key table, nothing else.
+  std::set<std::string> names, rows;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    names.insert(it.key());
+  for (const config::Key& k : config::keys())
+    rows.emplace(k.dotted);
+  CHECK(names == rows);
+
   const std::string text = render_config(j);
-  CHECK_THAT(text, Catch::Contains("timeouts.idle_ms = 30000.0\n"));
-  CHECK_THAT(text, Catch::Contains("peers.static[0].overlay = \"10.100.0.7\"\n"));
+  CHECK_THAT(text, Catch::Contains("\ntimeouts.idle = \"30s\" "));
+  CHECK_THAT(text,
+             Catch::Contains(
+                 "\npeers.static = [{ overlay = \"10.100.0.7\", underlay = \"10.99.1.7\" }] "));
+  CHECK_THAT(text, Catch::Contains("\n# peers.underlay_prefix is not set"));
+  CHECK_THAT(text, Catch::StartsWith("node.address = \"10.99.0.1\" "));  // the table's order
+}
+
+TEST_CASE("ctl: config lines say the unit and what a reload does", "[ctl]") {
+  auto c = config::parse("[node]\naddress = \"10.99.0.1\"\n[tun]\naddress = \"10.100.0.1/24\"\n",
+                         "t.toml");
+  REQUIRE(c.ok());
+  json j = config_json(*c);
+  j["future.key"] = 5;  // from a newer rcnetd: shown last, without a comment
+  const std::string text = render_config(j);
+  std::istringstream in(text);
+  std::string line, last;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    last = line;
+    const auto key = line.substr(0, line.find(" = "));
+    const config::Key* k = config::find_key(key);
+    if (k == nullptr)
+      continue;
+    INFO(line);
+    const std::string want = (k->unit.empty() ? "" : std::string(k->unit) + ", ") +
+                             (k->apply == config::Apply::kLive ? "live" : "needs a restart");
+    CHECK_THAT(line, Catch::EndsWith("  # " + want));
+  }
+  CHECK(n == config::keys().size() + 1);
+  CHECK(last == "future.key = 5");
+  CHECK_THAT(text, Catch::Contains("\ntun.mtu = 65520 "));
+  CHECK_THAT(text, Catch::Contains("  # bytes, needs a restart\n"));
+}
+
+TEST_CASE("ctl: the rendered config parses back to the same configuration", "[ctl]") {
+  auto a = config::parse(R"([node]
+address = "fd00:99::1"
+port = 7472
+[tun]
+name = "rc1"
+address = "10.100.0.1/24"
+mtu = 9000
+netns = "ns \"q\""
+[peers]
+underlay_prefix = "fd00:99::/120"
+allowed = ["fd00:99::/64", "fd00:98::5"]
+[[peers.static]]
+overlay = "10.100.0.7"
+underlay = "fd00:99::7"
+[srq]
+enabled = false
+limit = 10
+[timeouts]
+idle = "90s"
+last_wqe = 0.25
+drain = "1500ms"
+connect = "2m"
+[log]
+level = "warn"
+)",
+                         "t.toml");
+  REQUIRE(a.ok());
+  const std::string text = render_config(config_json(*a));
+  INFO(text);
+  auto b = config::parse(text, "rendered");
+  REQUIRE(b.ok());
+  for (const config::Key& k : config::keys()) {
+    INFO(k.dotted);
+    CHECK(k.get(*a) == k.get(*b));
+  }
+  CHECK(config::restart_required(*a, *b).empty());
 }
 
 TEST_CASE("ctl: qps renderer prints the columns and values", "[ctl]") {

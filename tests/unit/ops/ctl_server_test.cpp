@@ -10,8 +10,11 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "config/keys.hpp"
 
 using namespace rcnet;
 using namespace rcnet::daemon;
@@ -111,6 +114,21 @@ TEST_CASE("ctl handler: read commands answer with the encoders' data", "[ops][ct
   CHECK(byname.at("connects_established") == 3);
   CHECK(byname.at("tun_rx_packets") == 5);
   CHECK(byname.at("ctl_requests") == 9);
+}
+
+TEST_CASE("ctl handler: config answers with the key table's dotted keys", "[ops][ctl]") {
+  FakeBackend b;
+  auto r = reply_of(handle_request(req("config"), ctl::Access::kRead, b));
+  REQUIRE(r["ok"] == true);
+  const json& d = r["data"];
+  std::set<std::string> names, rows;
+  for (auto it = d.begin(); it != d.end(); ++it)
+    names.insert(it.key());
+  for (const config::Key& k : config::keys())
+    rows.emplace(k.dotted);
+  CHECK(names == rows);
+  CHECK(d["timeouts.idle"] == "10s");
+  CHECK(d["limits.send_slots"] == b.cfg.manager.send_slots);
 }
 
 TEST_CASE("ctl handler: credentials decide, before the request is even parsed", "[ops][ctl]") {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "config/keys.hpp"
 #include "ctl/protocol.hpp"
 
 using namespace rcnet;
@@ -284,4 +285,30 @@ TEST_CASE("rcnetctl stats --format prometheus --output writes the file atomicall
   std::ostringstream out3, err3;
   CHECK(run(std::vector<std::string>{"stats", "--output", path}, d.transport(), out3, err3) ==
         kExitUsage);
+}
+
+TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's lines",
+          "[ops][rcnetctl]") {
+  auto c = config::parse(
+      "[node]\naddress = \"10.99.0.1\"\n[tun]\naddress = \"10.100.0.1/24\"\n"
+      "[timeouts]\nidle = \"1500ms\"\n",
+      "t.toml");
+  REQUIRE(c.ok());
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::config_json(*c));
+  auto j = run_with(d, {"-j", "config"});
+  REQUIRE(j.rc == kExitOk);
+  const json out = json::parse(j.out);
+  std::set<std::string> names, rows;
+  for (auto it = out.begin(); it != out.end(); ++it)
+    names.insert(it.key());
+  for (const config::Key& k : config::keys())
+    rows.emplace(k.dotted);
+  CHECK(names == rows);
+  CHECK(out["timeouts.idle"] == "1500ms");
+
+  auto t = run_with(d, {"config"});
+  REQUIRE(t.rc == kExitOk);
+  CHECK(t.out.find("\ntimeouts.idle = \"1500ms\" ") != std::string::npos);
+  CHECK(t.out.find("idle_ms") == std::string::npos);
 }
