@@ -109,7 +109,11 @@ bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> packet) {
     return false;
   std::memcpy(send_pool_.data(*slot), packet.data(), packet.size());
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
-  const bool signaled = scarce || ++c.unsignaled_run >= cfg_.signal_every;
+  // The last WR that fits before the room kept for fence and drain is always
+  // signaled: an SQ full of unsignaled WRs would otherwise produce no
+  // completion until the reaper's fence, and the TUN would stall that long.
+  const bool last_room = c.sends.size() + 3 >= cfg_.qp_send_depth;
+  const bool signaled = scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
   if (signaled)
     c.unsignaled_run = 0;
   const std::uint64_t wr = make_wr(kTagSend, *slot);

@@ -843,3 +843,26 @@ TEST_CASE("a port error is a warning, not an error, and the port coming back rec
   c.run(10ms);
   CHECK(b.sink.packets.size() == 2);
 }
+
+TEST_CASE("a small SQ never fills with unsignaled sends: a burst goes through at once",
+          "[cm][datapath]") {
+  // qp_send_depth 8 with signal_every 16: without a signaled WR among the
+  // posted ones no completion would free room until the reaper's fence (one
+  // reaper_interval later), and TUN reading would stall that long.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.qp_send_depth = 8;
+    m.signal_every = 16;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(10ms);
+  for (std::uint32_t i = 1; i <= 40; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  c.run(50ms);  // far below reaper_interval (1 s)
+  REQUIRE(b.sink.packets.size() == 41);
+  for (std::uint32_t i = 0; i <= 40; ++i)
+    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+  CHECK(a.sink.capacity_on == a.sink.capacity_off);
+}
