@@ -40,7 +40,8 @@ Daemon::Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts)
     : loop_(std::move(loop)), cfg_(std::move(cfg)), opts_(std::move(opts)) {}
 
 Daemon::~Daemon() {
-  extensions_.clear();
+  // Before the parts it serves from (as its place among the members ensures).
+  ctl_.reset();
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
   if (tun_path_)
     tun_path_->detach();
@@ -177,12 +178,24 @@ Result<void> Daemon::start() {
   if (auto r = loop_.enable_watchdog(); !r)
     return r;
 
-#ifdef RCNETD_HAVE_CTL_SERVER
-  auto ctl = make_ctl_server(*this);
+  return start_ctl_server();
+}
+
+Result<void> Daemon::start_ctl_server() {
+  auto backend = make_daemon_backend({
+      .manager = *manager_,
+      .seam = *seam_,
+      .config = cfg_,
+      .tun_counters = tun_path_->counters(),
+      .config_path = opts_.config_path,
+      .start_time = start_time_,
+      .status_text = [this] { return status_text(); },
+  });
+  auto ctl = CtlServer::create(loop_, std::move(backend),
+                               {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group});
   if (!ctl)
     return ctl.error();
-  extensions_.push_back(std::move(*ctl));
-#endif
+  ctl_ = std::move(*ctl);
   return {};
 }
 
@@ -282,8 +295,8 @@ void Daemon::request_stop(std::string_view why) {
                manager_->live_qpns().size(), to_ms(bound));
   sd_notify(0, "STOPPING=1");
   tun_path_->stop_reading();
-  for (auto& e : extensions_)
-    e->stopping();
+  if (ctl_)
+    ctl_->stopping();
   manager_->shutdown();
   (void)stop_deadline_.arm_at(stop_started_ + bound);
   // The post source ends the loop once the manager reports stopped(); it may
@@ -336,16 +349,11 @@ Result<void> Daemon::reload() {
   manager_->reconfigure(mc);
   cfg_ = std::move(*next);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
-  for (auto& e : extensions_)
-    e->reloaded(cfg_);
+  if (ctl_)
+    ctl_->reloaded(cfg_);
   spdlog::info("reload applied");
   sd_notify(0, "READY=1");
   return {};
-}
-
-void Daemon::set_log_level(config::LogLevel level) {
-  rcnet::daemon::set_log_level(level);
-  spdlog::info("log level set to {}", config::to_string(level));
 }
 
 }  // namespace rcnet::daemon
