@@ -127,6 +127,7 @@ Result<void> Daemon::start() {
   mc.incarnation = incarnation_;
   manager_ = std::make_unique<cm::Manager>(mc, *seam_, *timer_, *tun_path_);
   seam_->set_sink(manager_.get());
+  pump_.emplace(*seam_);
   timer_->set_handler([this] { manager_->on_timer(); });
   if (!netlink_->link_up())
     manager_->link_changed(false);
@@ -139,12 +140,12 @@ Result<void> Daemon::start() {
                manager_->node_id(), incarnation_);
 
   auto cm_src = loop_.add_io(seam_->cm_fd(), EPOLLIN, "rdma_cm",
-                             [this](std::uint32_t) { seam_->dispatch_cm_events(); });
+                             [this](std::uint32_t) { pump_->on_cm_readable(); });
   if (!cm_src)
     return cm_src.error();
   cm_src_ = std::move(*cm_src);
   auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
-                                [this](std::uint32_t) { seam_->dispatch_async_events(); });
+                                [this](std::uint32_t) { pump_->on_async_readable(); });
   if (!async_src)
     return async_src.error();
   async_src_ = std::move(*async_src);
@@ -249,7 +250,7 @@ int Daemon::run() {
 }
 
 void Daemon::on_completions_ready() {
-  if (seam_->dispatch_completions(kCompletionBudget)) {
+  if (pump_->drain_completions()) {
     // More WCs may be waiting and the CQ may not be armed: poll again on the
     // next iteration, after the other sources had their turn.
     (void)cq_more_.set_enabled(SD_EVENT_ONESHOT);

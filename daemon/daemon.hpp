@@ -28,6 +28,7 @@
 #include "event_loop.hpp"
 #include "loop_timer.hpp"
 #include "netlink.hpp"
+#include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
 #include "tun.hpp"
 #include "tun_path.hpp"
@@ -51,8 +52,6 @@ class Daemon {
   static constexpr Duration kStopSlack = std::chrono::seconds(2);
   // STATUS= is recomputed this often and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
-  // Completions handed to the manager per pass before other sources run.
-  static constexpr int kCompletionBudget = 1024;
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -87,9 +86,9 @@ class Daemon {
   void on_stop_deadline();
 
   // Member order is destruction order reversed: the loop outlives every
-  // source; the seam outlives the manager; the manager's timer and packet
-  // sink outlive it; the ctl server, which serves from the manager, the
-  // seam, cfg_ and the TUN counters, goes first.
+  // source; the seam outlives the manager and the pump; the manager's timer
+  // and packet sink outlive it; the ctl server, which serves from the
+  // manager, the seam, cfg_ and the TUN counters, goes first.
   EventLoop loop_;
   config::Config cfg_;
   DaemonOptions opts_;
@@ -100,6 +99,7 @@ class Daemon {
   std::unique_ptr<LoopTimer> timer_;
   std::unique_ptr<TunPath> tun_path_;
   std::unique_ptr<rdma::VerbsSeam> seam_;
+  std::optional<rdma::SeamPump> pump_;  // over *seam_, into *manager_
   std::unique_ptr<cm::Manager> manager_;
   std::optional<TunDevice> tun_;
   std::unique_ptr<NetlinkMonitor> netlink_;
