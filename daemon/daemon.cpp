@@ -167,10 +167,14 @@ Result<void> Daemon::start() {
   if (!status)
     return status.error();
   status_timer_ = std::move(*status);
+  // Off until a graceful stop begins: an enabled post source costs every
+  // event a second loop iteration, and it only has work while stopping.
   auto post = loop_.add_post("after-iteration", [this] { after_iteration(); });
   if (!post)
     return post.error();
   after_iteration_ = std::move(*post);
+  if (auto r = after_iteration_.set_enabled(SD_EVENT_OFF); !r)
+    return r;
   auto deadline = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(10), "stop-deadline",
                                  [this] { on_stop_deadline(); });
   if (!deadline)
@@ -300,8 +304,12 @@ void Daemon::request_stop(std::string_view why) {
     ctl_->stopping();
   manager_->shutdown();
   (void)stop_deadline_.arm_at(stop_started_ + bound);
-  // The post source ends the loop once the manager reports stopped(); it may
-  // already be (no connections), and this callback counts as an iteration.
+  // From now on the post source ends the loop once the manager reports
+  // stopped(), checking after every iteration. Enabled here, it is not
+  // pending for this one; the manager may already be stopped (no
+  // connections), so check once now.
+  (void)after_iteration_.set_enabled(SD_EVENT_ON);
+  after_iteration();
 }
 
 void Daemon::after_iteration() {
