@@ -18,7 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "daemon.hpp"
+#include "logging.hpp"
 #include "rcnet_build_config.h"
 #include "rdma_audit.hpp"
 
@@ -319,6 +319,10 @@ void CtlServer::reloaded(const config::Config& next) {
   gid_ = lookup_group(opts_.group);
 }
 
+void CtlServer::stopping() {
+  backend_->stopping();
+}
+
 std::size_t CtlServer::client_count() const {
   return clients_.size();
 }
@@ -522,135 +526,70 @@ void CtlServer::reap_closed() {
   closed_.clear();
 }
 
-// --- Over the Daemon -----------------------------------------------------------------
+// --- Over the daemon's parts ---------------------------------------------------------
 
 namespace {
 
-config::LogLevel from_spdlog(spdlog::level::level_enum l) {
-  using L = spdlog::level::level_enum;
-  switch (l) {
-    case L::trace:
-      return config::LogLevel::kTrace;
-    case L::debug:
-      return config::LogLevel::kDebug;
-    case L::info:
-      return config::LogLevel::kInfo;
-    case L::warn:
-      return config::LogLevel::kWarn;
-    case L::err:
-      return config::LogLevel::kError;
-    case L::critical:
-      return config::LogLevel::kCritical;
-    case L::off:
-    case L::n_levels:
-      break;
-  }
-  return config::LogLevel::kOff;
-}
-
-// ib_qp_state (include/rdma/ib_verbs.h), as `rdma resource show qp` names them.
-std::string_view kernel_qp_state(std::uint8_t s) {
-  static constexpr std::string_view kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-  return s < std::size(kNames) ? kNames[s] : "UNKNOWN";
-}
-
 class DaemonBackend final : public CtlBackend {
  public:
-  explicit DaemonBackend(Daemon& d) : d_(d) {}
+  explicit DaemonBackend(CtlDaemonParts parts) : p_(std::move(parts)) {}
 
-  cm::Snapshot snapshot() const override { return d_.manager().snapshot(); }
+  void stopping() override { stopping_ = true; }
+
+  cm::Snapshot snapshot() const override { return p_.manager.snapshot(); }
 
   json daemon_status() const override {
-    const config::Config& c = d_.config();
+    const config::Config& c = p_.config;
     return {
         {"version", RCNET_VERSION},
         {"pid", ::getpid()},
         // From the Daemon's construction, not the ctl server's: the time
         // spent bringing the device, listener and TUN up counts as uptime.
-        {"uptime_ms", to_ms(Clock::now() - d_.start_time())},
-        {"config_path", d_.options().config_path},
+        {"uptime_ms", to_ms(Clock::now() - p_.start_time)},
+        {"config_path", p_.config_path},
         {"tun",
          {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
-        {"stopping", d_.stopping()},
+        {"stopping", stopping_},
         {"log_level", config::to_string(log_level())},
-        {"status", d_.status_text()},
+        {"status", p_.status_text()},
     };
   }
 
   json daemon_counters() const override {
     json out = json::array();
-    d_.tun_counters().for_each([&](std::string_view name, std::uint64_t v, std::string_view help) {
+    p_.tun_counters.for_each([&](std::string_view name, std::uint64_t v, std::string_view help) {
       out.push_back({{"name", name}, {"value", v}, {"help", help}});
     });
     return out;
   }
 
-  const config::Config& config() const override { return d_.config(); }
+  const config::Config& config() const override { return p_.config; }
 
   Result<json> audit() override {
-    const std::string device = d_.manager().snapshot().device;
-    auto kernel = dump_kernel_qps(device);
-    if (!kernel)
-      return kernel.error();
-    const auto pid = static_cast<std::uint32_t>(::getpid());
-    const std::vector<std::uint32_t> kqpns = qpns_of_pid(*kernel, pid);
-    std::vector<rdma::Qpn> mine = d_.manager().live_qpns();
-    std::sort(mine.begin(), mine.end());
-    const ctl::AuditResult r = ctl::audit_compare(mine, kqpns);
-    json data = ctl::audit_json(r);
-    data["pid"] = pid;
-    data["device"] = device;
-    // The seam's own record of live QPs must agree with the manager's too: a
-    // QP the manager forgot but never destroyed is a leak the kernel check
-    // alone would not name.
-    const std::vector<rdma::Qpn> seam = d_.seam().qpns();
-    std::vector<rdma::Qpn> seam_only, manager_only;
-    std::set_difference(seam.begin(), seam.end(), mine.begin(), mine.end(),
-                        std::back_inserter(seam_only));
-    std::set_difference(mine.begin(), mine.end(), seam.begin(), seam.end(),
-                        std::back_inserter(manager_only));
-    data["seam_qps"] = seam.size();
-    data["seam_only"] = seam_only;
-    data["manager_only"] = manager_only;
-    if (!seam_only.empty() || !manager_only.empty())
-      data["ok"] = false;
-    json kq = json::array();
-    for (const KernelQp& q : *kernel) {
-      if (!q.pid || *q.pid != pid)
-        continue;
-      kq.push_back({{"qpn", q.lqpn},
-                    {"rqpn", q.rqpn ? json(*q.rqpn) : json(nullptr)},
-                    {"state", q.state ? json(kernel_qp_state(*q.state)) : json(nullptr)},
-                    {"device", q.dev_name},
-                    {"port", q.port}});
-    }
-    data["kernel"] = std::move(kq);
-    return data;
+    return audit_qps(p_.manager.snapshot().device, p_.manager.live_qpns(), p_.seam.qpns());
   }
 
   bool disconnect(NodeId node, std::string_view why) override {
-    return d_.manager().disconnect_peer(node, why);
+    return p_.manager.disconnect_peer(node, why);
   }
-  std::size_t reap(Duration idle) override { return d_.manager().reap_idle(idle); }
+  std::size_t reap(Duration idle) override { return p_.manager.reap_idle(idle); }
   config::LogLevel log_level() const override {
     return from_spdlog(spdlog::default_logger_raw()->level());
   }
-  void set_log_level(config::LogLevel level) override { d_.set_log_level(level); }
+  void set_log_level(config::LogLevel level) override {
+    rcnet::daemon::set_log_level(level);
+    spdlog::info("log level set to {}", config::to_string(level));
+  }
 
  private:
-  Daemon& d_;
+  CtlDaemonParts p_;
+  bool stopping_ = false;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Extension>> make_ctl_server(Daemon& daemon) {
-  CtlServerOptions opts;
-  opts.socket_path = daemon.config().ctl_socket;
-  opts.group = daemon.config().ctl_group;
-  auto s = CtlServer::create(daemon.loop(), std::make_unique<DaemonBackend>(daemon), opts);
-  if (!s)
-    return s.error();
-  return std::unique_ptr<Extension>(std::move(*s));
+std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts) {
+  return std::make_unique<DaemonBackend>(std::move(parts));
 }
 
 }  // namespace rcnet::daemon

@@ -17,10 +17,15 @@
 // be written are bounded by max_output_bytes (the client is dropped beyond
 // it). At most max_clients at once: one more gets an error reply and is closed.
 //
+// Owned by the Daemon (daemon/daemon.hpp), which tells it about reloads and
+// the start of a graceful stop and destroys it before the parts it serves
+// from (CtlDaemonParts) and the loop.
+//
 // Thread: the loop's, always.
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,18 +33,24 @@
 #include <string_view>
 #include <vector>
 
+#include "cm/manager.hpp"
+#include "config/config.hpp"
 #include "ctl/protocol.hpp"
 #include "event_loop.hpp"
-#include "extension.hpp"
+#include "rdma/verbs_seam.hpp"
+#include "tun_path.hpp"
 #include "unique_fd.hpp"
 
 namespace rcnet::daemon {
 
-// What the request handler needs from the daemon: implemented over Daemon in
-// ctl_server.cpp, and by fakes in the unit tests. Loop thread only.
+// What the request handler needs from the daemon: implemented over
+// CtlDaemonParts in ctl_server.cpp (make_daemon_backend), and by fakes in the
+// unit tests. Loop thread only.
 class CtlBackend {
  public:
   virtual ~CtlBackend() = default;
+  // The daemon began a graceful stop; "status" says so from now on.
+  virtual void stopping() {}
   virtual cm::Snapshot snapshot() const = 0;
   // Daemon facts for "status" beside the manager's snapshot: version, pid,
   // uptime_ms, tun {name, address, netns}, stopping, log_level, status text.
@@ -56,6 +67,26 @@ class CtlBackend {
   virtual config::LogLevel log_level() const = 0;
   virtual void set_log_level(config::LogLevel level) = 0;
 };
+
+// The parts of rcnetd the ctl server serves from, lent by their owner (the
+// Daemon), which keeps each alive at the same address until the CtlServer is
+// gone. Loop thread only.
+struct CtlDaemonParts {
+  cm::Manager& manager;             // snapshot, live QPNs, disconnect, reap
+  const rdma::VerbsSeam& seam;      // its own record of live QPNs ("audit")
+  const config::Config& config;     // the running config: a reload assigns to it
+  const TunCounters& tun_counters;  // "stats", after the manager's
+  std::string config_path;          // "status"
+  // When the daemon was constructed (steady clock): "status" uptime counts
+  // from there, so bringing the device, listener and TUN up is included.
+  TimePoint start_time;
+  // The STATUS= line the daemon would send systemd now (sd_notify(3)).
+  std::function<std::string()> status_text;
+};
+
+// The CtlBackend of the running daemon. Live log level changes go through
+// daemon/logging.hpp; "audit" through daemon/rdma_audit.hpp (audit_qps).
+std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts);
 
 // The ctl server's own counters, reported by "stats" after the daemon's.
 #define RCNETD_CTL_COUNTERS(X)                                                    \
@@ -115,7 +146,7 @@ struct CtlServerOptions {
   std::size_t max_output_bytes = 16 * 1024 * 1024;
 };
 
-class CtlServer final : public Extension {
+class CtlServer final {
  public:
   // Binds and listens. A socket file left by a dead daemon is replaced; one
   // that still accepts connections means another rcnetd owns it: EADDRINUSE.
@@ -127,13 +158,17 @@ class CtlServer final : public Extension {
   static Result<std::unique_ptr<CtlServer>> create(EventLoop& loop,
                                                    std::unique_ptr<CtlBackend> backend,
                                                    CtlServerOptions opts);
-  ~CtlServer() override;  // closes every client and unlinks the socket file
+  ~CtlServer();  // closes every client and unlinks the socket file
   CtlServer(const CtlServer&) = delete;
   CtlServer& operator=(const CtlServer&) = delete;
 
-  // Re-resolves ctl.group (membership may have changed); socket and group
+  // SIGHUP applied `next` (called only when the reload was accepted):
+  // re-resolves ctl.group (membership may have changed); socket and group
   // names themselves need a restart (config::restart_required).
-  void reloaded(const config::Config& next) override;
+  void reloaded(const config::Config& next);
+  // Graceful stop began. Clients keep being served until the loop ends, so
+  // that an operator can watch the teardown; the backend is told.
+  void stopping();
 
   std::size_t client_count() const;
   const CtlCounters& counters() const { return counters_; }

@@ -40,7 +40,8 @@ Daemon::Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts)
     : loop_(std::move(loop)), cfg_(std::move(cfg)), opts_(std::move(opts)) {}
 
 Daemon::~Daemon() {
-  extensions_.clear();
+  // Before the parts it serves from (as its place among the members ensures).
+  ctl_.reset();
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
   if (tun_path_)
     tun_path_->detach();
@@ -126,6 +127,7 @@ Result<void> Daemon::start() {
   mc.incarnation = incarnation_;
   manager_ = std::make_unique<cm::Manager>(mc, *seam_, *timer_, *tun_path_);
   seam_->set_sink(manager_.get());
+  pump_.emplace(*seam_);
   timer_->set_handler([this] { manager_->on_timer(); });
   if (!netlink_->link_up())
     manager_->link_changed(false);
@@ -138,12 +140,12 @@ Result<void> Daemon::start() {
                manager_->node_id(), incarnation_);
 
   auto cm_src = loop_.add_io(seam_->cm_fd(), EPOLLIN, "rdma_cm",
-                             [this](std::uint32_t) { seam_->dispatch_cm_events(); });
+                             [this](std::uint32_t) { pump_->on_cm_readable(); });
   if (!cm_src)
     return cm_src.error();
   cm_src_ = std::move(*cm_src);
   auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
-                                [this](std::uint32_t) { seam_->dispatch_async_events(); });
+                                [this](std::uint32_t) { pump_->on_async_readable(); });
   if (!async_src)
     return async_src.error();
   async_src_ = std::move(*async_src);
@@ -165,10 +167,14 @@ Result<void> Daemon::start() {
   if (!status)
     return status.error();
   status_timer_ = std::move(*status);
+  // Off until a graceful stop begins: an enabled post source costs every
+  // event a second loop iteration, and it only has work while stopping.
   auto post = loop_.add_post("after-iteration", [this] { after_iteration(); });
   if (!post)
     return post.error();
   after_iteration_ = std::move(*post);
+  if (auto r = after_iteration_.set_enabled(SD_EVENT_OFF); !r)
+    return r;
   auto deadline = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(10), "stop-deadline",
                                  [this] { on_stop_deadline(); });
   if (!deadline)
@@ -177,12 +183,24 @@ Result<void> Daemon::start() {
   if (auto r = loop_.enable_watchdog(); !r)
     return r;
 
-#ifdef RCNETD_HAVE_CTL_SERVER
-  auto ctl = make_ctl_server(*this);
+  return start_ctl_server();
+}
+
+Result<void> Daemon::start_ctl_server() {
+  auto backend = make_daemon_backend({
+      .manager = *manager_,
+      .seam = *seam_,
+      .config = cfg_,
+      .tun_counters = tun_path_->counters(),
+      .config_path = opts_.config_path,
+      .start_time = start_time_,
+      .status_text = [this] { return status_text(); },
+  });
+  auto ctl = CtlServer::create(loop_, std::move(backend),
+                               {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group});
   if (!ctl)
     return ctl.error();
-  extensions_.push_back(std::move(*ctl));
-#endif
+  ctl_ = std::move(*ctl);
   return {};
 }
 
@@ -236,7 +254,7 @@ int Daemon::run() {
 }
 
 void Daemon::on_completions_ready() {
-  if (seam_->dispatch_completions(kCompletionBudget)) {
+  if (pump_->drain_completions()) {
     // More WCs may be waiting and the CQ may not be armed: poll again on the
     // next iteration, after the other sources had their turn.
     (void)cq_more_.set_enabled(SD_EVENT_ONESHOT);
@@ -282,12 +300,16 @@ void Daemon::request_stop(std::string_view why) {
                manager_->live_qpns().size(), to_ms(bound));
   sd_notify(0, "STOPPING=1");
   tun_path_->stop_reading();
-  for (auto& e : extensions_)
-    e->stopping();
+  if (ctl_)
+    ctl_->stopping();
   manager_->shutdown();
   (void)stop_deadline_.arm_at(stop_started_ + bound);
-  // The post source ends the loop once the manager reports stopped(); it may
-  // already be (no connections), and this callback counts as an iteration.
+  // From now on the post source ends the loop once the manager reports
+  // stopped(), checking after every iteration. Enabled here, it is not
+  // pending for this one; the manager may already be stopped (no
+  // connections), so check once now.
+  (void)after_iteration_.set_enabled(SD_EVENT_ON);
+  after_iteration();
 }
 
 void Daemon::after_iteration() {
@@ -336,16 +358,11 @@ Result<void> Daemon::reload() {
   manager_->reconfigure(mc);
   cfg_ = std::move(*next);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
-  for (auto& e : extensions_)
-    e->reloaded(cfg_);
+  if (ctl_)
+    ctl_->reloaded(cfg_);
   spdlog::info("reload applied");
   sd_notify(0, "READY=1");
   return {};
-}
-
-void Daemon::set_log_level(config::LogLevel level) {
-  rcnet::daemon::set_log_level(level);
-  spdlog::info("log level set to {}", config::to_string(level));
 }
 
 }  // namespace rcnet::daemon

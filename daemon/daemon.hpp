@@ -2,11 +2,13 @@
 #pragma once
 // rcnetd's object graph and lifecycle: one sd-event loop owning every fd,
 // timer and signal; the VerbsSeam and the connection manager; the TUN device
-// and its data path; underlay monitoring over netlink; sd_notify.
+// and its data path; underlay monitoring over netlink; the ctl server;
+// sd_notify.
 //
 // Lifecycle (DESIGN.md "Observability", sd_notify(3)):
 //   create()  netlink (underlay must exist) → seam → manager.start() (the
-//             listener is bound) → TUN created, moved, configured → extensions
+//             listener is bound) → TUN created, moved, configured → ctl
+//             server (the socket is bound)
 //   run()     READY=1, then the loop; STATUS= with live counts; WATCHDOG=1
 //             from the loop (sd_event_set_watchdog(3))
 //   SIGTERM/SIGINT → STOPPING=1, manager.shutdown(); the loop runs until
@@ -22,10 +24,11 @@
 
 #include "cm/manager.hpp"
 #include "config/config.hpp"
+#include "ctl_server.hpp"
 #include "event_loop.hpp"
-#include "extension.hpp"
 #include "loop_timer.hpp"
 #include "netlink.hpp"
+#include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
 #include "tun.hpp"
 #include "tun_path.hpp"
@@ -49,8 +52,6 @@ class Daemon {
   static constexpr Duration kStopSlack = std::chrono::seconds(2);
   // STATUS= is recomputed this often and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
-  // Completions handed to the manager per pass before other sources run.
-  static constexpr int kCompletionBudget = 1024;
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -65,52 +66,40 @@ class Daemon {
   // Sends READY=1 and runs the loop. Returns the process exit code.
   int run();
 
-  // --- for extensions (the ctl server) -----------------------------------------
-  // Borrowed references, valid for the Daemon's lifetime; loop thread only.
-  EventLoop& loop() { return loop_; }
-  sd_event* event() const { return loop_.get(); }
-  cm::Manager& manager() { return *manager_; }
-  rdma::VerbsSeam& seam() { return *seam_; }
-  const config::Config& config() const { return cfg_; }
-  const DaemonOptions& options() const { return opts_; }
-  const TunCounters& tun_counters() const { return tun_path_->counters(); }
-  const NetlinkMonitor& netlink() const { return *netlink_; }
-  std::uint64_t incarnation() const { return incarnation_; }
-  bool stopping() const { return stopping_; }
-  // When this Daemon was constructed (steady clock, the loop's clock), for
-  // the ctl "status" uptime; before any device was touched.
-  TimePoint start_time() const { return start_time_; }
-
-  // The same graceful stop as SIGTERM.
+  // The same graceful stop as SIGTERM. Loop thread only.
   void request_stop(std::string_view why);
   // Re-reads the config file as SIGHUP does; the error (a config error, or
-  // the keys needing a restart) when nothing was applied.
+  // the keys needing a restart) when nothing was applied. Loop thread only.
   Result<void> reload();
-  // Live log level (ctl "log-level"); the next reload re-applies the file's.
-  void set_log_level(config::LogLevel level);
-  // STATUS= text right now: "N connections established, M QPs in teardown".
+  // STATUS= text right now: "N connections established, M QPs in teardown"
+  // ("stopping: " in front once a graceful stop began).
   std::string status_text() const;
 
  private:
   Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts);
   Result<void> start();
   Result<void> setup_tun();
+  Result<void> start_ctl_server();
   void on_completions_ready();
   void on_status_tick();
   void after_iteration();
   void on_stop_deadline();
 
   // Member order is destruction order reversed: the loop outlives every
-  // source; the seam outlives the manager; the manager's timer and packet
-  // sink outlive it; extensions go first.
+  // source; the seam outlives the manager and the pump; the manager's timer
+  // and packet sink outlive it; the ctl server, which serves from the
+  // manager, the seam, cfg_ and the TUN counters, goes first.
   EventLoop loop_;
   config::Config cfg_;
   DaemonOptions opts_;
   std::uint64_t incarnation_ = 0;
+  // When this Daemon was constructed (steady clock, the loop's clock), before
+  // any device was touched: the ctl "status" uptime counts from here.
   TimePoint start_time_ = Clock::now();
   std::unique_ptr<LoopTimer> timer_;
   std::unique_ptr<TunPath> tun_path_;
   std::unique_ptr<rdma::VerbsSeam> seam_;
+  std::optional<rdma::SeamPump> pump_;  // over *seam_, into *manager_
   std::unique_ptr<cm::Manager> manager_;
   std::optional<TunDevice> tun_;
   std::unique_ptr<NetlinkMonitor> netlink_;
@@ -120,7 +109,7 @@ class Daemon {
   std::string last_status_;
   bool stopping_ = false;
   TimePoint stop_started_{};
-  std::vector<std::unique_ptr<Extension>> extensions_;
+  std::unique_ptr<CtlServer> ctl_;
 };
 
 // A random nonzero 64-bit incarnation (getrandom(2)).

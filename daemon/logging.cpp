@@ -42,6 +42,28 @@ spdlog::level::level_enum to_spdlog(LogLevel l) {
   return L::info;
 }
 
+LogLevel from_spdlog(spdlog::level::level_enum l) {
+  using L = spdlog::level::level_enum;
+  switch (l) {
+    case L::trace:
+      return LogLevel::kTrace;
+    case L::debug:
+      return LogLevel::kDebug;
+    case L::info:
+      return LogLevel::kInfo;
+    case L::warn:
+      return LogLevel::kWarn;
+    case L::err:
+      return LogLevel::kError;
+    case L::critical:
+      return LogLevel::kCritical;
+    case L::off:
+    case L::n_levels:
+      break;
+  }
+  return LogLevel::kOff;
+}
+
 bool stderr_is_journal() {
   const char* js = std::getenv("JOURNAL_STREAM");
   if (js == nullptr)
@@ -60,12 +82,6 @@ LogTarget resolve_log_target(LogTarget t) {
     return t;
   return stderr_is_journal() ? LogTarget::kJournal : LogTarget::kStderr;
 }
-
-#ifndef RCNETD_HAVE_JOURNAL_SINK
-spdlog::sink_ptr make_journal_sink() {
-  return nullptr;
-}
-#endif
 
 void setup_logging(LogTarget target, LogLevel level) {
   spdlog::sink_ptr sink;

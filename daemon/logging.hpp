@@ -17,7 +17,10 @@ namespace rcnet::daemon {
 using config::LogLevel;
 using config::LogTarget;
 
+// The config's log levels and spdlog's, both ways. spdlog's n_levels (not a
+// level) maps to kOff.
 spdlog::level::level_enum to_spdlog(LogLevel l);
+LogLevel from_spdlog(spdlog::level::level_enum l);
 // "auto" | "journal" | "stderr".
 std::optional<LogTarget> parse_log_target(std::string_view s);
 
@@ -38,9 +41,7 @@ bool stderr_is_journal();
 void setup_logging(LogTarget target, LogLevel level);
 void set_log_level(LogLevel level);
 
-// Defined by daemon/journal_sink.cpp when it is built (meson defines
-// RCNETD_HAVE_JOURNAL_SINK); until then the journal target falls back to
-// stderr, which journald captures for a service anyway.
+// The journald sink (daemon/journal_sink.cpp); never null.
 spdlog::sink_ptr make_journal_sink();
 
 }  // namespace rcnet::daemon

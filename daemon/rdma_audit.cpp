@@ -8,8 +8,11 @@
 #include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "nl.hpp"
@@ -220,6 +223,59 @@ std::vector<std::uint32_t> qpns_of_pid(const std::vector<KernelQp>& qps, std::ui
       out.push_back(q.lqpn);
   }
   return out;
+}
+
+namespace {
+
+// ib_qp_state (include/rdma/ib_verbs.h), as `rdma resource show qp` names them.
+std::string_view kernel_qp_state(std::uint8_t s) {
+  static constexpr std::string_view kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return s < std::size(kNames) ? kNames[s] : "UNKNOWN";
+}
+
+}  // namespace
+
+ctl::json audit_report(const std::string& device, std::uint32_t pid,
+                       std::vector<std::uint32_t> manager_qpns,
+                       const std::vector<std::uint32_t>& seam_qpns,
+                       const std::vector<KernelQp>& kernel) {
+  using ctl::json;
+  std::vector<std::uint32_t>& mine = manager_qpns;
+  std::sort(mine.begin(), mine.end());
+  json data = ctl::audit_json(ctl::audit_compare(mine, qpns_of_pid(kernel, pid)));
+  data["pid"] = pid;
+  data["device"] = device;
+  std::vector<std::uint32_t> seam_only, manager_only;
+  std::set_difference(seam_qpns.begin(), seam_qpns.end(), mine.begin(), mine.end(),
+                      std::back_inserter(seam_only));
+  std::set_difference(mine.begin(), mine.end(), seam_qpns.begin(), seam_qpns.end(),
+                      std::back_inserter(manager_only));
+  data["seam_qps"] = seam_qpns.size();
+  data["seam_only"] = seam_only;
+  data["manager_only"] = manager_only;
+  if (!seam_only.empty() || !manager_only.empty())
+    data["ok"] = false;
+  json kq = json::array();
+  for (const KernelQp& q : kernel) {
+    if (!q.pid || *q.pid != pid)
+      continue;
+    kq.push_back({{"qpn", q.lqpn},
+                  {"rqpn", q.rqpn ? json(*q.rqpn) : json(nullptr)},
+                  {"state", q.state ? json(kernel_qp_state(*q.state)) : json(nullptr)},
+                  {"device", q.dev_name},
+                  {"port", q.port}});
+  }
+  data["kernel"] = std::move(kq);
+  return data;
+}
+
+Result<ctl::json> audit_qps(const std::string& device, std::vector<std::uint32_t> manager_qpns,
+                            const std::vector<std::uint32_t>& seam_qpns) {
+  auto kernel = dump_kernel_qps(device);
+  if (!kernel)
+    return kernel.error();
+  return audit_report(device, static_cast<std::uint32_t>(::getpid()), std::move(manager_qpns),
+                      seam_qpns, *kernel);
 }
 
 }  // namespace rcnet::daemon

@@ -2,10 +2,10 @@
 #pragma once
 // The kernel's view of rcnetd's QPs, read over RDMA netlink (NETLINK_RDMA,
 // the nldev client): the table `rdma resource show qp` prints (rdma(8),
-// iproute2 rdma/res-qp.c; kernel drivers/infiniband/core/nldev.c). The ctl
-// `audit` command compares it with the daemon's own QPNs (ctl::audit_compare)
-// so that a QP leaked by the daemon, or one it believes alive but the kernel
-// has destroyed, shows up.
+// iproute2 rdma/res-qp.c; kernel drivers/infiniband/core/nldev.c), and the
+// ctl `audit` reply assembled from it: the daemon's own QPNs compared with
+// the kernel's (ctl::audit_compare), so that a QP leaked by the daemon, or
+// one it believes alive but the kernel has destroyed, shows up.
 //
 // Synchronous on purpose: a dump over a local netlink socket answers in well
 // under a millisecond per device; the socket has a receive timeout
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ctl/protocol.hpp"
 #include "util/result.hpp"
 #include "util/time.hpp"
 
@@ -61,5 +62,26 @@ Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device);
 
 // The QPNs among `qps` owned by `pid` (normally getpid()).
 std::vector<std::uint32_t> qpns_of_pid(const std::vector<KernelQp>& qps, std::uint32_t pid);
+
+// --- The ctl "audit" reply ------------------------------------------------------
+// Three views of the QPs of process `pid` on `device`: the connection
+// manager's (`manager_qpns`, any order), the seam's own record (`seam_qpns`,
+// ascending: rdma::VerbsSeam::qpns()) and the kernel's (`kernel`, every
+// process's; filtered to `pid` here). The data is
+// ctl::audit_json(ctl::audit_compare(manager, kernel)) plus "pid", "device",
+// "seam_qps", "seam_only" and "manager_only" (a QP the manager forgot but
+// never destroyed is a leak the kernel check alone would not name; either
+// list non-empty makes "ok" false) and "kernel": each of the process's QPs as
+// the kernel shows it {qpn, rqpn, state (IB_QPS_* name as `rdma resource show
+// qp` prints it), device, port}. Pure: no I/O.
+ctl::json audit_report(const std::string& device, std::uint32_t pid,
+                       std::vector<std::uint32_t> manager_qpns,
+                       const std::vector<std::uint32_t>& seam_qpns,
+                       const std::vector<KernelQp>& kernel);
+
+// audit_report() for this process (getpid()) against dump_kernel_qps(device).
+// Errors: those of dump_kernel_qps. Synchronous, bounded by kDumpTimeout.
+Result<ctl::json> audit_qps(const std::string& device, std::vector<std::uint32_t> manager_qpns,
+                            const std::vector<std::uint32_t>& seam_qpns);
 
 }  // namespace rcnet::daemon

@@ -49,7 +49,9 @@ class VerbsSeam final : public Seam {
   int cq_fd() const;     // completion channel fd; valid after open()
 
   // Each reads until EAGAIN; every event is copied and acknowledged before it
-  // is handed to the sink (seam.hpp "Event delivery").
+  // is handed to the sink (seam.hpp "Event delivery"). Event loops call these
+  // through rdma::SeamPump (rdma/seam_pump.hpp), which keeps the budget and
+  // the "completions pending" state.
   void dispatch_cm_events();
   void dispatch_async_events();
   // Consumes completion-channel events (acknowledged in batches), polls the

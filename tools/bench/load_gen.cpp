@@ -39,12 +39,14 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "cm/manager.hpp"
+#include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
 
 using namespace rcnet;
@@ -74,7 +76,7 @@ struct Client {
   Timer timer;
   NullSink sink;
   std::unique_ptr<cm::Manager> mgr;
-  bool more_cq = false;
+  std::optional<rdma::SeamPump> pump;  // over *seam
   TimePoint established{};
 };
 
@@ -234,6 +236,7 @@ int main(int argc, char** argv) {
     cfg.resolve_timeout = 10s;
     c->mgr = std::make_unique<cm::Manager>(cfg, *c->seam, c->timer, c->sink);
     c->seam->set_sink(c->mgr.get());
+    c->pump.emplace(*c->seam);
     if (auto r = c->mgr->start(); !r) {
       std::fprintf(stderr, "%s: start: %s\n", t.c_str(), r.error().message().c_str());
       ++start_failures;
@@ -252,11 +255,11 @@ int main(int argc, char** argv) {
     bool busy = false;
     for (std::size_t i = 0; i < clients.size(); ++i) {
       auto& c = *clients[i];
-      fds[3 * i] = {c.seam->cm_fd(), POLLIN, 0};
-      fds[3 * i + 1] = {c.seam->async_fd(), POLLIN, 0};
-      fds[3 * i + 2] = {c.seam->cq_fd(), POLLIN, 0};
+      const auto seam_fds = c.pump->fds();
+      for (std::size_t k = 0; k < 3; ++k)
+        fds[3 * i + k] = {seam_fds[k], POLLIN, 0};
       next = std::min(next, c.timer.deadline);
-      busy = busy || c.more_cq;
+      busy = busy || c.pump->completions_pending();
     }
     const auto wait = busy ? Duration{0} : next - Clock::now();
     const int ms = static_cast<int>(std::max<std::int64_t>(
@@ -265,12 +268,9 @@ int main(int argc, char** argv) {
     const TimePoint now = Clock::now();
     for (std::size_t i = 0; i < clients.size(); ++i) {
       auto& c = *clients[i];
-      if (fds[3 * i].revents & POLLIN)
-        c.seam->dispatch_cm_events();
-      if (fds[3 * i + 1].revents & POLLIN)
-        c.seam->dispatch_async_events();
-      if ((fds[3 * i + 2].revents & POLLIN) || c.more_cq)
-        c.more_cq = c.seam->dispatch_completions();
+      c.pump->pump({.cm = (fds[3 * i].revents & POLLIN) != 0,
+                    .async = (fds[3 * i + 1].revents & POLLIN) != 0,
+                    .cq = (fds[3 * i + 2].revents & POLLIN) != 0});
       if (c.timer.deadline <= now) {
         c.timer.deadline = TimePoint::max();
         c.mgr->on_timer();

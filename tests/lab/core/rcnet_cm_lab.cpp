@@ -33,6 +33,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cm/manager.hpp"
+#include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
 
 using namespace rcnet;
@@ -173,6 +174,7 @@ int main(int argc, char** argv) {
   Sink sink;
   cm::Manager mgr(cfg, **seam, timer, sink);
   (*seam)->set_sink(&mgr);
+  rdma::SeamPump seam_pump(**seam);
   if (auto r = mgr.start(); !r) {
     std::fprintf(stderr, "start: %s\n", r.error().message().c_str());
     return 1;
@@ -180,25 +182,20 @@ int main(int argc, char** argv) {
   std::printf("LISTENING %s\n", cfg.local.to_string().c_str());
   std::fflush(stdout);
 
-  bool more_cq = false;
   auto pump = [&](Duration max_wait) {
-    pollfd fds[3] = {{(*seam)->cm_fd(), POLLIN, 0},
-                     {(*seam)->async_fd(), POLLIN, 0},
-                     {(*seam)->cq_fd(), POLLIN, 0}};
+    const auto seam_fds = seam_pump.fds();
+    pollfd fds[3] = {{seam_fds[0], POLLIN, 0}, {seam_fds[1], POLLIN, 0}, {seam_fds[2], POLLIN, 0}};
     Duration wait = max_wait;
     if (timer.deadline != TimePoint::max())
       wait = std::min(wait, timer.deadline - Clock::now());
-    if (more_cq)
+    if (seam_pump.completions_pending())
       wait = 0ns;
     const int ms = static_cast<int>(std::max<std::int64_t>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(wait + 999us).count()));
     poll(fds, 3, ms);
-    if (fds[0].revents & POLLIN)
-      (*seam)->dispatch_cm_events();
-    if (fds[1].revents & POLLIN)
-      (*seam)->dispatch_async_events();
-    if ((fds[2].revents & POLLIN) || more_cq)
-      more_cq = (*seam)->dispatch_completions();
+    seam_pump.pump({.cm = (fds[0].revents & POLLIN) != 0,
+                    .async = (fds[1].revents & POLLIN) != 0,
+                    .cq = (fds[2].revents & POLLIN) != 0});
     if (timer.deadline <= Clock::now()) {
       timer.deadline = TimePoint::max();
       mgr.on_timer();

@@ -120,3 +120,41 @@ TEST_CASE("audit: device messages give index and name", "[ops][audit]") {
   REQUIRE(nla_put_u32(noname.get(), RDMA_NLDEV_ATTR_DEV_INDEX, 7) == 0);
   CHECK_FALSE(parse_device_message(nlmsg_hdr(noname.get())).ok());
 }
+
+TEST_CASE("audit: the reply names a QP the manager forgot but the seam still holds",
+          "[ops][audit]") {
+  auto qp = [](std::uint32_t qpn, std::optional<std::uint32_t> rqpn, std::uint8_t state,
+               std::uint32_t pid) {
+    KernelQp q;
+    q.dev_name = "rxe_1";
+    q.port = 1;
+    q.lqpn = qpn;
+    q.rqpn = rqpn;
+    q.state = state;
+    q.pid = pid;
+    return q;
+  };
+  const std::vector<KernelQp> kernel{qp(17, 18, 3, 1234), qp(21, std::nullopt, 6, 1234),
+                                     qp(30, 31, 3, 999)};
+  // The manager lost QPN 21 but the seam never destroyed it: the kernel
+  // agrees with the seam, so only the seam check can name the leak.
+  const ctl::json r = audit_report("rxe_1", 1234, {17}, {17, 21}, kernel);
+  CHECK(r["ok"] == false);
+  CHECK(r["pid"] == 1234);
+  CHECK(r["device"] == "rxe_1");
+  CHECK(r["kernel_only"] == ctl::json::array({21}));
+  CHECK(r["seam_qps"] == 2);
+  CHECK(r["seam_only"] == ctl::json::array({21}));
+  CHECK(r["manager_only"].empty());
+  // Only this process's QPs, with the kernel's state names.
+  REQUIRE(r["kernel"].size() == 2);
+  CHECK(r["kernel"][0]["state"] == "RTS");
+  CHECK(r["kernel"][0]["rqpn"] == 18);
+  CHECK(r["kernel"][1]["state"] == "ERR");
+  CHECK(r["kernel"][1]["rqpn"].is_null());
+
+  // Three views that agree, the manager's in any order.
+  const ctl::json good = audit_report("rxe_1", 1234, {21, 17}, {17, 21}, kernel);
+  CHECK(good["ok"] == true);
+  CHECK(good["daemon_qps"] == 2);
+}
