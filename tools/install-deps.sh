@@ -14,6 +14,9 @@ packages=(
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # benchmarks
   valgrind
+  # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
+  # support, lintian) and the package test
+  git debhelper dpkg-dev fakeroot lintian
 )
 
 if [ "$(id -u)" -ne 0 ]; then
