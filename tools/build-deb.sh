@@ -7,8 +7,8 @@
 #
 # The package is built by dpkg-buildpackage in a temporary copy made with
 # `git archive HEAD`, so uncommitted changes and untracked files never reach
-# it (a warning says when there are some). OUTDIR receives the .deb, the
-# .changes and .buildinfo, the build log and lintian's report. Prints the
+# it (a warning says when there are some). OUTDIR receives the .deb (and
+# the rcnet-dbgsym .deb), the .changes and .buildinfo, the build log and lintian's report. Prints the
 # .deb's path and lintian's summary; exits non-zero when the build fails or
 # lintian reports an error (E:). Needs the packages of tools/install-deps.sh
 # (group "packaging"); root is not needed (Rules-Requires-Root: no).
@@ -64,7 +64,12 @@ done
 report=$out/$name.lintian
 lrc=0
 lintian --display-info --fail-on none "$work/$name.changes" >"$report" 2>"$report.stderr" || lrc=$?
+# The .changes also lists the debug symbols package (rcnet-dbgsym): copy it
+# too, so that OUTDIR holds everything the .changes names.
 cp "$work/$name.deb" "$work/$name.changes" "$work/$name.buildinfo" "$out/"
+for f in "$work"/rcnet-dbgsym_"${version}"_"$arch".*deb; do
+  [ -f "$f" ] && cp "$f" "$out/"
+done
 
 errors=$(grep -c '^E: ' "$report" || true)
 warnings=$(grep -c '^W: ' "$report" || true)
