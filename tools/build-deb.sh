@@ -8,10 +8,11 @@
 # The package is built by dpkg-buildpackage in a temporary copy made with
 # `git archive HEAD`, so uncommitted changes and untracked files never reach
 # it (a warning says when there are some). OUTDIR receives the .deb (and
-# the rcnet-dbgsym .deb), the .changes and .buildinfo, the build log and lintian's report. Prints the
-# .deb's path and lintian's summary; exits non-zero when the build fails or
-# lintian reports an error (E:). Needs the packages of tools/install-deps.sh
-# (group "packaging"); root is not needed (Rules-Requires-Root: no).
+# the rcnet-dbgsym .deb), the .changes and .buildinfo, the build log and
+# lintian's report. Prints the .deb's path and lintian's summary; exits
+# non-zero when the build fails or lintian reports an error (E:). Needs the
+# packages of tools/install-deps.sh (group "packaging"); root is not
+# needed (Rules-Requires-Root: no).
 set -euo pipefail
 
 die() { echo "build-deb.sh: $*" >&2; exit 1; }
