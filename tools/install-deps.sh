@@ -14,6 +14,11 @@ packages=(
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # benchmarks
   valgrind jq
+  # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
+  # support, lintian) and the package test
+  git debhelper dpkg-dev fakeroot lintian
+  # metrics: promtool checks rcnetctl's Prometheus output in the unit tests
+  prometheus
 )
 
 if [ "$(id -u)" -ne 0 ]; then

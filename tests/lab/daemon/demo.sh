@@ -65,6 +65,7 @@ if ((rc == 0)) && [[ -n $rate ]]; then
 else
   lab_fail "iperf3 over rc0 (exit $rc): $(tail -3 "$RCNET_RESULTS/iperf3-client.txt" | tr '\n' ' ')"
 fi
+echo "  note: the ping RTTs and iperf3 rate above are emulated (QEMU TCG, Soft-RoCE): compare them only as ratios within this run, never as absolute figures"
 
 section "each daemon's connections"
 for ((i = 1; i <= nodes; i++)); do
