@@ -175,15 +175,17 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   add(ctl::Command::kConnections, "connections in service, with traffic");
   add(ctl::Command::kQps, "every QP, in service and in teardown, with its stage");
   add(ctl::Command::kSrq, "shared receive queue fill and limit events");
-  add(ctl::Command::kStats, "manager, data path and ctl counters")
-      ->add_option("--format", stats_format,
-                   "table (default), or prometheus: the text exposition format, with gauges "
-                   "from status (for node-exporter's textfile collector)")
-      ->check(CLI::IsMember({"table", "prometheus"}))
-      ->parent()
-      ->add_option("--output", output_path,
-                   "with --format prometheus: write FILE atomically (a temporary file, then "
-                   "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
+  {
+    CLI::App* stats = add(ctl::Command::kStats, "manager, data path and ctl counters");
+    stats
+        ->add_option("--format", stats_format,
+                     "table (default), or prometheus: the text exposition format, with gauges "
+                     "from status (for node-exporter's textfile collector)")
+        ->check(CLI::IsMember({"table", "prometheus"}));
+    stats->add_option("--output", output_path,
+                      "with --format prometheus: write FILE atomically (a temporary file, then "
+                      "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
+  }
   add(ctl::Command::kAudit, "compare rcnetd's QPs with the kernel's (RDMA netlink)");
   add(ctl::Command::kConfig, "the running configuration");
   add(ctl::Command::kDisconnect, "tear a peer's connection down (DREQ); root only")
