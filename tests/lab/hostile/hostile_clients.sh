@@ -32,7 +32,7 @@ rcd_start 1 || lab_die "start node1"
 i=2
 rcd_start 2 || lab_die "start node2"
 pid1=${RCD_PID[1]}
-lab_check "ping node1 -> node2 over rc0 before" rcd_ping 1 2 -c 3 -W 5
+lab_expect "ping node1 -> node2 over rc0 before" rcd_ping 1 2 -c 3 -W 5
 
 counter() { "$CTL" -s "$S1" -j stats | jq ".counters[] | select(.name == \"$1\") | .value"; }
 declare -A before=()
@@ -43,11 +43,13 @@ done
 
 # --- rdma-core's clients: no rcnet private data ------------------------------
 lab_timeout 20 rping -c -a "$N1" -p "$PORT" -I "$N3" -C 1 -v >"$OUT/rping.txt" 2>&1
-lab_expect "rping (no rcnet private data) did not connect" ! grep -q "ping data" "$OUT/rping.txt"
+lab_expect "rping (no rcnet private data) was rejected" grep -q "RDMA_CM_EVENT_REJECTED" "$OUT/rping.txt"
 lab_timeout 20 ucmatose -s "$N1" -p "$PORT" -b "$N3" -c 1 -C 1 >"$OUT/ucmatose.txt" 2>&1
-lab_expect "ucmatose was refused" grep -qiE "reject|fail|error" "$OUT/ucmatose.txt"
+lab_expect "ucmatose was rejected" grep -q "RDMA_CM_EVENT_REJECTED" "$OUT/ucmatose.txt"
 lab_timeout 30 cmtime -s "$N1" -p "$PORT" -b "$N3" -c 4 >"$OUT/cmtime.txt" 2>&1
-foreign=3  # rping + ucmatose + the cmtime connections that reached rcnetd (counted below)
+cmtime_rej=$(grep -c "RDMA_CM_EVENT_REJECTED" "$OUT/cmtime.txt")
+lab_expect "cmtime's 4 connections were all rejected ($cmtime_rej)" test "$cmtime_rej" -eq 4
+foreign=$((2 + cmtime_rej)) # rping + ucmatose + cmtime: their REQs carry no rcnet private data
 
 # --- crafted private data ------------------------------------------------------
 declare -A want=(
@@ -77,8 +79,8 @@ d_version=$(($(counter rejects_sent_version) - before[rejects_sent_version]))
 d_malformed=$(($(counter rejects_sent_malformed) - before[rejects_sent_malformed]))
 lab_log "rejections: version +$d_version (crafted $crafted_version + foreign), malformed +$d_malformed (crafted $crafted_malformed)"
 lab_log "cmtime: $(tr '\n' ' ' <"$OUT/cmtime.txt" | head -c 300)"
-lab_expect "every crafted version error counted (+$d_version >= $crafted_version + 2 foreign)" \
-  test "$d_version" -ge $((crafted_version + 2))
+lab_expect "every version rejection counted (+$d_version == $crafted_version crafted + $foreign foreign)" \
+  test "$d_version" -eq $((crafted_version + foreign))
 lab_expect "every crafted malformed REQ counted (+$d_malformed == $crafted_malformed)" \
   test "$d_malformed" -eq "$crafted_malformed"
 lab_expect "malformed_private_data counted too" \
@@ -91,7 +93,7 @@ lab_expect "the vanished attempts' QPs were destroyed" \
 # --- the daemon and the pair are unharmed --------------------------------------
 lab_expect "rcnetd node1 kept its pid ($pid1)" kill -0 "$pid1"
 lab_expect "rcnetd node1 is the same process" test "${RCD_PID[1]}" = "$pid1"
-lab_check "ping node1 -> node2 over rc0 after" rcd_ping 1 2 -c 3 -W 5
+lab_expect "ping node1 -> node2 over rc0 after" rcd_ping 1 2 -c 3 -W 5
 mine=$("$CTL" -s "$S1" -j qps | jq -c '[.qps[].qpn] | sort')
 kernel=$(rdma -j res show qp | jq -c --argjson p "$pid1" '[.[] | select(.pid == $p) | .lqpn] | sort')
 lab_log "node1 QPs: rcnetctl $mine, kernel $kernel"
