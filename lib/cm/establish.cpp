@@ -367,8 +367,12 @@ bool Manager::Impl::allowed(const IpAddr& a) const {
 }
 
 void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
-  if (table_.by_cm_id(ev.id) != nullptr) {
-    ++ctr_.cm_events_ignored;  // the same CONNECT_REQUEST twice: the id is ours already
+  if (table_.by_cm_id(ev.id) != nullptr ||
+      std::find(pending_id_destroy_.begin(), pending_id_destroy_.end(), ev.id) !=
+          pending_id_destroy_.end()) {
+    // The same CONNECT_REQUEST twice: the id is ours already (accepted, or
+    // rejected and waiting for its deferred destroy).
+    ++ctr_.cm_events_ignored;
     return;
   }
   ++ctr_.cm_ids_created;  // the passive id is ours from now on

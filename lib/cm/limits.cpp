@@ -108,6 +108,13 @@ void Manager::Impl::reconfigure(const ManagerConfig& n) {
   cfg_.retry_count = n.retry_count;
   cfg_.rnr_retry_count = n.rnr_retry_count;
   cfg_.peer_queue_depth = n.peer_queue_depth;
+  // A lower depth applies to packets already queued: oldest dropped, counted.
+  table_.for_each_peer([&](Peer& p) {
+    while (p.queue.size() > cfg_.peer_queue_depth) {
+      p.queue.pop_front();
+      ++ctr_.drops_queue_full;
+    }
+  });
   cfg_.signal_every = std::max<std::uint32_t>(1, n.signal_every);
   cfg_.allowed_peers = n.allowed_peers;
   cfg_.max_connections = n.max_connections != 0 ? n.max_connections : (cfg_.use_srq ? 4096 : 128);

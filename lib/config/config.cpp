@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "config/config.hpp"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 #include <cerrno>
 #include <fstream>
@@ -144,6 +145,22 @@ std::optional<Endpoint> Config::peer_endpoint_for(const IpAddr& overlay) const {
   return Endpoint{*u, manager.local.port};
 }
 
+namespace {
+// toml++ quotes the byte it stopped at, which may be a newline or another
+// control character; an error is one line in the journal and on stderr.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f)
+      out += ch == '\n' ? std::string("\\n") : fmt::format("\\x{:02x}", u);
+    else
+      out += ch;
+  }
+  return out;
+}
+}  // namespace
+
 Result<Config> parse(std::string_view toml_text, std::string_view source_name) {
   toml::table root;
   try {
@@ -152,7 +169,7 @@ Result<Config> parse(std::string_view toml_text, std::string_view source_name) {
     const auto& b = e.source().begin;
     return Error::invalid(std::string(source_name) + ":" + std::to_string(b.line) + ":" +
                           std::to_string(b.column) +
-                          ": TOML syntax error: " + std::string(e.description()));
+                          ": TOML syntax error: " + one_line(e.description()));
   } catch (const std::exception& e) {
     return Error::invalid(std::string(source_name) + ": " + e.what());
   }
