@@ -146,8 +146,13 @@ lab_expect "within idle + 2 ticks + exec slack ($last <= $((IDLE_MS + 2 * TICK_M
   test "$last" -le $((IDLE_MS + 2 * TICK_MS + SLACK_MS))
 for ((i = 1; i <= N; i++)); do
   lab_check "rcnetctl audit on node$i" "$CTL" -s "/run/rcnet/node$i.sock" audit
-  mine=$("$CTL" -s "/run/rcnet/node$i.sock" -j qps | jq -c '[.qps[].qpn] | sort')
-  kernel=$(rdma -j res show qp | jq -c --argjson p "${RCD_PID[$i]}" '[.[] | select(.pid == $p) | .lqpn] | sort')
+  # A QP in teardown may be destroyed between the two reads: retry a while.
+  for ((k = 0; k < 10; k++)); do
+    mine=$("$CTL" -s "/run/rcnet/node$i.sock" -j qps | jq -c '[.qps[].qpn] | sort')
+    kernel=$(rdma -j res show qp | jq -c --argjson p "${RCD_PID[$i]}" '[.[] | select(.pid == $p) | .lqpn] | sort')
+    [[ $mine == "$kernel" ]] && break
+    sleep 0.5
+  done
   lab_log "node$i QPs: rcnetctl $mine, kernel $kernel"
   lab_expect "node$i: rcnetctl's QPs equal rdma res show qp ($mine)" test "$mine" = "$kernel"
 done
