@@ -14,6 +14,8 @@ packages=(
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # benchmarks
   valgrind
+  # fuzzing: libFuzzer comes with clang's runtime (tools/fuzz.sh)
+  clang-14 libclang-rt-14-dev
 )
 
 if [ "$(id -u)" -ne 0 ]; then
