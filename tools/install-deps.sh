@@ -19,6 +19,8 @@ packages=(
   git debhelper dpkg-dev fakeroot lintian
   # metrics: promtool checks rcnetctl's Prometheus output in the unit tests
   prometheus
+  # fuzzing: libFuzzer comes with clang's runtime (tools/fuzz.sh)
+  clang-14 libclang-rt-14-dev
 )
 
 if [ "$(id -u)" -ne 0 ]; then

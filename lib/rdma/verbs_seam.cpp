@@ -274,8 +274,10 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
 Result<MemoryRegion> VerbsSeam::register_memory(std::span<std::byte> mem) {
   if (!pd_)
     return Error::from_errno(ENODEV, "ibv_reg_mr: seam not open");
-  auto mr = check_ibv_ptr(ibv_reg_mr(pd_.get(), mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE),
-                          "ibv_reg_mr");
+  // int, not the enum: the ibv_reg_mr macro masks `access` with an enumerator
+  // of another enum type, which clang warns about in C++20.
+  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
+  auto mr = check_ibv_ptr(ibv_reg_mr(pd_.get(), mem.data(), mem.size(), kAccess), "ibv_reg_mr");
   if (!mr)
     return with_context(mr.error(), std::to_string(mem.size()) + " bytes");
   MemoryRegion out;
