@@ -172,11 +172,13 @@ if pid == 0:
     os.setgid(UNPRIV)
     os.setuid(UNPRIV)
     held = []
-    for _ in range(100):
+    give_up = time.monotonic() + 10
+    while len(held) < 100 and time.monotonic() < give_up:
         try:
             held.append(connect())
         except OSError:
-            break
+            time.sleep(0.01)  # the listen backlog is full: the server is accepting
+
     time.sleep(0.3)  # let the server accept them all
     os.write(wr, str(len(held)).encode())
     os.close(wr)
