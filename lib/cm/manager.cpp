@@ -37,6 +37,8 @@ Manager::Impl::~Impl() {
 Result<void> Manager::Impl::start() {
   rdma::DeviceConfig dc;
   dc.srq_size = cfg_.use_srq ? cfg_.srq_size : 0;
+  dc.ack_timeout = cfg_.ack_timeout;
+  dc.min_rnr_timer = cfg_.min_rnr_timer;
   const std::uint64_t cqes =
       std::uint64_t{cfg_.use_srq ? cfg_.srq_size : 0} +
       std::uint64_t{cfg_.use_srq ? 0 : cfg_.rq_depth} * cfg_.max_connections + cfg_.send_slots +

@@ -69,6 +69,11 @@ struct ManagerConfig {
   Duration reaper_interval = 1s;      // granularity of idle checks
   std::uint8_t retry_count = 3;       // RC transport retries (7 = infinite on rxe)
   std::uint8_t rnr_retry_count = 7;
+  // Passed to rdma::DeviceConfig at start(); a restart is needed to change
+  // them (see there for the encodings). ack_timeout: 4.096 us * 2^value per
+  // transport retry, 14 = 67 ms. min_rnr_timer: IB RNR timer code, 12 = 0.64 ms.
+  std::uint8_t ack_timeout = 14;
+  std::uint8_t min_rnr_timer = 12;
 
   std::vector<IpPrefix> allowed_peers;  // empty = any; else REQ from outside → REJ not_allowed
 };

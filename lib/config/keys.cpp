@@ -102,11 +102,48 @@ std::optional<IpAddr> address_from(Reader& r, const toml::node& n, const std::st
 
 // --- Validators: nullptr when `v` is fine, else the message -------------------------
 
-const char* not_wildcard(const IpAddr& a) {
+enum class Cast : std::uint8_t { kUnicast, kBroadcast, kMulticast };
+
+// IPv4 limited broadcast (RFC 919) and multicast 224.0.0.0/4 (RFC 5771); IPv6
+// multicast ff00::/8 (RFC 4291 2.7). A subnet's directed broadcast depends on
+// a prefix length the file does not give for underlay addresses.
+Cast cast_of(const IpAddr& a) {
+  if (a.is_v4()) {
+    if (a == IpAddr::v4(0xffffffffU))
+      return Cast::kBroadcast;
+    return (a.bytes[0] & 0xf0U) == 0xe0U ? Cast::kMulticast : Cast::kUnicast;
+  }
+  return a.is_v6() && a.bytes[0] == 0xffU ? Cast::kMulticast : Cast::kUnicast;
+}
+
+// node.address: rdma_bind_addr would fail on it only when rcnetd starts.
+const char* own_address(const IpAddr& a) {
   // Binding the wildcard would let rdma_cm pick any device, and an unbound
   // connect loops back on the local device (LAB.md).
   if (a == IpAddr::v4(0) || a == IpAddr::parse("::"))
     return "must be this node's own underlay address, not a wildcard";
+  switch (cast_of(a)) {
+    case Cast::kBroadcast:
+      return "must be this node's own underlay address, not the broadcast address";
+    case Cast::kMulticast:
+      return "must be this node's own underlay address, not a multicast address";
+    case Cast::kUnicast:
+      break;
+  }
+  return nullptr;
+}
+
+// A static peer's underlay: an RC connection has exactly one peer, so
+// rdma_resolve_addr to it could never succeed.
+const char* peer_address(const IpAddr& a) {
+  switch (cast_of(a)) {
+    case Cast::kBroadcast:
+      return "must be the peer's own underlay address, not the broadcast address";
+    case Cast::kMulticast:
+      return "must be the peer's own underlay address, not a multicast address";
+    case Cast::kUnicast:
+      break;
+  }
   return nullptr;
 }
 
@@ -306,8 +343,11 @@ void read_static_peers(Field& f, Config& c) {
     for (std::string_view name : kFields) {
       const std::string full = sec + "." + std::string(name);
       if (const toml::node* n = f.r.find(t, full, name)) {
-        if (auto a = address_from(f.r, *n, full))
+        if (auto a = address_from(f.r, *n, full)) {
           (name == "overlay" ? sp.overlay : sp.underlay) = *a;
+          if (const char* msg = name == "underlay" ? peer_address(*a) : nullptr)
+            f.r.fail_key(full, msg);
+        }
       }
     }
     for (std::string_view name : kFields)
@@ -386,14 +426,15 @@ constexpr Key prefix_list(std::string_view dotted, Apply a, std::string_view hel
 // it. kLive keys are those cm::Manager::reconfigure() and the daemon's reload
 // apply (daemon/daemon.cpp Daemon::reload); a kRestart key sizes or names
 // something created once at start (the device, the TUN, the SRQ, the pools,
-// the ctl socket, the log sink).
+// the ctl socket, the log sink) or is fixed when the device is opened (the
+// transport timers of rdma::DeviceConfig, which every QP of a run shares).
 
 using M = cm::ManagerConfig;
 constexpr auto kManager = &Config::manager;
 constexpr auto kLocal = &M::local;
 
 constexpr Key kKeys[] = {
-    address<not_wildcard, kManager, kLocal, &Endpoint::addr>(
+    address<own_address, kManager, kLocal, &Endpoint::addr>(
         "node.address", Apply::kRestart, kRequired,
         "underlay address of the rdma_cm listener; selects the RDMA device and the node id"),
     integer<kManager, kLocal, &Endpoint::port>(
@@ -461,8 +502,16 @@ constexpr Key kKeys[] = {
     integer<kManager, &M::retry_count>(
         "transport.retry_count", Apply::kLive, 0, 7, "retries",
         "RC transport retries; 7 is infinite on Soft-RoCE (a dead peer is then never reaped)"),
+    integer<kManager, &M::ack_timeout>(
+        "transport.ack_timeout", Apply::kRestart, 0, 31, "4.096 us * 2^value",
+        "RDMA_OPTION_ID_ACK_TIMEOUT: each transport retry waits 4.096 us * 2^value (14 = 67 ms); "
+        "a dead peer is reaped after (retry_count + 1) of them"),
     integer<kManager, &M::rnr_retry_count>("transport.rnr_retry_count", Apply::kLive, 0, 7,
                                            "retries", "receiver-not-ready retries; 7 = forever"),
+    integer<kManager, &M::min_rnr_timer>(
+        "transport.rnr_timer", Apply::kRestart, 0, 31, "IB RNR timer code",
+        "min_rnr_timer of our QPs: how long a peer waits after our RNR NAK; IB code, 12 = "
+        "0.64 ms, 14 = 1.28 ms, 18 = 5.12 ms, 31 = 491.52 ms, 0 = 655.36 ms"),
     integer<kManager, &M::connect_retries>(
         "transport.connect_retries", Apply::kLive, 0, 100, "attempts",
         "further connect attempts after a failed one before queued packets are dropped"),

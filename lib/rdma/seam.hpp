@@ -140,9 +140,19 @@ struct DeviceConfig {
   std::uint32_t srq_size = 4096;  // receive WRs of the SRQ; 0 = no SRQ (per-QP RQ)
   int listen_backlog = 1024;
   // RDMA_OPTION_ID_ACK_TIMEOUT (rdma_set_option(3)) for every id: 4.096 us *
-  // 2^ack_timeout per transport retry. 14 → RETRY_EXC_ERR after ~0.27 s with
-  // retry_count 3 on rxe (LAB.md); rdma_cm's default 19 takes ~9 s.
+  // 2^ack_timeout per transport retry, 0..31 (rdma/ib_timers.hpp; 0 = no
+  // timer, a dead peer is never reported). 14 → RETRY_EXC_ERR after ~0.27 s
+  // with retry_count 3 on rxe (LAB.md); rdma_cm's default 19 takes ~9 s.
   std::uint8_t ack_timeout = 14;
+  // min_rnr_timer of every QP (ibv_modify_qp(3) IBV_QP_MIN_RNR_TIMER): the
+  // RNR NAK timer code our QP sends when a SEND finds no receive WR, i.e. how
+  // long the peer waits before retrying; 0..31 (rdma/ib_timers.hpp: 12 =
+  // 0.64 ms, 14 = 1.28 ms, 0 = 655.36 ms). The kernel's CM puts 0 into the
+  // INIT→RTR attributes rdma_accept and the REP handling apply, and rdma_cm
+  // has no option for it, so the seam changes it RTS→RTS once the QP is RTS:
+  // after rdma_accept (passive) and at ESTABLISHED (active). Until then the
+  // QP NAKs with 0. 12 is what rdma-core's rc_pingpong uses.
+  std::uint8_t min_rnr_timer = 12;
 };
 
 struct DeviceInfo {

@@ -139,6 +139,29 @@ void VerbsSeam::set_ack_timeout(rdma_cm_id* id) {
   }
 }
 
+void VerbsSeam::set_min_rnr_timer(IdEntry& e) {
+  // rdma_set_option(3) has no option for it (the kernel's
+  // rdma_set_min_rnr_timer() serves in-kernel users only) and the kernel's CM
+  // sets 0 (655.36 ms) in the RTR attributes rdma_cm applies. For an RC QP, IBV_QP_MIN_RNR_TIMER is
+  // an optional attribute of the RTS→RTS transition (ibv_modify_qp(3); the kernel's qp_state_table
+  // checks it), so the state is left out of the mask. Not fatal: the QP still works, a peer only
+  // waits longer after an RNR NAK.
+  if (e.rnr_timer_set || !e.qp || e.id->qp == nullptr)
+    return;
+  e.rnr_timer_set = true;
+  ibv_qp_attr attr{};
+  attr.min_rnr_timer = cfg_.min_rnr_timer;
+  if (auto r = check_ibv_rc(ibv_modify_qp(e.id->qp, &attr, IBV_QP_MIN_RNR_TIMER),
+                            "ibv_modify_qp(IBV_QP_MIN_RNR_TIMER)");
+      !r) {
+    // Once per seam: a provider that refuses it refuses it for every QP.
+    spdlog::log(rnr_timer_warned_ ? spdlog::level::debug : spdlog::level::warn,
+                "QPN {}: min_rnr_timer={} not set, RNR NAKs keep rdma_cm's 0 (655.36 ms): {}",
+                e.id->qp->qp_num, cfg_.min_rnr_timer, r.error().message());
+    rnr_timer_warned_ = true;
+  }
+}
+
 Result<VerbsSeam::IdEntry*> VerbsSeam::entry(CmIdHandle h, const char* what) {
   auto it = ids_.find(h);
   if (it == ids_.end()) {
@@ -410,7 +433,11 @@ Result<void> VerbsSeam::accept(CmIdHandle h, const ConnParams& p) {
   auto cp = conn_param(p, "rdma_accept");
   if (!cp)
     return cp.error();
-  return check_rdma(rdma_accept((*e)->id.get(), &*cp), "rdma_accept");
+  if (auto r = check_rdma(rdma_accept((*e)->id.get(), &*cp), "rdma_accept"); !r)
+    return r;
+  // rdma_accept moved the QP through RTR to RTS before sending the REP.
+  set_min_rnr_timer(**e);
+  return {};
 }
 
 Result<void> VerbsSeam::reject(CmIdHandle h, std::span<const std::uint8_t> private_data) {
@@ -625,6 +652,11 @@ void VerbsSeam::dispatch_cm_events() {
     // The private data lives in the event: copied above, so ack now.
     if (rdma_ack_cm_event(raw) != 0) {
       spdlog::error("rdma_ack_cm_event: {}", std::generic_category().message(errno));
+    }
+    if (ev.type == CmEventType::kEstablished) {
+      // Active side: librdmacm moved the QP to RTS on the REP, before the RTU.
+      if (auto it = ids_.find(ev.id); it != ids_.end())
+        set_min_rnr_timer(it->second);
     }
     if (ev.type == CmEventType::kOther) {
       spdlog::debug("rdma_cm event {} ({}) mapped to OTHER", rdma_event_str(raw_type),

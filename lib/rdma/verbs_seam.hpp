@@ -100,13 +100,16 @@ class VerbsSeam final : public Seam {
   // ids, MRs, SRQ, CQ, completion channel, PD, listener, event channel.
   struct IdEntry {
     CmIdPtr id;
-    IdQpPtr qp;  // non-null while the id has a QP
+    IdQpPtr qp;                  // non-null while the id has a QP
+    bool rnr_timer_set = false;  // DeviceConfig::min_rnr_timer applied to qp
   };
 
   Result<IdEntry*> entry(CmIdHandle h, const char* what);
   Result<ibv_qp*> qp_of(CmIdHandle h, const char* what);
   CmIdHandle adopt(rdma_cm_id* id);  // new handle, context set, owned
   void set_ack_timeout(rdma_cm_id* id);
+  // DeviceConfig::min_rnr_timer on `e`'s QP, once, when it is RTS.
+  void set_min_rnr_timer(IdEntry& e);
   void ack_cq_events(bool all);
 
   Error channel_error_{};
@@ -126,6 +129,7 @@ class VerbsSeam final : public Seam {
   CmIdHandle next_handle_ = 1;
   std::uint32_t next_mr_ = 1;
   unsigned int unacked_cq_events_ = 0;
+  bool rnr_timer_warned_ = false;  // set_min_rnr_timer failed once already
   // Scratch for building receive WR chains without allocating per call.
   std::vector<ibv_recv_wr> recv_wrs_;
   std::vector<ibv_sge> recv_sges_;

@@ -50,12 +50,15 @@
 //  - Data path: one SEND in flight per QP (in order), Timing::wire each way
 //    plus size / link rate. The bytes are copied at post time. Every SEND
 //    carries an immediate (has_imm is always true at the receiver). No
-//    receive WR (or Faults::starve_receives) → RNR NAK, retried every
-//    Timing::rnr_timer. No responder (host crashed or cut off, QP destroyed,
-//    QP not RTR/RTS) → RETRY_EXC_ERR at first try + (retry_count + 1) × 4.096 us ×
-//    2^ack_timeout, except rxe with retry_count 7 (never). Both errors move
-//    the QP to ERR and flush the rest of its SQ. SGEs are checked against
-//    registered memory (lkey and bounds): LOC_PROT_ERR otherwise.
+//    receive WR (or Faults::starve_receives) → RNR NAK, retried after the
+//    responder's DeviceConfig::min_rnr_timer (rdma/ib_timers.hpp; 12 =
+//    0.64 ms), which its QPs hold from creation. No responder (host crashed
+//    or cut off, QP destroyed, QP not RTR/RTS) → RETRY_EXC_ERR at first try +
+//    (retry_count + 1) × 4.096 us × 2^ack_timeout (the requester's
+//    DeviceConfig); never on rxe with retry_count 7, nor with ack_timeout 0
+//    (no timer). Both errors move the QP to ERR and flush the rest of its
+//    SQ. SGEs are checked against registered memory (lkey and bounds):
+//    LOC_PROT_ERR otherwise.
 //  - ERR: SQ WRs flush in order; a non-SRQ QP's RQ WRs flush in posting order
 //    (rxe: opcode SEND, byte_len 0); an SRQ QP's receives stay on the SRQ.
 //    mlx then delivers Last WQE Reached after Timing::last_wqe.
@@ -105,7 +108,6 @@ struct Timing {
   Duration cm_jitter = 20us;                // uniform [0, cm_jitter) added to each CM hop (seeded)
   Duration wire = 2us;                      // one data packet or ACK one way, plus size / link rate
   std::uint64_t link_bytes_per_us = 12500;  // 100 Gb/s
-  Duration rnr_timer = 1ms;                 // delay between RNR retries
   Duration last_wqe = 100us;                // ERR → Last WQE Reached (mlx)
   Duration async = 10us;                    // injected async events (QP FATAL, ...)
   Duration drain = 10us;                    // drain WR flush on mlx/ehca

@@ -130,6 +130,7 @@ struct SimQp {
   TimePoint head_first_try{};  // for the transport retry budget
   std::uint32_t rnr_tries = 0;
   std::uint8_t retry_count = 7, rnr_retry_count = 7, ack_timeout = 14;
+  std::uint8_t min_rnr_timer = 12;  // DeviceConfig's; sent in this QP's RNR NAKs
   PeerRef peer;
   bool fail_next_send = false;     // Faults::inject_retry_exceeded
   bool comm_est_reported = false;  // IBV_EVENT_COMM_EST: first receive while RTR

@@ -6,17 +6,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rdma/ib_timers.hpp"
 #include "sim/internal.hpp"
 
 namespace rcnet::sim {
 
 namespace {
 constexpr std::uint8_t kInfiniteRetry = 7;  // rnr_retry 7; retry_cnt 7 on rxe (LAB.md)
-
-// One transport timeout: 4.096 us * 2^ack_timeout (IB spec 9.7.6.1.3).
-Duration ack_time(std::uint8_t ack_timeout) {
-  return std::chrono::nanoseconds(4096) * (std::int64_t{1} << std::min<int>(ack_timeout, 31));
-}
 }  // namespace
 
 Result<rdma::MemoryRegion> SimNode::Impl::register_memory(std::span<std::byte> mem) {
@@ -78,6 +74,8 @@ Result<rdma::Qpn> SimNode::Impl::create_qp(rdma::CmIdHandle h, const rdma::QpCap
   qp.max_send_wr = caps.max_send_wr;
   qp.max_recv_wr = caps.use_srq ? 0 : caps.max_recv_wr;
   qp.ack_timeout = cfg.ack_timeout;
+  // The real seam sets it once the QP is RTS; here it holds from the start.
+  qp.min_rnr_timer = cfg.min_rnr_timer;
   id.qpn = qp.qpn;
   qps.emplace(qp.qpn, std::move(qp));
   return id.qpn.value();
@@ -219,7 +217,10 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
     // Nobody ACKs: the responder is gone, destroyed, or in ERR (drops silently).
     if (profile == Profile::kRxe && qp.retry_count == kInfiniteRetry)
       return;  // LAB.md
-    const Duration budget = ack_time(qp.ack_timeout) * (qp.retry_count + 1);
+    const auto ack_time = rdma::ack_timeout_duration(qp.ack_timeout);
+    if (!ack_time)
+      return;  // ack_timeout 0: no transport timer, the send waits forever
+    const Duration budget = *ack_time * (qp.retry_count + 1);
     later(qp.head_first_try + budget - fab.now, [this, qpn, epoch] {
       auto it = qps.find(qpn);
       if (it == qps.end() || it->second.epoch != epoch)
@@ -241,7 +242,9 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
       });
       return;
     }
-    later(fab.timing.rnr_timer, [this, qpn, epoch] { attempt(qpn, epoch); });
+    // The NAK carries the responder's min_rnr_timer; the requester waits that long.
+    later(rdma::rnr_timer_duration(rqp->min_rnr_timer),
+          [this, qpn, epoch] { attempt(qpn, epoch); });
     return;
   }
 

@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "cm/manager.hpp"
 #include "harness.hpp"
+#include "rdma/ib_timers.hpp"
 #include "wire/private_data.hpp"
 
 using namespace rcnet;
@@ -372,6 +374,66 @@ TEST_CASE("send to a dead peer: retry exceeded reaps it at once", "[cm][reap]") 
   CHECK(a.ctr().dead_peer_reaps == 1);
   CHECK(a.ctr().idle_reaps == 0);
   require_clean(a);
+}
+
+TEST_CASE("ack_timeout reaches the QPs: a smaller one reaps a dead peer sooner", "[cm][reap]") {
+  // retry_count 3: retry exceeded after 4 local ACK timeouts of 4.096 us *
+  // 2^ack_timeout, i.e. 17 ms with 10 and 268 ms with the default 14.
+  const auto time_to_reap = [](std::optional<std::uint8_t> ack_timeout) {
+    Cluster c(Profile::kMlx);
+    auto& a = c.add(1, [&](cm::ManagerConfig& m) {
+      if (ack_timeout)
+        m.ack_timeout = *ack_timeout;
+    });
+    auto& b = c.add(2);
+    a.mgr->send(b.ep(), packet(1));
+    c.run(10ms);
+    REQUIRE(in_service(a) == 1);
+    b.sim->crash();
+    const TimePoint t0 = c.fabric.now();
+    a.mgr->send(b.ep(), packet(2));
+    while (a.ctr().dead_peer_reaps == 0 && c.fabric.now() - t0 < 2s)
+      c.run(1ms);
+    CHECK(a.ctr().dead_peer_reaps == 1);
+    CHECK(a.ctr().idle_reaps == 0);
+    return c.fabric.now() - t0;
+  };
+  CHECK(cm::ManagerConfig{}.ack_timeout == 14);
+  const Duration fast = time_to_reap(10);
+  const Duration dflt = time_to_reap(std::nullopt);
+  CHECK(fast >= 4 * rdma::ack_timeout_duration(10).value());
+  CHECK(fast < 30ms);
+  CHECK(dflt >= 4 * rdma::ack_timeout_duration(14).value());
+  CHECK(dflt < 300ms);
+}
+
+TEST_CASE("rnr_timer reaches the QPs: a peer resends after our RNR NAK that much later",
+          "[cm][faults]") {
+  // The responder's min_rnr_timer sets the pause, whatever the sender's is.
+  const auto naks_in_100ms = [](std::uint8_t receiver_rnr_timer) {
+    Cluster c(Profile::kMlx);
+    auto& a = c.add(1, [](cm::ManagerConfig& m) { m.min_rnr_timer = 0; });
+    auto& b = c.add(2, [&](cm::ManagerConfig& m) { m.min_rnr_timer = receiver_rnr_timer; });
+    a.mgr->send(b.ep(), packet(0));
+    c.run(10ms);
+    REQUIRE(b.sink.packets.size() == 1);
+    c.fabric.faults().starve_receives(b.addr, true);
+    const std::uint64_t before = a.sim->stats().rnr_naks;
+    a.mgr->send(b.ep(), packet(1));
+    c.run(100ms);
+    const std::uint64_t naks = a.sim->stats().rnr_naks - before;
+    c.fabric.faults().starve_receives(b.addr, false);
+    c.run(50ms);
+    CHECK(b.sink.packets.size() == 2);  // rnr_retry_count 7: nothing lost
+    return naks;
+  };
+  CHECK(cm::ManagerConfig{}.min_rnr_timer == 12);
+  const std::uint64_t slow = naks_in_100ms(20);  // 10.24 ms
+  const std::uint64_t fast = naks_in_100ms(12);  // 0.64 ms
+  CHECK(slow >= 9);
+  CHECK(slow <= 11);
+  CHECK(fast >= 150);
+  CHECK(fast <= 160);
 }
 
 TEST_CASE("neighbour FAILED and link down reap at once", "[cm][reap]") {

@@ -62,7 +62,9 @@ connect = "1m"
 reaper_interval = "500ms"
 [transport]
 retry_count = 5
+ack_timeout = 12
 rnr_retry_count = 6
+rnr_timer = 14
 connect_retries = 4
 [log]
 level = "debug"
@@ -155,6 +157,8 @@ TEST_CASE("config: the full example parses to its values", "[config]") {
   CHECK(m.reaper_interval == 500ms);
   CHECK(m.retry_count == 5);
   CHECK(m.rnr_retry_count == 6);
+  CHECK(m.ack_timeout == 12);
+  CHECK(m.min_rnr_timer == 14);
   CHECK(m.connect_retries == 4);
   CHECK(c.log_level == LogLevel::kDebug);
   CHECK(c.log_target == LogTarget::kJournal);
@@ -183,6 +187,8 @@ TEST_CASE("config: a minimal file gets the documented defaults", "[config]") {
   CHECK(m.reaper_interval == 1s);
   CHECK(m.retry_count == 3);
   CHECK(m.rnr_retry_count == 7);
+  CHECK(m.ack_timeout == 14);    // 4.096 us * 2^14 = 67 ms per transport retry
+  CHECK(m.min_rnr_timer == 12);  // 0.64 ms
   CHECK(c.log_level == LogLevel::kInfo);
   CHECK(c.log_target == LogTarget::kAuto);
   CHECK(c.ctl_socket == "/run/rcnet/rcnetd.sock");
@@ -283,6 +289,12 @@ TEST_CASE("config: every key rejects a bad type or range, naming file, line and 
       {"[transport]\nretry_count = 8", "transport.retry_count", "out of range 0..7"},
       {"[transport]\nrnr_retry_count = -1", "transport.rnr_retry_count", "out of range 0..7"},
       {"[transport]\nconnect_retries = 101", "transport.connect_retries", "out of range"},
+      {"[transport]\nack_timeout = 32", "transport.ack_timeout", "out of range 0..31"},
+      {"[transport]\nack_timeout = -1", "transport.ack_timeout", "out of range 0..31"},
+      {"[transport]\nack_timeout = \"67ms\"", "transport.ack_timeout", "expected an integer"},
+      {"[transport]\nrnr_timer = 32", "transport.rnr_timer", "out of range 0..31"},
+      {"[transport]\nrnr_timer = -1", "transport.rnr_timer", "out of range 0..31"},
+      {"[transport]\nrnr_timer = 0.64", "transport.rnr_timer", "expected an integer"},
       {"[log]\nlevel = \"verbose\"", "log.level", "expected one of trace"},
       {"[log]\nlevel = 3", "log.level", "expected a string"},
       {"[log]\ntarget = \"syslog\"", "log.target", "expected one of auto, journal, stderr"},
@@ -320,6 +332,69 @@ TEST_CASE("config: bad required keys", "[config]") {
              Catch::StartsWith("t.toml:2: node.address: expected an IPv4 or IPv6 address"));
   CHECK_THAT(parse_err(with("[[peers.static]]\noverlay = \"10.100.0.7\"")),
              Catch::Contains("peers.static[0].underlay: required key is missing"));
+}
+
+TEST_CASE("config: node.address and a static underlay refuse broadcast and multicast", "[config]") {
+  // Such an address parses but cannot be bound (node.address) or connected
+  // to (a static peer): without this check it fails only at start-up.
+  struct Case {
+    const char* address;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"255.255.255.255", "the broadcast address"},
+      {"224.0.0.1", "a multicast address"},
+      {"239.255.255.250", "a multicast address"},
+      {"ff02::1", "a multicast address"},
+      {"ff00::", "a multicast address"},
+      {"ff3e::8000:1", "a multicast address"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.address);
+    CHECK(parse_err("[node]\naddress = \"" + std::string(k.address) +
+                    "\"\n[tun]\naddress = \"10.100.0.1/24\"\n") ==
+          "t.toml:2: node.address: must be this node's own underlay address, not " +
+              std::string(k.what));
+    int line = 0;
+    const std::string text = with(
+        "[[peers.static]]\noverlay = \"10.100.0.7\"\nunderlay = \"" + std::string(k.address) + "\"",
+        &line);
+    CHECK(parse_err(text) == "t.toml:" + std::to_string(line) +
+                                 ": peers.static[0].underlay: must be the peer's own underlay "
+                                 "address, not " +
+                                 std::string(k.what));
+  }
+  // Neighbours of the refused ranges stay valid.
+  for (const char* ok : {"223.255.255.255", "240.0.0.1", "255.255.255.254", "fe80::1", "fd00::1"}) {
+    INFO(ok);
+    CHECK(parse_ok("[node]\naddress = \"" + std::string(ok) +
+                   "\"\n[tun]\naddress = \"10.100.0.1/24\"\n")
+              .manager.local.addr == ip(ok));
+  }
+  // peers.allowed filters REQ sources by prefix; a multicast prefix there
+  // matches nobody and harms nothing, so it is left alone.
+  CHECK(parse_ok(with("[peers]\nallowed = [\"224.0.0.0/4\"]")).manager.allowed_peers.size() == 1);
+}
+
+TEST_CASE("config: transport.ack_timeout and rnr_timer are 0..31, named with their line",
+          "[config]") {
+  int line = 0;
+  std::string text = with("[transport]\nack_timeout = 32", &line);
+  CHECK(parse_err(text) ==
+        "t.toml:" + std::to_string(line) + ": transport.ack_timeout: 32 is out of range 0..31");
+  text = with("[transport]\nretry_count = 3\nrnr_timer = 40", &line);
+  CHECK(parse_err(text) ==
+        "t.toml:" + std::to_string(line) + ": transport.rnr_timer: 40 is out of range 0..31");
+  text = with("[transport]\nrnr_timer = \"1ms\"", &line);
+  CHECK(parse_err(text) ==
+        "t.toml:" + std::to_string(line) + ": transport.rnr_timer: expected an integer in 0..31");
+  const Config c = parse_ok(with("[transport]\nack_timeout = 0\nrnr_timer = 31"));
+  CHECK(c.manager.ack_timeout == 0);
+  CHECK(c.manager.min_rnr_timer == 31);
+  // Both are fixed when the device is opened: a reload cannot change them.
+  CHECK(find_key("transport.ack_timeout")->apply == Apply::kRestart);
+  CHECK(find_key("transport.rnr_timer")->apply == Apply::kRestart);
+  CHECK(find_key("transport.ack_timeout")->unit == "4.096 us * 2^value");
 }
 
 TEST_CASE("config: unknown keys and tables are errors with their line", "[config]") {
@@ -446,9 +521,20 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
 
   // Everything else is named, in file order.
   const Config b = parse_ok(kMinimal);
-  const std::vector<std::string> want = {
-      "node.port", "tun.name",     "tun.mtu",           "tun.netns",  "srq.enabled", "srq.size",
-      "srq.limit", "srq.rq_depth", "limits.send_slots", "log.target", "ctl.socket",  "ctl.group"};
+  const std::vector<std::string> want = {"node.port",
+                                         "tun.name",
+                                         "tun.mtu",
+                                         "tun.netns",
+                                         "srq.enabled",
+                                         "srq.size",
+                                         "srq.limit",
+                                         "srq.rq_depth",
+                                         "limits.send_slots",
+                                         "transport.ack_timeout",
+                                         "transport.rnr_timer",
+                                         "log.target",
+                                         "ctl.socket",
+                                         "ctl.group"};
   CHECK(restart_required(a, b) == want);
 
   Config addr = a;
@@ -612,6 +698,8 @@ TEST_CASE("config: defaults and values as the file writes them", "[config]") {
   CHECK(find_key("peers.underlay_prefix")->default_value() == Value());
   CHECK(find_key("peers.allowed")->default_value() == Value(std::vector<std::string>{}));
   CHECK(find_key("log.level")->default_value() == Value(std::string("info")));
+  CHECK(find_key("transport.ack_timeout")->default_value() == Value(std::int64_t{14}));
+  CHECK(find_key("transport.rnr_timer")->default_value() == Value(std::int64_t{12}));
 
   const Config c = parse_ok(kFull);
   CHECK(find_key("node.address")->get(c) == Value(std::string("10.99.0.1")));
@@ -683,7 +771,9 @@ TEST_CASE("config: restart_required follows each row's reload flag", "[config]")
       {"timeouts.reaper_interval", "\nreaper_interval = \"500ms\"",
        "\nreaper_interval = \"600ms\""},
       {"transport.retry_count", "\nretry_count = 5", "\nretry_count = 4"},
+      {"transport.ack_timeout", "\nack_timeout = 12", "\nack_timeout = 13"},
       {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
+      {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
       {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
       {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
       {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},

@@ -112,6 +112,8 @@ struct Lab {
   explicit Lab(std::uint64_t seed = 1) : fabric(seed) {}
   Fabric fabric;
   std::deque<TNode> nodes;
+  // What add() opens nodes with (its cq_size and srq_size are add()'s).
+  rdma::DeviceConfig device;
 
   // A node at 10.0.0.<host>, opened with an SRQ of srq_size (0 = none) and
   // `srq_posted` receive slots on it.
@@ -124,7 +126,7 @@ struct Lab {
     t.ep = Endpoint{a, kPort};
     if (!open)
       return t;
-    rdma::DeviceConfig cfg;
+    rdma::DeviceConfig cfg = device;
     cfg.cq_size = 1024;
     cfg.srq_size = srq_size;
     REQUIRE(t.seam().open(t.ep, cfg).ok());

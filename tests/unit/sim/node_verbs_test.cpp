@@ -150,6 +150,50 @@ TEST_CASE("sim RNR: retried every rnr timer, forever with 7, fails after N other
   }
 }
 
+TEST_CASE("sim RNR: the retry waits the responder's min_rnr_timer", "[sim]") {
+  Lab lab;
+  lab.device.min_rnr_timer = 0;  // the sender's own value does not matter
+  TNode& a = lab.add(1, Profile::kMlx);
+  lab.device.min_rnr_timer = 18;  // 5.12 ms
+  TNode& b = lab.add(2, Profile::kMlx, kSlots, 0);
+  Conn c = lab.connect(a, b, {}, 3, 7);
+  Lab::send(a, c.a_id, "wait", 9);
+  lab.fabric.run_for(48ms);  // NAKs at ~0, 5.12, ..., 46.08 ms
+  CHECK(a.node->stats().rnr_naks == 10);
+  b.post_srq(0, 1);
+  lab.fabric.run_for(3ms);  // the next retry is due at 51.2 ms
+  CHECK(b.rec.wcs_for(c.b_qpn).empty());
+  lab.fabric.run_for(2ms);
+  CHECK(b.rec.wcs_for(c.b_qpn).size() == 1);
+  CHECK(a.node->stats().rnr_naks == 10);
+}
+
+TEST_CASE("sim retry exceeded follows DeviceConfig::ack_timeout; 0 never times out", "[sim]") {
+  for (const std::uint8_t ack : {std::uint8_t{8}, std::uint8_t{0}}) {
+    INFO(int{ack});
+    Lab lab;
+    lab.device.ack_timeout = ack;
+    TNode& a = lab.add(1, Profile::kMlx);
+    TNode& b = lab.add(2, Profile::kMlx);
+    Conn c = lab.connect(a, b, {}, 2);
+    b.node->crash();
+    Lab::send(a, c.a_id, "into the void", 1);
+    // 8: 3 timeouts of 4.096 us * 2^8 = 1.05 ms each.
+    lab.fabric.run_for(3ms);
+    CHECK(a.rec.wcs_for(c.a_qpn).empty());
+    lab.fabric.run_for(1ms);
+    if (ack == 0) {
+      lab.fabric.run_for(60s);
+      CHECK(a.rec.wcs_for(c.a_qpn).empty());
+      CHECK(a.node->qp_state(c.a_qpn) == QpStateSim::kRts);
+    } else {
+      auto tx = a.rec.wcs_for(c.a_qpn);
+      REQUIRE(tx.size() == 1);
+      CHECK(tx[0].status == WcStatus::kRetryExceeded);
+    }
+  }
+}
+
 TEST_CASE("sim retry exceeded: after (retry+1) ack timeouts; infinite on rxe with 7", "[sim]") {
   SECTION("mlx, retry 3, ack_timeout 14: ~0.27 s") {
     Lab lab;
