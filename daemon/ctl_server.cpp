@@ -102,6 +102,8 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
       b.set_log_level(req.level);
       return {ctl::ok_reply(ctl::log_level_json(previous, req.level))};
     }
+    case Command::kMonitor:
+      return {ctl::ok_reply({{"monitor", true}}), false, true};
   }
   return {ctl::error_reply(ErrorCode::kUnknownCommand, "unknown command"), true};
 }
@@ -215,9 +217,12 @@ struct CtlServer::Client {
   std::string in;
   std::string out;
   std::size_t out_off = 0;
+  TimePoint accepted{};
+  bool heard = false;  // any byte received: the first-request timeout is over
   bool read_closed = false;
   bool close_after_flush = false;
   bool closed = false;
+  bool monitor = false;  // a subscriber: events are pushed, input is ignored
 };
 
 CtlServer::CtlServer(EventLoop& loop, std::unique_ptr<CtlBackend> backend, CtlServerOptions opts)
@@ -320,11 +325,26 @@ void CtlServer::reloaded(const config::Config& next) {
 }
 
 void CtlServer::stopping() {
+  stopping_ = true;
   backend_->stopping();
+  std::vector<Client*> subs;
+  for (auto& kv : clients_) {
+    if (kv.second->monitor && !kv.second->closed && !kv.second->close_after_flush)
+      subs.push_back(kv.second.get());
+  }
+  for (Client* c : subs) {
+    c->out += ctl::end_line("rcnetd stopping");
+    c->close_after_flush = true;
+    update_events(*c);
+  }
 }
 
 std::size_t CtlServer::client_count() const {
   return clients_.size();
+}
+
+std::size_t CtlServer::monitor_count() const {
+  return monitors_;
 }
 
 void CtlServer::on_accept() {
@@ -339,25 +359,22 @@ void CtlServer::on_accept() {
         spdlog::warn("ctl: accept: {}", std::strerror(errno));
       return;
     }
-    if (clients_.size() >= opts_.max_clients) {
-      ++counters_.ctl_clients_refused_full;
-      const std::string r = ctl::error_reply(
-          ctl::ErrorCode::kFailed,
-          fmt::format("too many ctl clients ({} connected); try again", clients_.size()));
-      // Best effort: a fresh socket's buffer takes one short line.
-      (void)!::send(fd.get(), r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      continue;
-    }
     auto c = std::make_unique<Client>();
     c->id = next_id_++;
-    auto cred = peer_credentials(fd.get());
+    auto cred = opts_.credentials ? opts_.credentials(fd.get()) : peer_credentials(fd.get());
     if (cred) {
       c->cred = std::move(*cred);
       c->access =
           ctl::access_for(c->cred.uid, c->cred.groups, gid_.value_or(static_cast<gid_t>(-1)));
     } else {
       spdlog::warn("ctl: {}: client refused", cred.error().message());
+      // Not root, whoever it is: no reserved slot, and the unknown share one cap.
+      c->cred.uid = static_cast<uid_t>(-1);
       c->access = ctl::Access::kDenied;
+    }
+    if (auto why = refusal(c->cred.uid)) {
+      refuse(std::move(fd), *why);
+      continue;
     }
     const std::uint64_t id = c->id;
     auto io = loop_.add_io(fd.get(), EPOLLIN, "ctl-client",
@@ -366,7 +383,9 @@ void CtlServer::on_accept() {
       spdlog::warn("ctl: {}", io.error().message());
       continue;
     }
-    auto timer = loop_.add_time(loop_.now() + opts_.request_timeout, std::chrono::milliseconds(100),
+    c->accepted = loop_.now();
+    const Duration first = std::min(opts_.first_request_timeout, opts_.request_timeout);
+    auto timer = loop_.add_time(c->accepted + first, std::chrono::milliseconds(100),
                                 "ctl-client-timeout", [this, id] { on_client_timeout(id); });
     if (!timer) {
       spdlog::warn("ctl: {}", timer.error().message());
@@ -384,6 +403,47 @@ void CtlServer::on_accept() {
   }
 }
 
+std::optional<std::string> CtlServer::refusal(uid_t uid) {
+  const std::size_t n = clients_.size();
+  if (n >= opts_.max_clients) {
+    ++counters_.ctl_clients_refused_full;
+    return fmt::format("too many ctl clients ({} connected); try again", n);
+  }
+  if (uid == 0)
+    return std::nullopt;
+  const std::size_t reserved =
+      std::min(opts_.root_reserved_clients, opts_.max_clients > 0 ? opts_.max_clients - 1 : 0);
+  if (n >= opts_.max_clients - reserved) {
+    ++counters_.ctl_clients_refused_reserved;
+    return fmt::format("too many ctl clients ({} connected, the rest kept for root); try again", n);
+  }
+  const auto mine = static_cast<std::size_t>(
+      std::count_if(clients_.begin(), clients_.end(),
+                    [uid](const auto& kv) { return kv.second->cred.uid == uid; }));
+  if (mine >= opts_.max_clients_per_uid) {
+    ++counters_.ctl_clients_refused_per_uid;
+    return fmt::format("too many ctl clients for uid {} ({} connected, at most {}); try again", uid,
+                       mine, opts_.max_clients_per_uid);
+  }
+  return std::nullopt;
+}
+
+void CtlServer::refuse(UniqueFd fd, std::string_view message) {
+  spdlog::debug("ctl: client refused: {}", message);
+  const std::string r = ctl::error_reply(ctl::ErrorCode::kBusy, message);
+  // Best effort: a fresh socket's buffer takes one short line.
+  (void)!::send(fd.get(), r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)::shutdown(fd.get(), SHUT_WR);
+  // Closing a Unix socket with unread input makes the client's next read fail
+  // with ECONNRESET once it has read our line: swallow what it already sent
+  // (bounded) so that it sees the reply, then a plain end of file.
+  char buf[4096];
+  for (int k = 0; k < 16; ++k) {
+    if (::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT) <= 0)
+      break;
+  }
+}
+
 void CtlServer::on_client_io(std::uint64_t id, std::uint32_t revents) {
   auto it = clients_.find(id);
   if (it == clients_.end() || it->second->closed)
@@ -394,6 +454,11 @@ void CtlServer::on_client_io(std::uint64_t id, std::uint32_t revents) {
     for (int k = 0; k < 16 && !c.read_closed && !c.close_after_flush; ++k) {
       const ssize_t n = ::read(c.fd.get(), buf, sizeof buf);
       if (n > 0) {
+        if (!c.heard) {
+          // A partial request now has the full request timeout, from connect.
+          c.heard = true;
+          (void)c.timer.arm_at(c.accepted + opts_.request_timeout);
+        }
         c.in.append(buf, static_cast<std::size_t>(n));
         process_input(c);
         if (c.closed)
@@ -426,6 +491,10 @@ void CtlServer::on_client_io(std::uint64_t id, std::uint32_t revents) {
 }
 
 void CtlServer::process_input(Client& c) {
+  if (c.monitor) {
+    c.in.clear();  // a subscriber's input is ignored
+    return;
+  }
   for (;;) {
     const std::size_t nl = c.in.find('\n');
     if (nl == std::string::npos) {
@@ -444,6 +513,20 @@ void CtlServer::process_input(Client& c) {
     if (h.refused)
       ++counters_.ctl_requests_refused;
     c.out += h.reply;
+    if (h.monitor) {
+      // No request timeout from now on; the rest of its input is ignored.
+      c.monitor = true;
+      c.in.clear();
+      (void)c.timer.set_enabled(SD_EVENT_OFF);
+      ++monitors_;
+      ++counters_.ctl_monitors;
+      spdlog::debug("ctl: client {} (pid {}) monitors connection events", c.id, c.cred.pid);
+      if (stopping_) {
+        c.out += ctl::end_line("rcnetd stopping");
+        c.close_after_flush = true;
+      }
+      return;
+    }
     (void)c.timer.arm_at(loop_.now() + opts_.request_timeout);
     if (c.out.size() - c.out_off > opts_.max_output_bytes) {
       spdlog::warn("ctl: client {} (pid {}) does not read its replies: dropped", c.id, c.cred.pid);
@@ -471,8 +554,15 @@ void CtlServer::flush(Client& c) {
     }
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && errno == EAGAIN)
+    if (n < 0 && errno == EAGAIN) {
+      // A subscriber's stream never drains fully for long: drop what was
+      // written once it is most of the buffer, so memory stays bounded.
+      if (c.out_off > c.out.size() / 2) {
+        c.out.erase(0, c.out_off);
+        c.out_off = 0;
+      }
       return;
+    }
     close_client(c);  // EPIPE: the client went away
     return;
   }
@@ -480,6 +570,37 @@ void CtlServer::flush(Client& c) {
   c.out_off = 0;
   if (c.close_after_flush || c.read_closed)
     close_client(c);
+}
+
+void CtlServer::publish(const cm::Event& e) noexcept {
+  if (monitors_ == 0)
+    return;
+  try {
+    const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    const std::string line = ctl::event_line(e, wall.count());
+    ++counters_.ctl_monitor_events;
+    std::vector<Client*> subs;
+    for (auto& kv : clients_) {
+      if (kv.second->monitor && !kv.second->closed && !kv.second->close_after_flush)
+        subs.push_back(kv.second.get());
+    }
+    for (Client* c : subs) {
+      if (c->out.size() - c->out_off + line.size() > opts_.monitor_buffer_bytes) {
+        spdlog::warn("ctl: monitor client {} (pid {}) does not read its events: dropped", c->id,
+                     c->cred.pid);
+        ++counters_.ctl_monitor_dropped;
+        close_client(*c);
+        continue;
+      }
+      c->out += line;
+      // Written when the socket takes it, from the loop, not from inside the
+      // manager's call.
+      update_events(*c);
+    }
+  } catch (const std::exception& ex) {
+    spdlog::warn("ctl: monitor event lost: {}", ex.what());
+  }
 }
 
 void CtlServer::update_events(Client& c) {
@@ -503,8 +624,14 @@ void CtlServer::on_client_timeout(std::uint64_t id) {
   if (it == clients_.end() || it->second->closed)
     return;
   ++counters_.ctl_clients_timed_out;
-  spdlog::debug("ctl: client {} sent no complete request in {:.0f} ms: closed", id,
-                to_ms(opts_.request_timeout));
+  if (!it->second->heard) {
+    ++counters_.ctl_clients_timed_out_idle;
+    spdlog::debug("ctl: client {} sent nothing in {:.0f} ms: closed", id,
+                  to_ms(std::min(opts_.first_request_timeout, opts_.request_timeout)));
+  } else {
+    spdlog::debug("ctl: client {} sent no complete request in {:.0f} ms: closed", id,
+                  to_ms(opts_.request_timeout));
+  }
   close_client(*it->second);
 }
 
@@ -512,6 +639,8 @@ void CtlServer::close_client(Client& c) {
   if (c.closed)
     return;
   c.closed = true;
+  if (c.monitor)
+    --monitors_;
   (void)c.io.set_enabled(SD_EVENT_OFF);
   (void)c.timer.set_enabled(SD_EVENT_OFF);
   auto it = clients_.find(c.id);

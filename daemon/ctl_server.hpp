@@ -12,10 +12,27 @@
 // else gets a `forbidden` reply to every request.
 //
 // Bounds, per client: a request line longer than ctl::kMaxRequestBytes gets a
-// bad_request reply and the connection is closed; a client with no complete
-// request for CtlServerOptions::request_timeout is closed; replies waiting to
-// be written are bounded by max_output_bytes (the client is dropped beyond
-// it). At most max_clients at once: one more gets an error reply and is closed.
+// bad_request reply and the connection is closed; a client that sends
+// nothing at all within CtlServerOptions::first_request_timeout (1 s) is
+// closed, one that sent a byte but no complete request within
+// request_timeout (5 s, from its connect, then from its last reply) is
+// closed; replies waiting to be written are bounded by max_output_bytes (the
+// client is dropped beyond it).
+//
+// Slots, so that no ctl.group member can lock root out (issue 11): at most
+// max_clients (64) at once, of which root_reserved_clients (8) only uid 0 may
+// take, and at most max_clients_per_uid (16) per non-root uid; root has no
+// per-uid cap. A connection refused by any of these gets one error reply line
+// with code "busy" and is closed; each reason has its own counter.
+//
+// Monitor ("monitor" command, rcnetctl monitor): after its ok reply a client
+// becomes a subscriber. publish() appends one event line per connection
+// event to every subscriber's output, written as the socket takes it; a
+// subscriber has no request timeout, its further input is read and ignored,
+// and it still holds its slot. Its pending output is bounded by
+// monitor_buffer_bytes (256 KiB): a subscriber that does not keep up is
+// closed and counted (ctl_monitor_dropped), never waited for. stopping()
+// sends every subscriber the end line and closes it once that is written.
 //
 // Owned by the Daemon (daemon/daemon.hpp), which tells it about reloads and
 // the start of a graceful stop and destroys it before the parts it serves
@@ -89,13 +106,19 @@ struct CtlDaemonParts {
 std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts);
 
 // The ctl server's own counters, reported by "stats" after the daemon's.
-#define RCNETD_CTL_COUNTERS(X)                                                    \
-  X(ctl_clients_accepted, "ctl clients accepted")                                 \
-  X(ctl_clients_refused_full, "ctl clients refused: max_clients reached")         \
-  X(ctl_clients_timed_out, "ctl clients closed: no complete request in time")     \
-  X(ctl_clients_dropped, "ctl clients dropped: oversized request or reply queue") \
-  X(ctl_requests, "ctl requests answered")                                        \
-  X(ctl_requests_refused, "ctl requests refused: forbidden or malformed")
+#define RCNETD_CTL_COUNTERS(X)                                                     \
+  X(ctl_clients_accepted, "ctl clients accepted")                                  \
+  X(ctl_clients_refused_full, "ctl clients refused: max_clients reached")          \
+  X(ctl_clients_refused_reserved, "ctl clients refused: only root's slots free")   \
+  X(ctl_clients_refused_per_uid, "ctl clients refused: max_clients_per_uid")       \
+  X(ctl_clients_timed_out, "ctl clients closed: no complete request in time")      \
+  X(ctl_clients_timed_out_idle, "of which: sent nothing in first_request_timeout") \
+  X(ctl_clients_dropped, "ctl clients dropped: oversized request or reply queue")  \
+  X(ctl_requests, "ctl requests answered")                                         \
+  X(ctl_requests_refused, "ctl requests refused: forbidden or malformed")          \
+  X(ctl_monitors, "ctl monitor subscriptions")                                     \
+  X(ctl_monitor_events, "connection events published to ctl monitors")             \
+  X(ctl_monitor_dropped, "ctl monitors closed: did not read their events in time")
 
 struct CtlCounters {
 #define RCNET_X(name, help) std::uint64_t name = 0;
@@ -112,6 +135,7 @@ struct CtlCounters {
 struct HandledRequest {
   std::string reply;     // one '\n'-terminated reply line
   bool refused = false;  // forbidden, unparsable or unknown command
+  bool monitor = false;  // an accepted "monitor": the client becomes a subscriber
 };
 
 // One request line (without or with its '\n') from a client with `access` →
@@ -141,9 +165,23 @@ std::optional<gid_t> lookup_group(const std::string& name);
 struct CtlServerOptions {
   std::string socket_path;  // absolute; its directory is created 0755 if missing
   std::string group;        // socket group and read-only access; may not exist
+  // From connect to the first complete request, and from each reply to the
+  // next request.
   Duration request_timeout = std::chrono::seconds(5);
+  // A client that has sent no byte at all by then is closed: an idle
+  // connection holds a slot for 1 s, not 5. Capped by request_timeout.
+  Duration first_request_timeout = std::chrono::seconds(1);
   std::size_t max_clients = 64;
+  // Of max_clients, this many only root may take (clamped to
+  // max_clients - 1, so that other users always have one slot).
+  std::size_t root_reserved_clients = 8;
+  // Connections one non-root uid may hold at once.
+  std::size_t max_clients_per_uid = 16;
   std::size_t max_output_bytes = 16 * 1024 * 1024;
+  // Events waiting to be written to one monitor subscriber; beyond, it is dropped.
+  std::size_t monitor_buffer_bytes = 256 * 1024;
+  // Test seam: a client's credentials; empty = peer_credentials(fd).
+  std::function<Result<PeerCred>(int fd)> credentials = {};
 };
 
 class CtlServer final {
@@ -169,8 +207,13 @@ class CtlServer final {
   // Graceful stop began. Clients keep being served until the loop ends, so
   // that an operator can watch the teardown; the backend is told.
   void stopping();
+  // One connection event for every monitor subscriber (cm::EventObserver
+  // contract: never blocks, never throws, does not call the manager). The
+  // wall clock is read here: the manager's clock is steady.
+  void publish(const cm::Event& e) noexcept;
 
   std::size_t client_count() const;
+  std::size_t monitor_count() const;
   const CtlCounters& counters() const { return counters_; }
   CtlBackend& backend() { return *backend_; }
 
@@ -179,6 +222,10 @@ class CtlServer final {
   CtlServer(EventLoop& loop, std::unique_ptr<CtlBackend> backend, CtlServerOptions opts);
   Result<void> listen();
   void on_accept();
+  // Why a client of `uid` may not have a slot now, or nullopt.
+  std::optional<std::string> refusal(uid_t uid);  // counts the refusal
+  // One "busy" error reply line, then close.
+  void refuse(UniqueFd fd, std::string_view message);
   void on_client_io(std::uint64_t id, std::uint32_t revents);
   void on_client_timeout(std::uint64_t id);
   void process_input(Client& c);
@@ -201,6 +248,8 @@ class CtlServer final {
   std::map<std::uint64_t, std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<Client>> closed_;
   std::uint64_t next_id_ = 1;
+  std::size_t monitors_ = 0;  // subscribers among clients_
+  bool stopping_ = false;
   CtlCounters counters_;
 };
 

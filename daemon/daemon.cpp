@@ -40,6 +40,9 @@ Daemon::Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts)
     : loop_(std::move(loop)), cfg_(std::move(cfg)), opts_(std::move(opts)) {}
 
 Daemon::~Daemon() {
+  // The manager's observer forwards to the ctl server: unhook it first.
+  if (manager_)
+    manager_->set_observer({});
   // Before the parts it serves from (as its place among the members ensures).
   ctl_.reset();
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
@@ -201,6 +204,11 @@ Result<void> Daemon::start_ctl_server() {
   if (!ctl)
     return ctl.error();
   ctl_ = std::move(*ctl);
+  // rcnetctl monitor: every connection event, as it happens.
+  manager_->set_observer([this](const cm::Event& e) {
+    if (ctl_)
+      ctl_->publish(e);
+  });
   return {};
 }
 

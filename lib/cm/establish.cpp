@@ -356,6 +356,15 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
   f.reason = std::string(wire::to_string(reason));
   log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn : spdlog::level::info,
              f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from.to_string(), detail);
+  if (observer_) {
+    Event e;
+    e.kind = EventKind::kReject;
+    e.time = now();
+    e.peer_addr = from;
+    e.reason = wire::to_string(reason);
+    e.detail = detail;
+    observer_(e);
+  }
   defer_destroy_id(id);
 }
 

@@ -22,8 +22,10 @@ bool Manager::Impl::make_room() {
   if (lru == nullptr)
     return false;
   ++ctr_.evictions;
-  teardown(*lru, TeardownKind::kGraceful,
-           fmt::format("evicted: least recently used at max_connections {}", cfg_.max_connections));
+  std::string why =
+      fmt::format("evicted: least recently used at max_connections {}", cfg_.max_connections);
+  emit(EventKind::kEvict, *lru, why, lru->state);
+  teardown(*lru, TeardownKind::kGraceful, std::move(why));
   return true;
 }
 

@@ -224,7 +224,27 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
       is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,
       f, "QPN {} peer {}: {} -> {} after {:.1f} ms ({})", c.qpn, c.peer_addr.to_string(),
       to_string(from), to_string(to), to_ms(spent), why);
+  emit(EventKind::kState, c, why, from);
   return true;
+}
+
+void Manager::Impl::emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,
+                         std::string_view message_id) {
+  if (!observer_)
+    return;
+  Event e;
+  e.kind = kind;
+  e.time = now();
+  e.conn = c.id;
+  e.peer = c.peer;
+  e.peer_addr = c.peer_addr;
+  e.qpn = c.qpn;
+  e.remote_qpn = c.remote_qpn;
+  e.from = from;
+  e.to = c.state;
+  e.reason = reason;
+  e.message_id = message_id;
+  observer_(e);
 }
 
 bool Manager::Impl::stopped() const {
@@ -352,6 +372,9 @@ void Manager::shutdown() {
 }
 bool Manager::stopped() const {
   return impl_->stopped();
+}
+void Manager::set_observer(EventObserver observer) {
+  impl_->observer_ = std::move(observer);
 }
 Snapshot Manager::snapshot() const {
   return impl_->snapshot();

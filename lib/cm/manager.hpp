@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cm/events.hpp"
 #include "cm/snapshot.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
@@ -132,6 +133,11 @@ class Manager final : public rdma::EventSink {
   // cm id is left except the listener.
   void shutdown();
   bool stopped() const;
+
+  // Connection events (cm/events.hpp), reported synchronously to `observer`
+  // while they happen; empty = none (the default). Replaces any previous one.
+  // The observer must not call back into the Manager.
+  void set_observer(EventObserver observer);
 
   Snapshot snapshot() const;
   const Counters& counters() const;

@@ -105,6 +105,7 @@ class Manager::Impl {
   ManagerConfig cfg_;
   Counters ctr_;
   NodeId self_ = 0;
+  EventObserver observer_;  // cm/events.hpp; may be empty
 
  private:
   // --- manager.cpp: shared helpers ----------------------------------------------------
@@ -115,6 +116,9 @@ class Manager::Impl {
   // illegal transition, which is a bug: the caller must then abandon(c) at
   // once and not touch `c` again.
   [[nodiscard]] bool set_state(Conn& c, QpState to, std::string_view why);
+  // Reports `kind` about `c` to the observer, if any (cm/events.hpp).
+  void emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,
+            std::string_view message_id = {});
   void reschedule();
   void on_deadline(Conn& c);
 

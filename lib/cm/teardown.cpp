@@ -20,6 +20,7 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
                                                     : std::string_view{};
   log::event(spdlog::level::info, f, "tearing down QPN {} to {}: {}", c.qpn,
              c.peer_addr.to_string(), c.teardown_reason);
+  emit(EventKind::kTeardown, c, c.teardown_reason, c.state, f.message_id);
   if (!c.has_qp()) {
     // Never got a QP (still resolving, or a passive id whose QP failed): only
     // the id to release.

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "config/keys.hpp"
+#include "util/log.hpp"
 
 namespace rcnet::ctl {
 
@@ -18,10 +19,10 @@ namespace {
 
 constexpr std::array<std::string_view, kCommandCount> kCommandNames = {
     "status", "peers",  "connections", "qps",  "srq",       "stats",
-    "audit",  "config", "disconnect",  "reap", "log-level",
+    "audit",  "config", "disconnect",  "reap", "log-level", "monitor",
 };
-constexpr std::array<std::string_view, 5> kErrorNames = {"bad_request", "unknown_command",
-                                                         "forbidden", "failed", "version"};
+constexpr std::array<std::string_view, 6> kErrorNames = {
+    "bad_request", "unknown_command", "forbidden", "failed", "version", "busy"};
 
 // Reaping with an idle threshold above this is surely a typo (11.5 days).
 constexpr double kMaxIdleSeconds = 1e6;
@@ -312,6 +313,98 @@ Result<Reply> parse_reply(std::string_view line) {
     return r;
   } catch (const std::exception& ex) {
     return bad(std::string("malformed reply: ") + ex.what());
+  }
+}
+
+namespace {
+
+// The teardown's journal MESSAGE_ID as a word a monitor can show and match.
+std::string_view cause_name(std::string_view message_id) {
+  if (message_id.empty())
+    return "";
+  if (message_id == log::kMsgPeerDisconnected)
+    return "peer_disconnected";
+  if (message_id == log::kMsgReapedIdle)
+    return "reaped_idle";
+  if (message_id == log::kMsgReapedDead)
+    return "reaped_dead";
+  if (message_id == log::kMsgRestartDetected)
+    return "restart_detected";
+  if (message_id == log::kMsgCollisionMerged)
+    return "collision_merged";
+  if (message_id == log::kMsgLastWqeTimeout)
+    return "last_wqe_timeout";
+  if (message_id == log::kMsgForcedDestroy)
+    return "forced_destroy";
+  if (message_id == log::kMsgPeerConnected)
+    return "peer_connected";
+  return "other";
+}
+
+}  // namespace
+
+json event_json(const cm::Event& e, std::int64_t wall_ms) {
+  json j = {
+      {"kind", std::string(cm::to_string(e.kind))},
+      {"time_ms", wall_ms},
+      {"conn", e.conn},
+      {"peer_node", e.peer},
+      {"peer_addr", e.peer_addr.to_string()},
+      {"qpn", e.qpn},
+      {"remote_qpn", e.remote_qpn},
+      {"to", std::string(cm::to_string(e.to))},
+      {"reason", std::string(e.reason)},
+  };
+  switch (e.kind) {
+    case cm::EventKind::kState:
+      j["from"] = std::string(cm::to_string(e.from));
+      break;
+    case cm::EventKind::kTeardown:
+      j["cause"] = std::string(cause_name(e.message_id));
+      break;
+    case cm::EventKind::kReject:
+      j.erase("to");  // no connection, no state
+      j["detail"] = std::string(e.detail);
+      break;
+    case cm::EventKind::kEvict:
+      break;
+  }
+  return j;
+}
+
+std::string event_line(const cm::Event& e, std::int64_t wall_ms) {
+  return dump({{"v", kVersion}, {"event", event_json(e, wall_ms)}});
+}
+
+std::string end_line(std::string_view why) {
+  return dump({{"v", kVersion}, {"end", std::string(why)}});
+}
+
+Result<Push> parse_push(std::string_view line) {
+  try {
+    const json j = json::parse(strip_eol(line), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return bad("monitor line is not a JSON object");
+    const auto v = j.find("v");
+    if (v == j.end() || !v->is_number_integer())
+      return bad("monitor line has no version");
+    if (v->get<std::int64_t>() != kVersion) {
+      return Error::from_errno(EPROTONOSUPPORT, "daemon speaks protocol version " + v->dump() +
+                                                    ", expected " + std::to_string(kVersion));
+    }
+    Push p;
+    if (const auto end = j.find("end"); end != j.end()) {
+      p.end = true;
+      p.end_message = end->is_string() ? end->get<std::string>() : std::string("end");
+      return p;
+    }
+    const auto ev = j.find("event");
+    if (ev == j.end() || !ev->is_object())
+      return bad("monitor line has neither \"event\" nor \"end\"");
+    p.event = *ev;
+    return p;
+  } catch (const std::exception& ex) {
+    return bad(std::string("malformed monitor line: ") + ex.what());
   }
 }
 

@@ -13,6 +13,9 @@
 //   disconnect  {"peer": node id (number or decimal string) or underlay address}
 //   reap        {"idle_s": seconds >= 0, optional; default = timeouts.idle}
 //   log-level   {"level": "trace"|"debug"|"info"|"warn"|"error"|"critical"|"off"}
+//   monitor     no args; after the ok reply the connection stays open and the
+//               daemon pushes one line per connection event (event_line),
+//               and a last end_line when it begins a graceful stop
 //
 // JSON conventions: durations are milliseconds in keys ending "_ms" (except
 // in the config reply, which speaks rcnetd.toml's syntax); node ids
@@ -32,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cm/events.hpp"
 #include "cm/snapshot.hpp"
 #include "config/config.hpp"
 #include "rdma/seam.hpp"
@@ -60,8 +64,9 @@ enum class Command : std::uint8_t {
   kDisconnect,
   kReap,
   kLogLevel,
+  kMonitor,
 };
-inline constexpr int kCommandCount = 11;
+inline constexpr int kCommandCount = 12;
 std::string_view to_string(Command c);  // the wire name: "status", ..., "log-level"
 std::optional<Command> parse_command(std::string_view name);
 
@@ -80,8 +85,17 @@ struct Request {
 };
 
 // Reply error codes ("code" of an error reply).
-enum class ErrorCode : std::uint8_t { kBadRequest, kUnknownCommand, kForbidden, kFailed, kVersion };
-std::string_view to_string(ErrorCode c);  // "bad_request", ...
+// kBusy: the daemon refused the connection itself (too many ctl clients,
+// overall or for the client's uid); the client may try again later.
+enum class ErrorCode : std::uint8_t {
+  kBadRequest,
+  kUnknownCommand,
+  kForbidden,
+  kFailed,
+  kVersion,
+  kBusy,
+};
+std::string_view to_string(ErrorCode c);  // "bad_request", ..., "busy"
 std::optional<ErrorCode> parse_error_code(std::string_view name);
 
 // Parses and validates one request line (a trailing "\n" or "\r\n" is
@@ -153,6 +167,25 @@ json config_json(const config::Config& c);
 json disconnect_json(NodeId node);
 json reap_json(std::size_t reaped);
 json log_level_json(config::LogLevel previous, config::LogLevel now);
+
+// --- Monitor: the lines pushed after the ok reply to "monitor" ------------------------
+// {"v":1,"event":{"kind":"state"|"teardown"|"reject"|"evict", "time_ms": wall
+//   clock (Unix epoch ms), "conn", "peer_node", "peer_addr" (as in qp_json),
+//   "qpn", "remote_qpn", "from" (state events only), "to" (the state after the
+//   event), "reason", "detail" (reject only), "cause" (teardown: a short name
+//   of its journal MESSAGE_ID, e.g. "reaped_idle", "reaped_dead", or "")}}
+// {"v":1,"end":"rcnetd stopping"}   the last line before the daemon closes it
+json event_json(const cm::Event& e, std::int64_t wall_ms);
+std::string event_line(const cm::Event& e, std::int64_t wall_ms);  // '\n'-terminated
+std::string end_line(std::string_view why);                        // '\n'-terminated
+// One pushed line as rcnetctl sees it: an event, or the end.
+struct Push {
+  bool end = false;
+  std::string end_message;  // end
+  json event;               // otherwise
+};
+// Errors (EINVAL / EPROTONOSUPPORT): neither an event nor an end line.
+Result<Push> parse_push(std::string_view line);
 
 // --- Audit ---------------------------------------------------------------------------
 // The daemon's QPNs against the kernel's (RDMA netlink, what `rdma resource

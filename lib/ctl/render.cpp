@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -534,8 +535,70 @@ std::string render(Command c, const json& data) {
     case Command::kReap:
     case Command::kLogLevel:
       return render_action(c, data);
+    case Command::kMonitor:
+      return "monitoring rcnetd's connection events\n";
   }
   return render_action(c, data);
+}
+
+namespace {
+
+// "HH:MM:SS.mmm" in local time, from Unix epoch milliseconds.
+std::string clock_text(const json& ev) {
+  const auto ms = number(ev, "time_ms");
+  if (!ms || !std::isfinite(*ms) || *ms < 0 || *ms > 1e15)
+    return "--:--:--.---";
+  const auto total = static_cast<std::int64_t>(*ms);
+  const std::time_t secs = static_cast<std::time_t>(total / 1000);
+  std::tm tm{};
+  if (::localtime_r(&secs, &tm) == nullptr)
+    return "--:--:--.---";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(total % 1000));
+  return buf;
+}
+
+// "10.99.0.2" from "10.99.0.2:7471", "fd00::2" from "[fd00::2]:7471".
+std::string host_of(const std::string& endpoint) {
+  if (endpoint.size() > 2 && endpoint.front() == '[') {
+    const auto close = endpoint.find(']');
+    if (close != std::string::npos)
+      return endpoint.substr(1, close - 1);
+  }
+  const auto colon = endpoint.rfind(':');
+  if (colon != std::string::npos && endpoint.find(':') == colon)
+    return endpoint.substr(0, colon);
+  return endpoint;
+}
+
+}  // namespace
+
+std::string render_event(const json& ev) {
+  std::string out = clock_text(ev) + " ";
+  const std::string kind = text(ev, "kind");
+  const std::string peer = host_of(text(ev, "peer_addr"));
+  const std::string reason = text(ev, "reason");
+  if (kind == "reject")
+    return out + "peer " + peer + " REJ " + reason + " (" + text(ev, "detail") + ")\n";
+  const auto qpn = count(ev, "qpn");
+  out += qpn && *qpn != 0 ? "QPN " + text(ev, "qpn") : "conn " + text(ev, "conn");
+  out += " peer " + peer + " ";
+  if (kind == "state")
+    return out + text(ev, "from") + " -> " + text(ev, "to") + " (" + reason + ")\n";
+  if (kind == "teardown") {
+    const std::string cause = text(ev, "cause");
+    return out + "teardown from " + text(ev, "to") + ": " + reason +
+           (cause != "-" ? " [" + cause + "]" : "") + "\n";
+  }
+  if (kind == "evict")
+    return out + "EVICTED (" + reason + ")\n";
+  return out + kind + " (" + reason + ")\n";
+}
+
+std::string render_end(const std::string& message) {
+  return "monitor ended: " +
+         (message.empty() ? std::string("rcnetd closed the connection") : message) + "\n";
 }
 
 }  // namespace rcnet::ctl

@@ -52,6 +52,17 @@ std::string render_config(const json& data);
 // disconnect, reap, log-level: one line saying what happened.
 std::string render_action(Command c, const json& data);
 
+// monitor: one line per pushed event (protocol.hpp event_json), local time:
+//   "12:00:01.234 QPN 17 peer 10.99.0.2 ESTABLISHED -> DISCONNECTING (DREQ sent)"
+//   "12:00:01.234 QPN 17 peer 10.99.0.2 teardown from ESTABLISHED: idle ... [reaped_idle]"
+//   "12:00:01.234 peer 10.99.0.5 REJ collision (detail)"
+//   "12:00:01.234 QPN 17 peer 10.99.0.2 EVICTED (evicted: least recently used ...)"
+// A QP not created yet shows "conn ID" instead of "QPN N".
+std::string render_event(const json& event);
+// The last line of a monitor: "monitor ended: MESSAGE" (the daemon's end line,
+// or "rcnetd closed the connection" when `message` is empty).
+std::string render_end(const std::string& message);
+
 // Dispatches on `c`.
 std::string render(Command c, const json& data);
 

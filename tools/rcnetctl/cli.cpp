@@ -17,6 +17,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -95,6 +96,173 @@ Result<std::string> unix_socket_transport(const std::string& socket,
 
 namespace {
 
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+}
+
+// SIGINT and SIGTERM interrupt blocking calls (no SA_RESTART) while it lives.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptScope() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
+
+Result<void> unix_socket_stream(const std::string& socket, const std::string& request_line,
+                                const LineSink& on_line, int reply_timeout_ms) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (socket.empty() || socket.size() >= sizeof sa.sun_path)
+    return Error::from_errno(ENAMETOOLONG, socket);
+  std::memcpy(sa.sun_path, socket.c_str(), socket.size() + 1);
+  InterruptScope interrupts;
+  Fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0)
+    return Error::from_errno(errno, "socket");
+  if (::connect(s.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) < 0)
+    return Error::from_errno(errno, "connect " + socket);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(reply_timeout_ms);
+  std::size_t off = 0;
+  while (off < request_line.size()) {
+    const ssize_t n =
+        ::send(s.fd, request_line.data() + off, request_line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR && g_interrupted == 0)
+      continue;
+    if (n < 0)
+      return Error::from_errno(errno, "send to " + socket);
+    off += static_cast<std::size_t>(n);
+  }
+  bool replied = false;
+  std::string buf;
+  char chunk[65536];
+  for (;;) {
+    for (std::size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
+      const bool more = on_line(std::string_view(buf).substr(0, nl));
+      replied = true;
+      buf.erase(0, nl + 1);
+      if (!more)
+        return {};
+    }
+    if (g_interrupted != 0)
+      return Error::from_errno(EINTR, "interrupted");
+    pollfd p{s.fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, replied ? -1 : remaining_ms(deadline));
+    if (rc < 0 && errno == EINTR)
+      continue;  // g_interrupted is checked above
+    if (rc < 0)
+      return Error::from_errno(errno, "poll");
+    if (rc == 0)
+      return Error::from_errno(ETIMEDOUT, "waiting for rcnetd's reply");
+    const ssize_t n = ::read(s.fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return Error::from_errno(errno, "read from " + socket);
+    if (n == 0) {
+      if (!replied)
+        return Error::from_errno(ECONNRESET, "rcnetd closed the connection without a reply");
+      return {};  // the daemon went away: the monitor ends
+    }
+    buf.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+namespace {
+
+// One failure to talk to the daemon, told the way every command tells it.
+int report_transport_error(const Error& e, const std::string& socket, std::ostream& err) {
+  err << "rcnetctl: " << e.message() << "\n";
+  const int code = e.code.value();
+  if (e.code.category() == std::generic_category() && (code == ENOENT || code == ECONNREFUSED)) {
+    err << "rcnetctl: is rcnetd running? Try: systemctl status rcnetd\n";
+    return kExitNotRunning;
+  }
+  if (e.code.category() == std::generic_category() && code == EACCES)
+    err << "rcnetctl: " << socket << " is for root and the ctl group (ctl.group)\n";
+  return kExitFailed;
+}
+
+// rcnetctl monitor: the reply, then one line per event until the end line,
+// the daemon's close, or Ctrl-C (all exit 0).
+int run_monitor(const ctl::Request& req, const std::string& socket, bool as_json,
+                const StreamTransport& stream, std::ostream& out, std::ostream& err) {
+  if (!stream) {
+    err << "rcnetctl: monitor: no stream transport\n";
+    return kExitFailed;
+  }
+  bool replied = false, ended = false;
+  int rc = kExitOk;
+  auto on_line = [&](std::string_view line) -> bool {
+    if (!replied) {
+      replied = true;
+      auto reply = ctl::parse_reply(line);
+      if (!reply) {
+        err << "rcnetctl: not a reply of rcnetd's ctl protocol: " << reply.error().context << "\n";
+        rc = kExitFailed;
+        return false;
+      }
+      if (!reply->ok) {
+        err << "rcnetctl: monitor: " << reply->message << " (" << ctl::to_string(reply->code)
+            << ")\n";
+        rc = kExitFailed;
+        return false;
+      }
+      return true;
+    }
+    auto push = ctl::parse_push(line);
+    if (!push) {
+      // A line this rcnetctl does not understand: say so, keep watching.
+      err << "rcnetctl: monitor: " << push.error().context << "\n";
+      return true;
+    }
+    if (as_json) {
+      out << line << "\n";
+    } else if (push->end) {
+      out << ctl::render_end(push->end_message);
+    } else {
+      out << ctl::render_event(push->event);
+    }
+    out.flush();  // one line at a time, also into a pipe
+    if (push->end) {
+      ended = true;
+      return false;
+    }
+    return true;
+  };
+  auto r = stream(socket, ctl::encode_request(req), on_line);
+  if (!r) {
+    const Error& e = r.error();
+    if (e.code.category() == std::generic_category() && e.code.value() == EINTR)
+      return kExitOk;  // Ctrl-C
+    return report_transport_error(e, socket, err);
+  }
+  if (rc == kExitOk && !ended) {
+    const std::string msg = ctl::render_end("");
+    (as_json ? err : out) << msg;
+    out.flush();
+  }
+  return rc;
+}
+
 // Writes `text` to a temporary file next to `path`, then rename(2)s it over
 // `path`: a reader (node-exporter's textfile collector) sees the old file or
 // the new one, never half of one. Errors: mkstemp/write/rename's errno.
@@ -146,7 +314,7 @@ bool parse_peer(const std::string& text, ctl::Request& r) {
 }  // namespace
 
 int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
-        std::ostream& err) {
+        std::ostream& err, const StreamTransport& stream) {
   CLI::App app{"rcnetctl: inspect and control rcnetd", "rcnetctl"};
   app.require_subcommand(1, 1);
   bool as_json = false, pretty = false;
@@ -197,6 +365,9 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   add(ctl::Command::kLogLevel, "change the log level live; root only")
       ->add_option("LEVEL", level, "trace, debug, info, warn, error, critical, off")
       ->required();
+  add(ctl::Command::kMonitor,
+      "follow connection events live (state changes, teardowns, REJs, evictions) until "
+      "rcnetd stops or Ctrl-C; -j prints the event JSON lines");
 
   std::vector<std::string> argv_s;
   argv_s.emplace_back("rcnetctl");
@@ -250,23 +421,15 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     err << "rcnetctl: --output needs --format prometheus\n";
     return kExitUsage;
   }
+  if (req.cmd == ctl::Command::kMonitor)
+    return run_monitor(req, socket, as_json, stream, out, err);
   auto line = transport(socket, ctl::encode_request(req));
   if (!line && !output_path.empty())
     (void)write_atomically(output_path,
                            "# HELP rcnet_up 1 when rcnetd answered\n"
                            "# TYPE rcnet_up gauge\nrcnet_up 0\n");
-  if (!line) {
-    const Error& e = line.error();
-    err << "rcnetctl: " << e.message() << "\n";
-    const int code = e.code.value();
-    if (e.code.category() == std::generic_category() && (code == ENOENT || code == ECONNREFUSED)) {
-      err << "rcnetctl: is rcnetd running? Try: systemctl status rcnetd\n";
-      return kExitNotRunning;
-    }
-    if (e.code.category() == std::generic_category() && code == EACCES)
-      err << "rcnetctl: " << socket << " is for root and the ctl group (ctl.group)\n";
-    return kExitFailed;
-  }
+  if (!line)
+    return report_transport_error(line.error(), socket, err);
   auto reply = ctl::parse_reply(*line);
   if (!reply) {
     err << "rcnetctl: not a reply of rcnetd's ctl protocol: " << reply.error().context << "\n";

@@ -14,6 +14,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "util/result.hpp"
 
@@ -37,9 +38,26 @@ using Transport =
 Result<std::string> unix_socket_transport(const std::string& socket,
                                           const std::string& request_line, int timeout_ms = 10000);
 
+// For `monitor`: sends one request line, then hands every line the daemon
+// sends (its reply, then the pushed events, without '\n') to `on_line`
+// until on_line returns false or the daemon closes the connection (both
+// success). Errors carry the errno of the failing call as for Transport;
+// EINTR means the wait was interrupted by SIGINT or SIGTERM (Ctrl-C).
+using LineSink = std::function<bool(std::string_view line)>;
+using StreamTransport = std::function<Result<void>(
+    const std::string& socket, const std::string& request_line, const LineSink& on_line)>;
+
+// The real stream: a blocking Unix stream socket; the first line (the
+// reply) must come within `reply_timeout_ms` (ETIMEDOUT), events may take
+// any time. While it runs, SIGINT and SIGTERM interrupt it (EINTR) instead
+// of killing the process, so that Ctrl-C ends a monitor with exit status 0.
+Result<void> unix_socket_stream(const std::string& socket, const std::string& request_line,
+                                const LineSink& on_line, int reply_timeout_ms = 10000);
+
 // Runs rcnetctl with `args` (without the program name). Tables or JSON go
-// to `out`, errors and hints to `err`. Returns the exit code.
+// to `out`, errors and hints to `err`. Returns the exit code. `stream`
+// serves `monitor` only; without one, monitor fails.
 int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
-        std::ostream& err);
+        std::ostream& err, const StreamTransport& stream = {});
 
 }  // namespace rcnet::rcnetctl

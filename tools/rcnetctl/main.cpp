@@ -11,5 +11,9 @@ int main(int argc, char** argv) {
   auto transport = [](const std::string& socket, const std::string& line) {
     return rcnet::rcnetctl::unix_socket_transport(socket, line);
   };
-  return rcnet::rcnetctl::run(args, transport, std::cout, std::cerr);
+  auto stream = [](const std::string& socket, const std::string& line,
+                   const rcnet::rcnetctl::LineSink& on_line) {
+    return rcnet::rcnetctl::unix_socket_stream(socket, line, on_line);
+  };
+  return rcnet::rcnetctl::run(args, transport, std::cout, std::cerr, stream);
 }

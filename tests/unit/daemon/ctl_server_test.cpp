@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -227,6 +228,16 @@ struct ServerFixture {
     o.socket_path = path;
     if (o.group.empty())
       o.group = "no-such-group-rcnet-test";
+    // Credentials seam: the next accepted client gets the next queued uid;
+    // with none queued, its real credentials.
+    o.credentials = [this](int fd) -> Result<PeerCred> {
+      auto c = peer_credentials(fd);
+      if (c && !uids.empty()) {
+        c->uid = uids.front();
+        uids.pop_front();
+      }
+      return c;
+    };
     opts = o;
     auto l = EventLoop::create();
     REQUIRE(l.ok());
@@ -248,6 +259,16 @@ struct ServerFixture {
     sa.sun_family = AF_UNIX;
     std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
     REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    return fd;
+  }
+  // Connects as `uid` (through the credentials seam) and lets the server
+  // accept it, so that the listen backlog never fills.
+  UniqueFd connect_as(uid_t uid) {
+    uids.push_back(uid);
+    UniqueFd fd = connect_client();
+    for (int k = 0; k < 10 && !uids.empty(); ++k)
+      REQUIRE(loop->run_once(std::chrono::milliseconds(20)).ok());
+    REQUIRE(uids.empty());
     return fd;
   }
   // Runs the loop until `fd` has a full line or EOF; returns what was read.
@@ -280,6 +301,7 @@ struct ServerFixture {
   std::optional<EventLoop> loop;
   FakeBackend* backend = nullptr;
   std::unique_ptr<CtlServer> server;
+  std::deque<uid_t> uids;
 };
 
 }  // namespace
@@ -397,4 +419,273 @@ TEST_CASE("ctl server: a stale socket file is replaced, a live one refused", "[o
   fresh->reset();
   // The server removes its own socket file when it goes.
   CHECK_FALSE(std::filesystem::exists(f.path));
+}
+
+// --- Lockout (issue 11) ------------------------------------------------------------------
+
+namespace {
+
+// Reads a refused connection's one line; it must be a "busy" error, then EOF.
+ctl::Reply refused_reply(ServerFixture& f, int fd) {
+  bool eof = false;
+  const std::string got = f.read_reply(fd, eof);
+  CHECK(eof);
+  auto r = ctl::parse_reply(got);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->ok);
+  CHECK(r->code == ctl::ErrorCode::kBusy);
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("ctl server: idle connections of other users cannot lock root out",
+          "[ops][ctl][socket][lockout]") {
+  CtlServerOptions o;  // defaults: 64 slots, 8 for root only, 16 per uid
+  // Long timeouts: the held connections must stay, however slow the machine.
+  o.request_timeout = std::chrono::seconds(60);
+  o.first_request_timeout = std::chrono::seconds(60);
+  ServerFixture f(o);
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 100; ++i)
+    held.push_back(f.connect_as(1000));
+  CHECK(f.server->client_count() == 16);
+  CHECK(f.server->counters().ctl_clients_refused_per_uid == 84);
+  const ctl::Reply r = refused_reply(f, held.back().get());
+  CHECK(r.message.find("uid 1000") != std::string::npos);
+  // More users fill every slot but root's.
+  for (uid_t uid : {1001u, 1002u, 1003u}) {
+    for (int i = 0; i < 16; ++i)
+      held.push_back(f.connect_as(uid));
+  }
+  CHECK(f.server->client_count() == 56);
+  CHECK(f.server->counters().ctl_clients_refused_reserved == 8);
+  CHECK(refused_reply(f, held.back().get()).message.find("root") != std::string::npos);
+
+  // Root's status is answered at once: no waiting for a timeout to free a slot.
+  UniqueFd root = f.connect_as(0);
+  const std::string q = req("status");
+  REQUIRE(::write(root.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  ::shutdown(root.get(), SHUT_WR);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool eof = false;
+  const std::string got = f.read_reply(root.get(), eof);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500));
+  auto reply = ctl::parse_reply(got);
+  REQUIRE(reply.ok());
+  CHECK(reply->ok);
+  CHECK(reply->data["device"] == "rxe_1");
+  CHECK(f.server->counters().ctl_clients_timed_out == 0);
+}
+
+TEST_CASE("ctl server: a non-root uid holds at most max_clients_per_uid",
+          "[ops][ctl][socket][lockout]") {
+  CtlServerOptions o;
+  o.max_clients_per_uid = 3;
+  o.request_timeout = std::chrono::seconds(60);
+  o.first_request_timeout = std::chrono::seconds(60);
+  ServerFixture f(o);
+  std::vector<UniqueFd> mine;
+  for (int i = 0; i < 5; ++i)
+    mine.push_back(f.connect_as(1000));
+  CHECK(f.server->client_count() == 3);
+  CHECK(f.server->counters().ctl_clients_refused_per_uid == 2);
+  CHECK(refused_reply(f, mine[3].get()).message.find("at most 3") != std::string::npos);
+  refused_reply(f, mine[4].get());
+  // Another user is not affected, and root has no per-uid cap.
+  UniqueFd other = f.connect_as(1001);
+  for (int i = 0; i < 5; ++i)
+    mine.push_back(f.connect_as(0));
+  CHECK(f.server->client_count() == 9);
+  CHECK(f.server->counters().ctl_clients_refused_per_uid == 2);
+  // A slot given back can be taken again.
+  mine[0].reset();
+  bool eof = false;
+  f.read_reply(other.get(), eof, 3);
+  CHECK(f.server->client_count() == 8);
+  UniqueFd again = f.connect_as(1000);
+  CHECK(f.server->client_count() == 9);
+}
+
+TEST_CASE("ctl server: a connection that sends nothing is closed after first_request_timeout",
+          "[ops][ctl][socket][lockout]") {
+  CtlServerOptions o;
+  o.request_timeout = std::chrono::seconds(5);
+  o.first_request_timeout = std::chrono::milliseconds(100);
+  ServerFixture f(o);
+  UniqueFd silent = f.connect_client();
+  UniqueFd partial = f.connect_client();
+  const std::string head = "{\"v\":1,";
+  REQUIRE(::write(partial.get(), head.data(), head.size()) == static_cast<ssize_t>(head.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  bool eof = false;
+  const std::string got = f.read_reply(silent.get(), eof, 50);  // up to 1 s
+  CHECK(eof);
+  CHECK(got.empty());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(900));
+  CHECK(f.server->counters().ctl_clients_timed_out_idle == 1);
+  CHECK(f.server->client_count() == 1);
+  // The partial request still has the full request timeout: finish it.
+  f.read_reply(partial.get(), eof, 10);
+  CHECK_FALSE(eof);
+  const std::string tail = "\"cmd\":\"srq\"}\n";
+  REQUIRE(::write(partial.get(), tail.data(), tail.size()) == static_cast<ssize_t>(tail.size()));
+  const std::string r = f.read_reply(partial.get(), eof, 5);
+  CHECK(ctl::parse_reply(r).ok());
+  CHECK(f.server->counters().ctl_clients_timed_out == 1);
+}
+
+// --- Monitor (issue 12) ----------------------------------------------------------------
+
+namespace {
+
+cm::Event sample_event(rdma::Qpn qpn) {
+  cm::Event e;
+  e.kind = cm::EventKind::kState;
+  e.conn = 7;
+  e.peer = node_id_for(*IpAddr::parse("10.99.0.2"));
+  e.peer_addr = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+  e.qpn = qpn;
+  e.remote_qpn = 18;
+  e.from = cm::QpState::kEstablished;
+  e.to = cm::QpState::kDisconnecting;
+  e.reason = "DREQ sent";
+  return e;
+}
+
+// Subscribes `fd` and returns once the ok reply is read.
+void subscribe(ServerFixture& f, int fd) {
+  const std::string m = req("monitor");
+  REQUIRE(::write(fd, m.data(), m.size()) == static_cast<ssize_t>(m.size()));
+  std::string got;
+  for (int k = 0; k < 100 && got.find('\n') == std::string::npos; ++k) {
+    REQUIRE(f.loop->run_once(std::chrono::milliseconds(10)).ok());
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0)
+      got.append(buf, static_cast<std::size_t>(n));
+  }
+  auto r = ctl::parse_reply(got);
+  REQUIRE(r.ok());
+  REQUIRE(r->ok);
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = s.find('\n', at)) != std::string::npos; at = nl + 1)
+    out.push_back(s.substr(at, nl - at));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ctl server: a monitor gets every event, then the end line on stopping",
+          "[ops][ctl][socket][monitor]") {
+  CtlServerOptions o;
+  o.request_timeout = std::chrono::milliseconds(50);
+  ServerFixture f(o);
+  UniqueFd m = f.connect_client();
+  subscribe(f, m.get());
+  CHECK(f.server->monitor_count() == 1);
+  f.server->publish(sample_event(17));
+  f.server->publish(sample_event(19));
+  // Longer than the request timeout: a subscriber is not timed out.
+  bool eof = false;
+  std::string got = f.read_reply(m.get(), eof, 10);
+  CHECK_FALSE(eof);
+  CHECK(f.server->counters().ctl_clients_timed_out == 0);
+  f.server->stopping();
+  got += f.read_reply(m.get(), eof);
+  CHECK(eof);
+  const auto lines = split_lines(got);
+  REQUIRE(lines.size() == 3);
+  auto e1 = ctl::parse_push(lines[0]);
+  REQUIRE(e1.ok());
+  REQUIRE_FALSE(e1->end);
+  CHECK(e1->event["kind"] == "state");
+  CHECK(e1->event["qpn"] == 17);
+  CHECK(e1->event["from"] == "ESTABLISHED");
+  CHECK(e1->event["to"] == "DISCONNECTING");
+  CHECK(e1->event["reason"] == "DREQ sent");
+  CHECK(e1->event["peer_addr"] == "10.99.0.2:7471");
+  CHECK(ctl::parse_push(lines[1])->event["qpn"] == 19);
+  auto end = ctl::parse_push(lines[2]);
+  REQUIRE(end.ok());
+  CHECK(end->end);
+  CHECK(end->end_message == "rcnetd stopping");
+  CHECK(f.server->counters().ctl_monitors == 1);
+  CHECK(f.server->counters().ctl_monitor_events == 2);
+  CHECK(f.server->monitor_count() == 0);
+}
+
+TEST_CASE("ctl server: a monitor that never reads is dropped; others are served",
+          "[ops][ctl][socket][monitor]") {
+  CtlServerOptions o;
+  o.monitor_buffer_bytes = 16 * 1024;
+  ServerFixture f(o);
+  UniqueFd stalled = f.connect_client();
+  subscribe(f, stalled.get());
+  UniqueFd reader = f.connect_client();
+  subscribe(f, reader.get());
+  REQUIRE(f.server->monitor_count() == 2);
+  std::size_t read_bytes = 0;
+  int events = 0;
+  for (int round = 0; round < 400 && f.server->counters().ctl_monitor_dropped == 0; ++round) {
+    for (int k = 0; k < 50; ++k, ++events)
+      f.server->publish(sample_event(static_cast<rdma::Qpn>(events + 1)));
+    REQUIRE(f.loop->run_once(std::chrono::milliseconds(0)).ok());
+    char buf[65536];
+    for (ssize_t n; (n = ::read(reader.get(), buf, sizeof buf)) > 0;)
+      read_bytes += static_cast<std::size_t>(n);
+  }
+  CHECK(f.server->counters().ctl_monitor_dropped == 1);
+  CHECK(f.server->monitor_count() == 1);
+  // The stalled one sees the end of its stream (after what was buffered).
+  bool eof = false;
+  for (int k = 0; k < 200 && !eof; ++k) {
+    REQUIRE(f.loop->run_once(std::chrono::milliseconds(5)).ok());
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(stalled.get(), buf, sizeof buf)) > 0) {
+    }
+    eof = n == 0;
+  }
+  CHECK(eof);
+  // The reader got everything so far, and a request on a new connection is
+  // answered at once.
+  f.server->publish(sample_event(1));
+  ++events;
+  std::string tail;
+  for (int k = 0; k < 20; ++k) {
+    REQUIRE(f.loop->run_once(std::chrono::milliseconds(5)).ok());
+    char buf[65536];
+    for (ssize_t n; (n = ::read(reader.get(), buf, sizeof buf)) > 0;)
+      read_bytes += static_cast<std::size_t>(n);
+  }
+  const std::size_t line_size = ctl::event_line(sample_event(1), 0).size();
+  CHECK(read_bytes >= static_cast<std::size_t>(events) * (line_size - 20));
+  CHECK(f.server->counters().ctl_monitor_events == static_cast<std::uint64_t>(events));
+  UniqueFd c = f.connect_client();
+  const std::string q = req("status");
+  REQUIRE(::write(c.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  ::shutdown(c.get(), SHUT_WR);
+  const std::string got = f.read_reply(c.get(), eof);
+  CHECK(eof);
+  CHECK(ctl::parse_reply(got).ok());
+}
+
+TEST_CASE("ctl server: monitor after the stop began gets the end line at once",
+          "[ops][ctl][socket][monitor]") {
+  ServerFixture f;
+  f.server->stopping();
+  UniqueFd m = f.connect_client();
+  const std::string q = req("monitor");
+  REQUIRE(::write(m.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  bool eof = false;
+  const auto lines = split_lines(f.read_reply(m.get(), eof));
+  CHECK(eof);
+  REQUIRE(lines.size() == 2);
+  CHECK(ctl::parse_reply(lines[0])->ok);
+  CHECK(ctl::parse_push(lines[1])->end);
 }

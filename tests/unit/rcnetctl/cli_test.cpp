@@ -312,3 +312,141 @@ TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's li
   CHECK(t.out.find("\ntimeouts.idle = \"1500ms\" ") != std::string::npos);
   CHECK(t.out.find("idle_ms") == std::string::npos);
 }
+
+// --- monitor ----------------------------------------------------------------------------
+
+namespace {
+
+// A daemon streaming `lines` (reply first) to a monitor, then closing (or
+// failing with `error` after them).
+struct FakeStream {
+  std::vector<std::string> lines;
+  std::optional<Error> error;
+  std::string request;
+  std::size_t delivered = 0;
+  StreamTransport transport() {
+    return [this](const std::string&, const std::string& line,
+                  const LineSink& on_line) -> Result<void> {
+      request = line;
+      for (const std::string& l : lines) {
+        ++delivered;
+        if (!on_line(l))
+          return {};
+      }
+      if (error)
+        return *error;
+      return {};
+    };
+  }
+};
+
+Run monitor_with(FakeStream& s, std::vector<std::string> args) {
+  FakeDaemon d;
+  std::ostringstream out, err;
+  Run r;
+  r.rc = run(args, d.transport(), out, err, s.transport());
+  r.out = out.str();
+  r.err = err.str();
+  CHECK(d.calls == 0);  // monitor never uses the one-shot transport
+  return r;
+}
+
+std::string strip_nl(std::string s) {
+  if (!s.empty() && s.back() == '\n')
+    s.pop_back();
+  return s;
+}
+
+// 12:00:01.234 UTC, 2024-01-01.
+constexpr std::int64_t kNoon = 1704110401234;
+
+cm::Event dreq_event() {
+  cm::Event e;
+  e.kind = cm::EventKind::kState;
+  e.conn = 3;
+  e.peer = node_id_for(*IpAddr::parse("10.99.0.2"));
+  e.peer_addr = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+  e.qpn = 17;
+  e.remote_qpn = 18;
+  e.from = cm::QpState::kEstablished;
+  e.to = cm::QpState::kDisconnecting;
+  e.reason = "DREQ sent";
+  return e;
+}
+
+struct UtcScope {
+  UtcScope() {
+    const char* tz = std::getenv("TZ");
+    if (tz != nullptr)
+      saved = tz;
+    had = tz != nullptr;
+    ::setenv("TZ", "UTC", 1);
+    ::tzset();
+  }
+  ~UtcScope() {
+    if (had)
+      ::setenv("TZ", saved.c_str(), 1);
+    else
+      ::unsetenv("TZ");
+    ::tzset();
+  }
+  std::string saved;
+  bool had = false;
+};
+
+}  // namespace
+
+TEST_CASE("rcnetctl monitor: one line per event, the end line, exit 0", "[ops][rcnetctl]") {
+  UtcScope utc;
+  FakeStream s;
+  cm::Event rej;
+  rej.kind = cm::EventKind::kReject;
+  rej.peer_addr = Endpoint{*IpAddr::parse("fd00::5"), 7471};
+  rej.reason = "not_allowed";
+  rej.detail = "outside peers.allowed";
+  s.lines = {strip_nl(ctl::ok_reply({{"monitor", true}})),
+             strip_nl(ctl::event_line(dreq_event(), kNoon)),
+             strip_nl(ctl::event_line(rej, kNoon + 5)), strip_nl(ctl::end_line("rcnetd stopping")),
+             strip_nl(ctl::event_line(dreq_event(), kNoon))};  // never read
+  auto r = monitor_with(s, {"monitor"});
+  CHECK(r.rc == kExitOk);
+  CHECK(ctl::parse_request(s.request)->cmd == ctl::Command::kMonitor);
+  CHECK(r.out ==
+        "12:00:01.234 QPN 17 peer 10.99.0.2 ESTABLISHED -> DISCONNECTING (DREQ sent)\n"
+        "12:00:01.239 peer fd00::5 REJ not_allowed (outside peers.allowed)\n"
+        "monitor ended: rcnetd stopping\n");
+  CHECK(s.delivered == 4);
+  CHECK(r.err.empty());
+
+  // -j: the daemon's lines as they came, end line included.
+  s.delivered = 0;
+  auto j = monitor_with(s, {"-j", "monitor"});
+  CHECK(j.rc == kExitOk);
+  const auto nl = j.out.find('\n');
+  REQUIRE(nl != std::string::npos);
+  CHECK(j.out.substr(0, nl) == s.lines[1]);
+  CHECK(j.out.find(R"("end":"rcnetd stopping")") != std::string::npos);
+}
+
+TEST_CASE("rcnetctl monitor: the daemon's close, Ctrl-C and refusals", "[ops][rcnetctl]") {
+  UtcScope utc;
+  FakeStream s;
+  s.lines = {strip_nl(ctl::ok_reply({{"monitor", true}}))};
+  auto closed = monitor_with(s, {"monitor"});
+  CHECK(closed.rc == kExitOk);
+  CHECK(closed.out == "monitor ended: rcnetd closed the connection\n");
+
+  s.error = Error::from_errno(EINTR, "interrupted");
+  CHECK(monitor_with(s, {"monitor"}).rc == kExitOk);
+
+  s.error.reset();
+  s.lines = {strip_nl(ctl::error_reply(ctl::ErrorCode::kBusy, "too many ctl clients"))};
+  auto busy = monitor_with(s, {"monitor"});
+  CHECK(busy.rc == kExitFailed);
+  CHECK(busy.err.find("too many ctl clients (busy)") != std::string::npos);
+
+  s.lines.clear();
+  s.error = Error::from_errno(ENOENT, "connect /run/rcnet/rcnetd.sock");
+  auto down = monitor_with(s, {"monitor"});
+  CHECK(down.rc == kExitNotRunning);
+}
