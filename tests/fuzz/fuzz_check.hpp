@@ -5,20 +5,20 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define FUZZ_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::fprintf(stderr, "%s:%d: property violated: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                   \
-    }                                                                                 \
+      std::abort();                                                                      \
+    }                                                                                    \
   } while (0)
 
 // Same, with a message built by the caller (a std::string or const char*).
-#define FUZZ_CHECK_MSG(cond, msg)                                                     \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define FUZZ_CHECK_MSG(cond, msg)                                                           \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::fprintf(stderr, "%s:%d: property violated: %s: %s\n", __FILE__, __LINE__, #cond, \
-                   std::string(msg).c_str());                                         \
-      std::abort();                                                                   \
-    }                                                                                 \
+                   std::string(msg).c_str());                                               \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)

@@ -31,24 +31,49 @@ constexpr std::string_view kSource = "fuzz.toml";
 // ("peers.static[3].overlay") are written [N] here.
 bool schema_key(const std::string& key) {
   static const std::set<std::string> kKeys = {
-      "node",          "node.address",     "node.port",
-      "tun",           "tun.name",         "tun.address",
-      "tun.mtu",       "tun.netns",        "peers",
-      "peers.underlay_prefix",             "peers.allowed",
-      "peers.allowed[N]",                  "peers.static",
-      "peers.static[N]",                   "peers.static[N].overlay",
-      "peers.static[N].underlay",          "srq",
-      "srq.enabled",   "srq.size",         "srq.limit",
-      "srq.rq_depth",  "limits",           "limits.max_connections",
-      "limits.send_slots",                 "limits.peer_queue_depth",
-      "timeouts",      "timeouts.idle",    "timeouts.last_wqe",
-      "timeouts.drain",                    "timeouts.disconnect",
-      "timeouts.resolve",                  "timeouts.connect",
-      "timeouts.reaper_interval",          "transport",
-      "transport.retry_count",             "transport.rnr_retry_count",
-      "transport.connect_retries",         "log",
-      "log.level",     "log.target",       "ctl",
-      "ctl.socket",    "ctl.group",
+      "node",
+      "node.address",
+      "node.port",
+      "tun",
+      "tun.name",
+      "tun.address",
+      "tun.mtu",
+      "tun.netns",
+      "peers",
+      "peers.underlay_prefix",
+      "peers.allowed",
+      "peers.allowed[N]",
+      "peers.static",
+      "peers.static[N]",
+      "peers.static[N].overlay",
+      "peers.static[N].underlay",
+      "srq",
+      "srq.enabled",
+      "srq.size",
+      "srq.limit",
+      "srq.rq_depth",
+      "limits",
+      "limits.max_connections",
+      "limits.send_slots",
+      "limits.peer_queue_depth",
+      "timeouts",
+      "timeouts.idle",
+      "timeouts.last_wqe",
+      "timeouts.drain",
+      "timeouts.disconnect",
+      "timeouts.resolve",
+      "timeouts.connect",
+      "timeouts.reaper_interval",
+      "transport",
+      "transport.retry_count",
+      "transport.rnr_retry_count",
+      "transport.connect_retries",
+      "log",
+      "log.level",
+      "log.target",
+      "ctl",
+      "ctl.socket",
+      "ctl.group",
   };
   std::string k;
   for (std::size_t i = 0; i < key.size(); ++i) {
@@ -171,9 +196,9 @@ void check_accepted(const config::Config& c) {
   FUZZ_CHECK(m.send_slots >= 1 && m.send_slots <= 1048576);
   FUZZ_CHECK(m.peer_queue_depth >= 1 && m.peer_queue_depth <= 65536);
   // [timeouts]
-  for (const Duration d : {m.idle_timeout, m.last_wqe_timeout, m.drain_timeout,
-                           m.disconnect_timeout, m.resolve_timeout, m.connect_timeout,
-                           m.reaper_interval}) {
+  for (const Duration d :
+       {m.idle_timeout, m.last_wqe_timeout, m.drain_timeout, m.disconnect_timeout,
+        m.resolve_timeout, m.connect_timeout, m.reaper_interval}) {
     FUZZ_CHECK(in(d, 1ms, 24h));
   }
   FUZZ_CHECK(m.idle_timeout > m.reaper_interval);

@@ -110,7 +110,7 @@ T pick(const std::array<T, N>& table, std::uint8_t b) {
 }
 
 constexpr std::array<Duration, 20> kAdvance = {
-    0ns,  1us,  10us,  50us,  100us, 200us, 500us, 1ms, 2ms, 5ms,
+    0ns,  1us,  10us, 50us,  100us, 200us, 500us, 1ms, 2ms, 5ms,
     10ms, 20ms, 50ms, 100ms, 200ms, 300ms, 500ms, 1s,  2s,  5s,
 };
 
@@ -336,9 +336,9 @@ void check_node(Node& n) {
     FUZZ_CHECK_MSG(it->in_service && it->peer_node == p.node,
                    where(n, "peer's conn_id names another peer's or a retired QP"));
     // Known bug (RCNET_FUZZ_KNOWN_BUGS=1 checks the configured depth).
-    FUZZ_CHECK_MSG(p.queue_depth <= (g_known_bugs ? n.mgr->config().peer_queue_depth
-                                                  : n.max_queue_depth),
-                   where(n, "peer queue over its depth"));
+    FUZZ_CHECK_MSG(
+        p.queue_depth <= (g_known_bugs ? n.mgr->config().peer_queue_depth : n.max_queue_depth),
+        where(n, "peer queue over its depth"));
   }
 
   FUZZ_CHECK_MSG(s.send_slots_free <= s.send_slots_total, where(n, "send slots"));
@@ -361,9 +361,9 @@ void check_node(Node& n) {
     FUZZ_CHECK_MSG(hca.count(q) == 1,
                    where(n, "manager's QPN unknown to the HCA") + ": " + std::to_string(q));
   }
-  FUZZ_CHECK_MSG(hca.size() == live.size(),
-                 where(n, "HCA QP the manager forgot (leak)") + ": HCA " +
-                     std::to_string(hca.size()) + ", manager " + std::to_string(live.size()));
+  FUZZ_CHECK_MSG(hca.size() == live.size(), where(n, "HCA QP the manager forgot (leak)") +
+                                                ": HCA " + std::to_string(hca.size()) +
+                                                ", manager " + std::to_string(live.size()));
   // cm ids are compared only at quiescence: between steps the HCA may hold
   // the passive id of a REQ whose CONNECT_REQUEST event is still queued.
 }
@@ -429,8 +429,7 @@ void quiesce(Cluster& c) {
     FUZZ_CHECK_MSG(n.mgr->live_cm_ids() == 0, where(n, "cm id left at quiescence"));
     FUZZ_CHECK_MSG(n.sim->live_cm_ids() == 0, where(n, "HCA cm id left at quiescence"));
     FUZZ_CHECK_MSG(k.qps_created == k.qps_destroyed, where(n, "QPs created != destroyed"));
-    FUZZ_CHECK_MSG(k.cm_ids_created == k.cm_ids_destroyed,
-                   where(n, "cm ids created != destroyed"));
+    FUZZ_CHECK_MSG(k.cm_ids_created == k.cm_ids_destroyed, where(n, "cm ids created != destroyed"));
     if (n.shut_down)
       FUZZ_CHECK_MSG(n.mgr->stopped(), where(n, "shut down but not stopped"));
     if (n.device_lost)
@@ -471,8 +470,8 @@ constexpr std::array<rdma::CmEventType, 10> kCmTypes = {
     rdma::CmEventType::kAddrError,      rdma::CmEventType::kTimewaitExit,
 };
 constexpr std::array<rdma::AsyncEventType, 5> kAsyncTypes = {
-    rdma::AsyncEventType::kLastWqeReached,   rdma::AsyncEventType::kQpFatal,
-    rdma::AsyncEventType::kCommEstablished,  rdma::AsyncEventType::kSrqLimitReached,
+    rdma::AsyncEventType::kLastWqeReached,  rdma::AsyncEventType::kQpFatal,
+    rdma::AsyncEventType::kCommEstablished, rdma::AsyncEventType::kSrqLimitReached,
     rdma::AsyncEventType::kCqErr,
 };
 constexpr std::array<Duration, 4> kFaultDelay = {1ms, 50ms, 300ms, 2s};

@@ -92,9 +92,9 @@ void encode_side(std::span<const std::uint8_t> in) {
   const std::uint8_t shape = b.u8();
   x.node_id = (shape & 1) ? b.get<std::uint8_t>() : b.get<std::uint64_t>();
   x.incarnation = (shape & 2) ? b.get<std::uint8_t>() : b.get<std::uint64_t>();
-  x.mtu = (shape & 4) ? kMinMtu - 2 + b.get<std::uint8_t>() % 4
-                      : ((shape & 8) ? kMaxMtu - 2 + b.get<std::uint8_t>() % 4
-                                     : b.get<std::uint32_t>());
+  x.mtu = (shape & 4)
+              ? kMinMtu - 2 + b.get<std::uint8_t>() % 4
+              : ((shape & 8) ? kMaxMtu - 2 + b.get<std::uint8_t>() % 4 : b.get<std::uint32_t>());
   x.srq = (b.u8() & 1) != 0;
   switch (b.u8() % 3) {
     case 0:
@@ -114,8 +114,8 @@ void encode_side(std::span<const std::uint8_t> in) {
   const bool valid_reason = x.kind == Kind::kRej
                                 ? (x.reason != RejectReason::kNone && x.reason <= kMaxRejectReason)
                                 : x.reason == RejectReason::kNone;
-  const bool valid = x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu &&
-                     x.mtu <= kMaxMtu && valid_reason;
+  const bool valid =
+      x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu && x.mtu <= kMaxMtu && valid_reason;
 
   const auto enc = encode(x);
   const Decoded d = decode(enc, x.kind);

@@ -20,8 +20,7 @@ using sim::Profile;
 // accepted connection owns, while its QP exists (SimStats::destroy_id_with_qp:
 // a leak on the real stack, which refuses to destroy the id). cm_ids_created
 // is counted twice for the one id.
-TEST_CASE("a duplicated CONNECT_REQUEST is ignored, not rejected on the live id",
-          "[cm][fuzz]") {
+TEST_CASE("a duplicated CONNECT_REQUEST is ignored, not rejected on the live id", "[cm][fuzz]") {
   Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
   auto& a = c.add(1);
   auto& b = c.add(2);
@@ -43,8 +42,7 @@ TEST_CASE("a duplicated CONNECT_REQUEST is ignored, not rejected on the live id"
 // peer_queue_depth but leaves longer queues as they are, and enqueue() only
 // drops one packet per packet added, so a peer keeps more packets than the
 // configured depth until its connection is up (or fails).
-TEST_CASE("a lower peer_queue_depth applies to packets already queued",
-          "[cm][fuzz]") {
+TEST_CASE("a lower peer_queue_depth applies to packets already queued", "[cm][fuzz]") {
   Cluster c(Profile::kMlx);
   auto& a = c.add(1);
   auto& b = c.add(2);
