@@ -40,6 +40,9 @@ meson test -C "$build" --print-errorlogs --num-processes 1 "${suites[@]}" || rc=
 # --- sanitizers: the unit suite under ASan + UBSan -------------------------------
 # -fno-sanitize-recover: UBSan aborts instead of printing and going on, so a
 # report fails its test. b_lundef=false: meson's advice with sanitizers.
+# werror=false: the main build above is the warning gate; g++ 12 under
+# -fsanitize=address reports false -Wmaybe-uninitialized in libstdc++'s
+# <regex> (Catch2's main), which would fail this build for nothing.
 asan=${RCNET_ASAN_BUILD_DIR:-$src/build-asan}
 asan_build_failed=0
 # Which of the extra steps RCNET_TEST_SUITES asks for: all when it is empty;
@@ -56,7 +59,7 @@ wants fuzz || export RCNET_FUZZ_SECONDS=0
 if [ "${RCNET_SANITIZE:-1}" != 0 ]; then
   t0=$SECONDS
   if [ ! -f "$asan/build.ninja" ]; then
-    meson setup "$asan" -Dlab_tests=false -Dman=disabled \
+    meson setup "$asan" -Dwerror=false -Dlab_tests=false -Dman=disabled \
       -Db_sanitize=address,undefined -Db_lundef=false -Dcpp_args=-fno-sanitize-recover=all ||
       asan_build_failed=1
   fi

@@ -170,25 +170,34 @@ std::string toml_text(const json& v) {
 std::string format_duration_ms(double ms) {
   if (!std::isfinite(ms) || ms < 0)
     return "-";
-  char buf[32];
-  const auto whole_ms = static_cast<long long>(std::llround(ms));
-  if (whole_ms < 1000) {
-    std::snprintf(buf, sizeof buf, "%lldms", whole_ms);
+  char buf[48];
+  // Ranges are decided in double: the value comes over a socket and may be
+  // beyond what a long long holds (llround would then return garbage).
+  if (ms < 999.5) {
+    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(std::llround(ms)));
     return buf;
   }
-  const auto tenths = static_cast<long long>(std::llround(ms / 100));
-  if (tenths < 600) {
+  if (ms < 59950) {
+    const auto tenths = static_cast<long long>(std::llround(ms / 100));
     std::snprintf(buf, sizeof buf, "%lld.%llds", tenths / 10, tenths % 10);
     return buf;
   }
-  const auto s = static_cast<long long>(ms / 1000);
-  if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  } else if (s < 86400) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+  const double secs = std::floor(ms / 1000);
+  if (secs < 86400) {
+    const auto s = static_cast<long long>(secs);
+    if (s < 3600)
+      std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    else
+      std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+    return buf;
   }
+  const double days = std::floor(secs / 86400);
+  if (days >= 1e6) {  // 2700 years: no real duration, but still not garbage
+    std::snprintf(buf, sizeof buf, "%.3gd", days);
+    return buf;
+  }
+  const auto hours = static_cast<int>(std::fmod(secs, 86400) / 3600);
+  std::snprintf(buf, sizeof buf, "%.0fd%02dh", days, hours);
   return buf;
 }
 

@@ -12,9 +12,13 @@
 //     parse_reply and render() for that command.
 // The same bytes are also handed to the renderers as a reply line and as
 // bare JSON (rcnetctl trusts nothing it reads from the socket): no crash, no
-// throw, every rendered text ends with a newline.
+// throw, every rendered text ends with a newline. Its first 8 bytes, read as
+// a double and as an integer, go through format_duration_ms / format_bytes.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -130,11 +134,30 @@ void check_renderers(std::string_view bytes) {
     render_all(j);
 }
 
+// The renderers' number formats: "-" only for what is not a duration;
+// otherwise digits first, never a sign.
+void check_formats(std::span<const std::uint8_t> in) {
+  if (in.size() < 8)
+    return;
+  double ms = 0;
+  std::uint64_t n = 0;
+  std::memcpy(&ms, in.data(), 8);
+  std::memcpy(&n, in.data(), 8);
+  const std::string d = format_duration_ms(ms);
+  if (!std::isfinite(ms) || ms < 0)
+    FUZZ_CHECK(d == "-");
+  else
+    FUZZ_CHECK_MSG(!d.empty() && d[0] >= '0' && d[0] <= '9', d);
+  const std::string b = format_bytes(n);
+  FUZZ_CHECK_MSG(!b.empty() && b[0] >= '0' && b[0] <= '9' && b.back() == 'B', b);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
   check_request(line);
   check_renderers(line);
+  check_formats(std::span<const std::uint8_t>(data, size));
   return 0;
 }

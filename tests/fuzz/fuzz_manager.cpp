@@ -183,8 +183,8 @@ class Cluster {
     base_.send_slots = pick(std::array<std::uint32_t, 4>{2, 4, 8, 32}, h3 >> 2);
     base_.rq_depth = pick(std::array<std::uint32_t, 4>{2, 4, 8, 16}, h3 >> 4);
     vary_mtu_ = (h3 & 0x40) != 0;
-    base_.qp_send_depth = pick(std::array<std::uint32_t, 4>{3, 7, 15, 31}, h4);
-    base_.signal_every = 1 + (h4 >> 2) % 8;
+    base_.qp_send_depth = pick(std::array<std::uint32_t, 4>{7, 15, 31, 63}, h4);
+    base_.signal_every = signal_every_for(base_.qp_send_depth, h4 >> 2);
     base_.retry_count = static_cast<std::uint8_t>(h5 % 8);
     base_.rnr_retry_count = static_cast<std::uint8_t>((h5 >> 3) % 8);
     base_.connect_retries = (h5 >> 6) % 3;
@@ -207,6 +207,15 @@ class Cluster {
     // Managers before the fabric (they borrow its seams).
     for (auto& n : nodes_)
       n->mgr.reset();
+  }
+
+  // DESIGN.md "Selective signalling": signal_every must stay below the SQ
+  // depth minus the room kept for the fence and the drain WR (2), or a burst
+  // waits for the next fence. The daemon's defaults (128, 16) keep that; the
+  // fuzzer's small depths must too.
+  static std::uint32_t signal_every_for(std::uint32_t qp_send_depth, std::uint8_t b) {
+    const std::uint32_t max = std::min<std::uint32_t>(8, qp_send_depth - 3);
+    return 1 + b % max;
   }
 
   // Timeouts from one byte: short, so that a run covers many of them.
@@ -604,7 +613,7 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       n.connect_retries = (x >> 6) % 3;
       n.max_connections = a % 4;
       n.peer_queue_depth = 1 + (a >> 2) % 8;
-      n.signal_every = 1 + (b >> 4) % 8;
+      n.signal_every = Cluster::signal_every_for(n.qp_send_depth, b >> 4);
       n.allowed_peers.clear();
       if (x & 0x80)  // only nb's /32: everyone else gets REJ not_allowed
         n.allowed_peers.push_back(IpPrefix{nb.addr, 32});
