@@ -58,3 +58,35 @@ TEST_CASE("a lower peer_queue_depth applies to packets already queued", "[cm][fu
   REQUIRE(s.peers.size() == 1);
   CHECK(s.peers[0].queue_depth <= 4);
 }
+
+// Regression `capacity-after-drain-timeout`: send slots run out (here 2
+// slots, both held by completed but unsignaled SENDs, which only a later
+// signaled WR gives back), so the next packet waits in its peer's queue and
+// the manager signals send_capacity(false): the daemon stops reading TUN.
+// The connection is then torn down and its drain WR never completes:
+// on_deadline(kDraining) -> destroy_qp() frees the slots, but nothing calls
+// unblock() on that timer path (only on_completions() does), so the true edge
+// never comes (TUN reading stays paused for every peer, for good) and the
+// queued packet stays in a peer with no connection and no retry: lost,
+// although DESIGN.md says "No send slot: the packet waits ... nothing is
+// dropped".
+TEST_CASE("send capacity comes back when a blocked peer's QP is destroyed at drain_timeout",
+          "[cm][fuzz][!shouldfail]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.send_slots = 2; });
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(1ms);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(1ms);
+  CHECK(a.mgr->send(b.ep(), packet(3)) == cm::SendResult::kQueued);
+  REQUIRE(a.sink.capacity_off == 1);
+  const auto qpn = a.mgr->live_qpns().at(0);
+  c.fabric.faults().drop_drain_completion(a.addr, qpn);
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(2s);
+  CHECK(a.ctr().drain_timeouts == 1);
+  CHECK(a.mgr->snapshot().send_slots_free == 2);
+  CHECK(a.sink.capacity_on == 1);     // the true edge came back
+  CHECK(b.sink.packets.size() == 3);  // and the waiting packet went out
+}
