@@ -456,11 +456,17 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
       // A CONNECTING attempt waits for the peer's REJ collision (bounded by connect_timeout).
     }
   }
-  table_.cancel_retry(p);
   if (!make_room()) {
     reject(ev.id, wire::RejectReason::kFull, ev.src, "max_connections reached, nothing evictable");
+    // Our own attempt may have been given up above for this REQ: packets
+    // queued for the peer get a new attempt (start_connect() drops them,
+    // counted, if there is still no room), never stay stranded.
+    if (p.conn == 0 && !p.queue.empty() && p.retry_at == TimePoint::max() && !shutting_down_ &&
+        link_up_)
+      retry_later(p, jitter(kRetryBase));
     return;
   }
+  table_.cancel_retry(p);
   p.incarnation = d.data.incarnation;
   p.overlay = d.data.overlay;
   Conn& c = table_.add(p, false, now());

@@ -63,7 +63,7 @@ namespace rcnet::cm {
   X(drops_oversize, "packets dropped: larger than the MTU")                             \
   X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")    \
   X(drops_no_slot, "packets refused: no send slot")                                     \
-  X(drops_shutting_down, "packets dropped: manager stopping or link down")              \
+  X(drops_shutting_down, "packets dropped: stopping, link down, device lost")           \
   X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 

@@ -12,7 +12,15 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
                              std::string_view msg_id) {
   if (is_teardown(c.state))
     return;  // one teardown per QP
+  const bool was_in_service = c.in_service;
   table_.leave_service(c);
+  // Packets still queued for the peer (no send slot, or sent while the
+  // connection was being set up) are not dropped with its connection: a new
+  // attempt starts from the timer path. Callers that decide otherwise (a
+  // failed attempt's backoff, a REJ, a dead peer) replace or cancel it.
+  if (Peer* p = table_.find_peer(c.peer);
+      was_in_service && p != nullptr && !p->queue.empty() && !shutting_down_ && link_up_)
+    retry_later(*p, Duration::zero());
   c.teardown_reason = std::move(reason);
   auto f = fields(c);
   f.message_id = !msg_id.empty()                    ? msg_id
@@ -192,6 +200,8 @@ void Manager::Impl::forget_idle_peers() {
 
 void Manager::Impl::device_lost(const std::string& why) {
   spdlog::critical("RDMA device failure ({}): tearing every connection down", why);
+  // Nothing queued can go out on a failed device: dropped, not retried.
+  table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
   for (Conn* c : table_.all()) {
     if (!is_teardown(c->state))
       teardown(*c, TeardownKind::kHard, why);

@@ -96,14 +96,9 @@ bool schema_key(const std::string& key) {
 
 void check_rejection(const Error& e) {
   const std::string& m = e.context;
-  // config.hpp promises one line, but toml++'s syntax errors quote the input
-  // byte they stopped at, newline included (known bug, pinned by the unit
-  // test "config: a TOML syntax error is reported on one line" and
-  // tests/fuzz/regressions/config/): checked only with RCNET_FUZZ_KNOWN_BUGS=1
-  // until lib/config is fixed.
-  static const bool known_bugs = std::getenv("RCNET_FUZZ_KNOWN_BUGS") != nullptr;
-  if (known_bugs)
-    FUZZ_CHECK_MSG(m.find('\n') == std::string::npos, m);
+  // config.hpp promises one line (toml++'s descriptions quote the byte they
+  // stopped at, newline included; config.cpp escapes it).
+  FUZZ_CHECK_MSG(m.find('\n') == std::string::npos, m);
   FUZZ_CHECK_MSG(m.compare(0, kSource.size(), kSource) == 0, m);
   const std::string rest = m.substr(kSource.size());
   // ":LINE: " or ":LINE:COLUMN: ", LINE from 1.

@@ -73,6 +73,8 @@ json reply_data(const Request& r) {
       return reap_json(r.reap_idle ? 1 : 0);
     case Command::kLogLevel:
       return log_level_json(config::LogLevel::kInfo, r.level);
+    case Command::kMonitor:
+      return json{{"monitor", true}};
   }
   return json::object();
 }

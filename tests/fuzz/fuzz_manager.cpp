@@ -89,8 +89,6 @@ class BugSink final : public spdlog::sinks::base_sink<std::mutex> {
 };
 
 BugSink* g_log = nullptr;
-// RCNET_FUZZ_KNOWN_BUGS=1: do not steer around bugs already reported.
-bool g_known_bugs = false;
 
 // ------------------------------------------------------------------ input
 struct Input {
@@ -145,11 +143,6 @@ struct Node {
   bool link_down = false;    // link_changed(false) told to the manager
   bool device_lost = false;  // CQ overflowed: its CQEs are gone
   bool shut_down = false;
-  bool drain_dropped = false;  // a drain completion of this node was lost
-  // The largest peer_queue_depth this manager was ever configured with:
-  // reconfigure() does not trim queues that are already longer than a new,
-  // lower depth (tests/fuzz/regressions/manager/README.md).
-  std::uint32_t max_queue_depth = 0;
   Endpoint ep() const { return Endpoint{addr, kPort}; }
 };
 
@@ -256,12 +249,10 @@ class Cluster {
     n.sim->set_timer_callback([m = n.mgr.get()] { m->on_timer(); });
     const auto r = n.mgr->start();
     FUZZ_CHECK_MSG(r.ok(), r.ok() ? std::string() : r.error().message());
-    n.max_queue_depth = n.cfg.peer_queue_depth;
     n.up = true;
     n.link_down = false;
     n.device_lost = false;
     n.shut_down = false;
-    n.drain_dropped = false;
   }
 
   // The host dies; the daemon comes back later with a new incarnation.
@@ -346,10 +337,8 @@ void check_node(Node& n) {
     FUZZ_CHECK_MSG(it != s.qps.end(), where(n, "peer's conn_id names no QP"));
     FUZZ_CHECK_MSG(it->in_service && it->peer_node == p.node,
                    where(n, "peer's conn_id names another peer's or a retired QP"));
-    // Known bug (RCNET_FUZZ_KNOWN_BUGS=1 checks the configured depth).
-    FUZZ_CHECK_MSG(
-        p.queue_depth <= (g_known_bugs ? n.mgr->config().peer_queue_depth : n.max_queue_depth),
-        where(n, "peer queue over its depth"));
+    FUZZ_CHECK_MSG(p.queue_depth <= n.mgr->config().peer_queue_depth,
+                   where(n, "peer queue over its depth"));
   }
 
   FUZZ_CHECK_MSG(s.send_slots_free <= s.send_slots_total, where(n, "send slots"));
@@ -443,6 +432,11 @@ void quiesce(Cluster& c) {
     FUZZ_CHECK_MSG(k.cm_ids_created == k.cm_ids_destroyed, where(n, "cm ids created != destroyed"));
     if (n.shut_down)
       FUZZ_CHECK_MSG(n.mgr->stopped(), where(n, "shut down but not stopped"));
+    // A queued packet is delivered, or dropped and counted: never stranded in
+    // a peer with no connection and no retry.
+    for (const auto& p : s.peers)
+      FUZZ_CHECK_MSG(p.queue_depth == 0,
+                     where(n, "packets stranded in a peer's queue at quiescence"));
     if (n.device_lost)
       continue;
     FUZZ_CHECK_MSG(s.send_slots_free == s.send_slots_total,
@@ -457,10 +451,7 @@ void quiesce(Cluster& c) {
                      where(n, "HCA SRQ not full at quiescence") + ": " +
                          std::to_string(n.sim->srq_posted()) + "/" + std::to_string(s.srq.size));
     }
-    // Known bug: a QP destroyed at drain_timeout gives its send slots back
-    // without the send_capacity(true) edge (regressions/manager/README.md);
-    // checked there only with RCNET_FUZZ_KNOWN_BUGS=1.
-    FUZZ_CHECK_MSG(n.sink.capacity || n.shut_down || (n.drain_dropped && !g_known_bugs),
+    FUZZ_CHECK_MSG(n.sink.capacity || n.shut_down,
                    where(n, "send capacity never came back at quiescence"));
   }
 }
@@ -543,15 +534,6 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
           pick(kCmTypes, a >> 2) == rdma::CmEventType::kConnectRequest) {
         action = sim::FaultAction::kDelay;
       }
-      // Known bug, not yet fixed in lib/cm: a duplicated CONNECT_REQUEST is
-      // rejected on the live id (tests/fuzz/regressions/manager/README.md,
-      // unit test "a duplicated CONNECT_REQUEST is ignored, ..."). Delayed
-      // instead, so the fuzzer goes on finding other bugs; set
-      // RCNET_FUZZ_KNOWN_BUGS=1 to let it hit this one.
-      if (action == sim::FaultAction::kDuplicate &&
-          pick(kCmTypes, a >> 2) == rdma::CmEventType::kConnectRequest && !g_known_bugs) {
-        action = sim::FaultAction::kDelay;
-      }
       const std::optional<IpAddr> who =
           (x & 3) == 0 ? std::nullopt : std::optional<IpAddr>(na.addr);
       faults.cm(action, pick(kCmTypes, a >> 2), 1 + (x >> 2) % 3, who, pick(kFaultDelay, x >> 4));
@@ -601,7 +583,6 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
     case 21:
       if (na.up) {
         faults.drop_drain_completion(na.addr, qpn_of(na, x));
-        na.drain_dropped = true;
       }
       break;
     case 22:  // rcnetctl disconnect / reap
@@ -627,7 +608,6 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       if (x & 0x80)  // only nb's /32: everyone else gets REJ not_allowed
         n.allowed_peers.push_back(IpPrefix{nb.addr, 32});
       na.mgr->reconfigure(n);
-      na.max_queue_depth = std::max(na.max_queue_depth, n.peer_queue_depth);
       break;
     }
     case 24:  // neighbour FAILED / link down or up
@@ -657,7 +637,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   auto sink = std::make_shared<BugSink>();
   g_log = sink.get();
   auto logger = std::make_shared<spdlog::logger>("rcnet", sink);
-  g_known_bugs = std::getenv("RCNET_FUZZ_KNOWN_BUGS") != nullptr;
   const char* env = std::getenv("RCNET_FUZZ_LOG");
   if (env != nullptr) {
     sink->echo = true;
