@@ -5,7 +5,7 @@
 # then two more steps:
 #   - sanitizers: the unit suite again, built with ASan + UBSan into
 #     ./build-asan (any sanitizer report aborts its test: a failure);
-#   - fuzz: tools/fuzz.sh --seconds 60, each fuzzer on its in-tree corpus
+#   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus
 #     (built with clang into ./build-fuzz);
 # and ends with meson's summary and a plain "N passed, N failed, N skipped"
 # line counting all three steps (each sanitizer-built test and each fuzzer
@@ -15,7 +15,7 @@
 # "unit" to run one suite; default all). The lab tests fail with the reason
 # when the lab cannot boot; only RCNET_LAB_SKIP=1 turns them into skips.
 # RCNET_ASAN_BUILD_DIR (default ./build-asan); RCNET_SANITIZE=0 skips the
-# sanitizer step; RCNET_FUZZ_SECONDS (default 60) per fuzzer, 0 skips the
+# sanitizer step; RCNET_FUZZ_SECONDS (default 30) per fuzzer, 0 skips the
 # fuzz step. With RCNET_TEST_SUITES set, the extra steps run only when it
 # names them: "asan" (or "unit"), "fuzz".
 set -euo pipefail
@@ -59,7 +59,7 @@ wants fuzz || export RCNET_FUZZ_SECONDS=0
 if [ "${RCNET_SANITIZE:-1}" != 0 ]; then
   t0=$SECONDS
   if [ ! -f "$asan/build.ninja" ]; then
-    meson setup "$asan" -Dwerror=false -Dlab_tests=false -Dman=disabled \
+    meson setup "$asan" -Dwerror=false -Dlab_tests=false -Dman=disabled -Doptimization=1 \
       -Db_sanitize=address,undefined -Db_lundef=false -Dcpp_args=-fno-sanitize-recover=all ||
       asan_build_failed=1
   fi
@@ -81,9 +81,9 @@ fi
 # --- fuzz: every fuzzer for a bounded time on its corpus ---------------------------
 fuzz_log=$(mktemp /tmp/rcnet-test-fuzz.XXXXXX)
 trap 'rm -f "$fuzz_log"' EXIT
-if [ "${RCNET_FUZZ_SECONDS:-60}" != 0 ]; then
+if [ "${RCNET_FUZZ_SECONDS:-30}" != 0 ]; then
   t0=$SECONDS
-  "$src/tools/fuzz.sh" --seconds "${RCNET_FUZZ_SECONDS:-60}" 2>&1 | tee "$fuzz_log" || rc=1
+  "$src/tools/fuzz.sh" --seconds "${RCNET_FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log" || rc=1
   echo "fuzz: $((SECONDS - t0)) s"
 fi
 
@@ -105,7 +105,7 @@ if os.environ.get("RCNET_SANITIZE", "1") != "0":
         fail += 1  # the sanitizer build itself
     else:
         count(sys.argv[2])
-if os.environ.get("RCNET_FUZZ_SECONDS", "60") != "0":
+if os.environ.get("RCNET_FUZZ_SECONDS", "30") != "0":
     m = None
     for line in open(sys.argv[4]):
         m = re.match(r"fuzz: (\d+) passed, (\d+) failed", line) or m
