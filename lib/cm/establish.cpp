@@ -264,8 +264,7 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
   if (p->queue.empty() || shutting_down_ || !link_up_)
     return;
   if (++p->attempts <= cfg_.connect_retries) {
-    const unsigned shift = std::min<unsigned>(p->attempts - 1, 16);
-    retry_later(*p, jitter(std::min<Duration>(kRetryBase * (1u << shift), kRetryCap)));
+    retry_later(*p, backoff(p->attempts));
   } else {
     p->attempts = 0;
     drop_queue(*p, ctr_.drops_connect_failed);
@@ -274,6 +273,11 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
 
 void Manager::Impl::retry_later(Peer& p, Duration after) {
   table_.set_retry(p, now() + after);
+}
+
+Duration Manager::Impl::backoff(unsigned attempts) {
+  const unsigned shift = std::min<unsigned>(attempts == 0 ? 0 : attempts - 1, 16);
+  return jitter(std::min<Duration>(kRetryBase * (1u << shift), kRetryCap));
 }
 
 Duration Manager::Impl::jitter(Duration d) {
@@ -315,11 +319,28 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
     return;
   }
   ++ctr_.connect_failures;
+  // A REJ without rcnet's private data comes from the peer's CM: nothing
+  // listens on the port (IB_CM_REJ_INVALID_SERVICE_ID, status 8: rcnetd is
+  // restarting or stopped) or a foreign listener. That, and REJ full, may
+  // pass: retry with backoff, keeping the queue. Every other reason is the
+  // peer's considered answer: drop. Either way the peer is then held down
+  // (a retry pending with the queue empty): packets wait in its queue for
+  // that retry instead of each sending a new REQ to a node that just said no.
+  const bool transient = !d.ok || reason == wire::RejectReason::kFull;
   auto f = fields(c);
-  log::event(spdlog::level::warn, f, "peer {} rejected our REQ: {}", c.peer_addr.to_string(), why);
+  log::event(p != nullptr && p->attempts > 0 ? spdlog::level::info : spdlog::level::warn, f,
+             "peer {} rejected our REQ: {}", c.peer_addr.to_string(), why);
   teardown(c, TeardownKind::kHard, why);
-  if (p != nullptr)
-    drop_queue(*p, ctr_.drops_connect_failed);
+  if (p == nullptr)
+    return;
+  if (transient && !p->queue.empty() && !shutting_down_ && link_up_ &&
+      ++p->attempts <= cfg_.connect_retries) {
+    retry_later(*p, backoff(p->attempts));
+    return;
+  }
+  drop_queue(*p, ctr_.drops_connect_failed);
+  p->attempts = 0;
+  retry_later(*p, jitter(kRetryCap));
 }
 
 void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,

@@ -137,6 +137,9 @@ class Manager::Impl {
   // `d` scaled by a factor in [0.5, 1.5) (splitmix64 seeded from the
   // incarnation, so the simulated fabric stays deterministic).
   Duration jitter(Duration d);
+  // The jittered wait before attempt `attempts` + 1: kRetryBase * 2^(attempts-1)
+  // capped at kRetryCap, times [0.5, 1.5).
+  Duration backoff(unsigned attempts);
   void handle_rej(Conn& c, const rdma::CmEvent& ev);
   void reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
               std::string_view detail);

@@ -928,3 +928,41 @@ TEST_CASE("a small SQ never fills with unsignaled sends: a burst goes through at
     CHECK(seq_of(b.sink.packets[i].bytes) == i);
   CHECK(a.sink.capacity_on == a.sink.capacity_off);
 }
+
+TEST_CASE("REJ from a node where rcnetd is not running: retried with backoff, then held down",
+          "[cm][establish]") {
+  // The peer's host is up but nothing listens on rcnet's port (the daemon is
+  // restarting): its CM answers every REQ with REJ "invalid service id".
+  // Packets must not each send a REQ; they wait for a retry with backoff, and
+  // once the peer's daemon is back the next retry connects.
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.connect_retries = 3; });
+  auto& b = c.add(2);
+  // kill -9 of the daemon: its ids and QPs are gone, the host and its CM stay.
+  b.sim->crash();
+  b.mgr.reset();
+  b.sim->restart();
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    a.mgr->send(b.ep(), packet(i));
+    c.run(10ms);
+  }
+  const auto& k = a.ctr();
+  CHECK(k.rejects_received >= 2);
+  // 1 attempt + connect_retries retries (100, 200, 400 ms x [0.5, 1.5)),
+  // then the peer is held down for ~5 s: at most 4 REQs in these 2 s, where
+  // one REQ per packet would be about 200.
+  CHECK(k.connects_started <= 4);
+  CHECK(k.drops_connect_failed > 0);
+  CHECK(a.mgr->live_qpns().empty());
+  // The daemon comes back: the packets sent meanwhile go out with the next
+  // retry, without a REQ per packet.
+  c.restart(2, 0x2002);
+  const auto before = k.connects_started;
+  for (std::uint32_t i = 0; i < 800; ++i) {
+    a.mgr->send(b.ep(), packet(1000 + i));
+    c.run(10ms);
+  }
+  CHECK(k.connects_started - before <= 2);
+  CHECK(in_service(a) == 1);
+  CHECK(!c[2].sink.packets.empty());
+}
