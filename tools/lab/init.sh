@@ -88,7 +88,12 @@ for d in /mnt/dev/infiniband/rdma_cm /mnt/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done
 
-echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER uptime=$(cut -d" " -f1 /proc/uptime)s"
+# The clock source the guest runs on (rcnet-lab boots with tsc=reliable
+# clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
+# the benchmark, which refuses to compare anything measured on another one.
+clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+echo "$clocksource" >/mnt$WORK/.lab/clocksource
+echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER clocksource=$clocksource uptime=$(cut -d" " -f1 /proc/uptime)s"
 t0=$(uptime_ms)
 chroot /mnt /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp TERM=dumb LANG=C.UTF-8 /bin/bash -c '
