@@ -113,18 +113,20 @@ Result<void> Daemon::start() {
   timer_ = std::move(*timer);
 
   tun_path_ = std::make_unique<TunPath>(
-      loop_, TunPath::Hooks{
-                 .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
-                   auto ep = cfg_.peer_endpoint_for(dst);
-                   // A mapping back to ourselves would make us connect to our
-                   // own listener.
-                   if (ep && ep->addr == cfg_.manager.local.addr)
-                     return std::nullopt;
-                   return ep;
-                 },
-                 .send = [this](const Endpoint& ep,
-                                std::span<const std::byte> p) { return manager_->send(ep, p); },
-             });
+      loop_,
+      TunPath::Hooks{
+          .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
+            auto ep = cfg_.peer_endpoint_for(dst);
+            // A mapping back to ourselves would make us connect to our
+            // own listener.
+            if (ep && ep->addr == cfg_.manager.local.addr)
+              return std::nullopt;
+            return ep;
+          },
+          .send = [this](const Endpoint& ep,
+                         std::span<const std::byte> p) { return manager_->send(ep, p); },
+      },
+      cfg_.manager.offload ? wire::kVnetHdrLen : 0);
 
   cm::ManagerConfig mc = cfg_.manager;
   mc.incarnation = incarnation_;
@@ -213,9 +215,15 @@ Result<void> Daemon::start_ctl_server() {
 }
 
 Result<void> Daemon::setup_tun() {
-  auto tun = TunDevice::open(cfg_.tun_name);
-  if (!tun)
-    return tun.error();
+  auto tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload);
+  if (!tun) {
+    if (!cfg_.manager.offload)
+      return tun.error();
+    return Error{tun.error().code, "cannot set up TUN " + cfg_.tun_name +
+                                       " with offloads (transport.offload = false turns them "
+                                       "off): " +
+                                       tun.error().context};
+  }
   if (!cfg_.tun_netns.empty()) {
     if (auto r = tun->move_to_netns(cfg_.tun_netns); !r) {
       // The operator needs the config key, not only the path that failed.
@@ -235,8 +243,9 @@ Result<void> Daemon::setup_tun() {
   tun_.emplace(std::move(*tun));
   if (auto r = tun_path_->attach(tun_->fd()); !r)
     return r;
-  spdlog::info("TUN {} up: {} mtu {}{}", tun_->name(), cfg_.tun_address.to_string(),
-               cfg_.manager.mtu, cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns);
+  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), cfg_.tun_address.to_string(),
+               cfg_.manager.mtu, cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns,
+               tun_->offloads());
   return {};
 }
 

@@ -12,22 +12,64 @@
 
 #include "netns.hpp"
 #include "nl.hpp"
+#include "wire/vnet_hdr.hpp"
 
 namespace rcnet::daemon {
 
-Result<TunDevice> TunDevice::open(const std::string& name) {
+namespace {
+
+// linux/if_tun.h of Linux >= 6.2; older headers lack them.
+#ifndef TUN_F_USO4
+#define TUN_F_USO4 0x20
+#endif
+#ifndef TUN_F_USO6
+#define TUN_F_USO6 0x40
+#endif
+
+// TUNSETVNETHDRSZ, TUNSETVNETLE, TUNSETOFFLOAD on a device opened with
+// IFF_VNET_HDR; returns the offloads enabled, for the log.
+Result<std::string> enable_offloads(int fd, const std::string& name) {
+  int hdr_len = static_cast<int>(wire::kVnetHdrLen);
+  if (::ioctl(fd, TUNSETVNETHDRSZ, &hdr_len) < 0)
+    return Error::from_errno(errno, "TUNSETVNETHDRSZ " + name);
+  // The header's 16-bit fields little-endian on every host: the same bytes
+  // then travel to the peer (the default already on little-endian hosts).
+  int le = 1;
+  if (::ioctl(fd, TUNSETVNETLE, &le) < 0)
+    return Error::from_errno(errno, "TUNSETVNETLE " + name);
+  const unsigned base = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+  if (::ioctl(fd, TUNSETOFFLOAD, static_cast<unsigned long>(base | TUN_F_USO4 | TUN_F_USO6)) == 0)
+    return std::string("csum tso4 tso6 tso_ecn uso4 uso6");
+  if (errno != EINVAL)
+    return Error::from_errno(errno, "TUNSETOFFLOAD " + name);
+  if (::ioctl(fd, TUNSETOFFLOAD, static_cast<unsigned long>(base)) < 0)
+    return Error::from_errno(errno, "TUNSETOFFLOAD " + name);
+  return std::string("csum tso4 tso6 tso_ecn (no uso: kernel before 6.2)");
+}
+
+}  // namespace
+
+Result<TunDevice> TunDevice::open(const std::string& name, bool offload) {
   if (name.empty() || name.size() >= IFNAMSIZ)
     return Error::invalid("TUN name '" + name + "'");
   UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (!fd)
     return Error::from_errno(errno, "open /dev/net/tun");
   ifreq ifr{};
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  ifr.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0));
   std::memcpy(ifr.ifr_name, name.data(), name.size());
   if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
     return Error::from_errno(errno, "TUNSETIFF " + name);
   // The kernel fills in the final name when `name` was a template.
-  return TunDevice(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)));
+  TunDevice dev(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)));
+  if (offload) {
+    auto what = enable_offloads(dev.fd(), dev.name());
+    if (!what)
+      return what.error();
+    dev.vnet_hdr_len_ = wire::kVnetHdrLen;
+    dev.offloads_ = std::move(*what);
+  }
+  return dev;
 }
 
 Result<void> TunDevice::move_to_netns(const std::string& netns) {

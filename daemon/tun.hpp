@@ -4,6 +4,33 @@
 // tuntap.rst). Opened with IFF_TUN|IFF_NO_PI: every read(2) returns one IP
 // packet starting at its IP header, every write(2) injects one.
 //
+// With offload (transport.offload), also IFF_VNET_HDR: every read and write
+// is a frame, a 10-byte virtio_net_hdr (wire/vnet_hdr.hpp; TUNSETVNETHDRSZ,
+// TUNSETVNETLE) then the packet, and TUNSETOFFLOAD lets the kernel hand over
+// GSO super-packets of up to 64 KiB and packets whose checksum is left to
+// the device (drivers/net/tun.c tun_put_user → virtio_net_hdr_from_skb).
+//
+// What a written frame's header means to the kernel (drivers/net/tun.c
+// tun_get_user → include/linux/virtio_net.h virtio_net_hdr_to_skb, 6.1):
+//   - VIRTIO_NET_HDR_F_NEEDS_CSUM: skb_partial_csum_set(csum_start,
+//     csum_offset), i.e. CHECKSUM_PARTIAL. The stack takes such a packet as
+//     verified (skb_csum_unnecessary) and a device that forwards it on
+//     completes the checksum. This is what the sending kernel's TCP puts on
+//     every TSO packet (only the pseudo-header sum is in the field), so it
+//     must be passed through unchanged: dropping the flag would make the
+//     receiver verify an incomplete checksum and discard the packet.
+//   - gso_type != NONE: gso_size and gso_type are set on the skb, with
+//     SKB_GSO_DODGY (headers not trusted, re-validated on segmentation);
+//     TCP receives it as one large segment, forwarding re-segments it.
+//   - VIRTIO_NET_HDR_F_DATA_VALID is not looked at on this path (only a
+//     virtio NIC's receive path honours it), so it cannot save the receiver
+//     a checksum and rcnet does not set it; it is passed through as it came.
+//   - A header the kernel refuses (csum_start/offset outside the packet, an
+//     unknown gso_type, gso_size 0) fails the write(2) with EINVAL
+//     (rx_frame_errors), counted by the data path as drops_tun_write.
+// Nothing computes a checksum between the two kernels: RC's ICRC and the
+// per-hop link CRCs protect the bytes end to end.
+//
 // The device may be moved into a named network namespace after creation; its
 // fd keeps working there (LAB.md: each lab node's rc0 must live in a namespace
 // of its own). Address, MTU and up are then set with libnl-route in that
@@ -23,9 +50,13 @@ class TunDevice {
  public:
   // Opens /dev/net/tun non-blocking and creates (TUNSETIFF) the device `name`
   // (at most IFNAMSIZ-1 bytes; "rc%d" lets the kernel pick the number). The
-  // device disappears when the fd is closed. Errors: open(2), ioctl(2)
-  // (EPERM without CAP_NET_ADMIN, EBUSY when the name is taken).
-  static Result<TunDevice> open(const std::string& name);
+  // device disappears when the fd is closed. `offload`: IFF_VNET_HDR, header
+  // size 10, little-endian, and TUNSETOFFLOAD with TUN_F_CSUM, TSO4, TSO6,
+  // TSO_ECN and USO4|USO6, or without USO where the kernel refuses it
+  // (EINVAL before Linux 6.2); offloads() says what was enabled. Errors:
+  // open(2), ioctl(2) (EPERM without CAP_NET_ADMIN, EBUSY when the name is
+  // taken, EINVAL from TUNSETOFFLOAD even without USO).
+  static Result<TunDevice> open(const std::string& name, bool offload = false);
 
   // Moves the device into /run/netns/<netns> (RTM_NEWLINK with
   // IFLA_NET_NS_FD). Later configure() calls act there.
@@ -47,12 +78,18 @@ class TunDevice {
   int fd() const { return fd_.get(); }
   const std::string& name() const { return name_; }
   const std::string& netns() const { return netns_; }  // empty: the daemon's own
+  // Bytes of virtio_net_hdr in front of every packet read or written: 0 or 10.
+  std::size_t vnet_hdr_len() const { return vnet_hdr_len_; }
+  // The offloads enabled, e.g. "csum tso4 tso6 tso_ecn"; "none" without.
+  const std::string& offloads() const { return offloads_; }
 
  private:
   TunDevice(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
   UniqueFd fd_;
   std::string name_;
   std::string netns_;
+  std::size_t vnet_hdr_len_ = 0;
+  std::string offloads_ = "none";
 };
 
 }  // namespace rcnet::daemon

@@ -11,8 +11,8 @@
 
 namespace rcnet::daemon {
 
-TunPath::TunPath(EventLoop& loop, Hooks hooks)
-    : loop_(loop), hooks_(std::move(hooks)), buf_(kBufferSize) {}
+TunPath::TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len)
+    : loop_(loop), hooks_(std::move(hooks)), vnet_hdr_len_(vnet_hdr_len), buf_(kBufferSize) {}
 
 TunPath::~TunPath() = default;
 
@@ -68,7 +68,8 @@ void TunPath::on_readable() {
     ++counters_.tun_rx_packets;
     counters_.tun_rx_bytes += pkt.size();
 
-    const auto dst = ip_destination(pkt);
+    const auto dst =
+        pkt.size() < vnet_hdr_len_ ? std::nullopt : ip_destination(pkt.subspan(vnet_hdr_len_));
     if (!dst) {
       ++counters_.drops_not_ip;
       continue;

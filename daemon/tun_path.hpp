@@ -20,6 +20,7 @@
 #include "cm/manager.hpp"
 #include "event_loop.hpp"
 #include "util/address.hpp"
+#include "wire/vnet_hdr.hpp"
 
 namespace rcnet::daemon {
 
@@ -52,8 +53,9 @@ class TunPath final : public cm::PacketSink {
  public:
   // Packets read per wakeup before yielding to the other sources.
   static constexpr int kReadBatch = 64;
-  // Read buffer: the largest IP packet (the TUN MTU is at most 65520).
-  static constexpr std::size_t kBufferSize = 65536;
+  // Read buffer: a vnet header and the largest IP packet (the TUN MTU is at
+  // most 65520; a GSO super-packet at most wire::kGsoMaxPacket).
+  static constexpr std::size_t kBufferSize = wire::kVnetHdrLen + wire::kGsoMaxPacket;
 
   struct Hooks {
     // Overlay destination → the peer's underlay endpoint (config's mapping).
@@ -62,11 +64,16 @@ class TunPath final : public cm::PacketSink {
     std::function<cm::SendResult(const Endpoint& peer, std::span<const std::byte> packet)> send;
   };
 
-  TunPath(EventLoop& loop, Hooks hooks);
+  // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read
+  // and written (TunDevice::vnet_hdr_len(): 0, or 10 with offload). Frames
+  // go to and come from the manager whole, header included
+  // (cm::ManagerConfig::offload must agree); routing looks past the header.
+  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len = 0);
   ~TunPath() override;
 
-  // Starts reading `fd` (a TUN fd opened IFF_TUN|IFF_NO_PI, O_NONBLOCK, or any
-  // fd with the same one-packet-per-read semantics). The fd is borrowed and
+  // Starts reading `fd` (a TUN fd opened IFF_TUN|IFF_NO_PI, with
+  // IFF_VNET_HDR when vnet_hdr_len is 10, O_NONBLOCK, or any fd with the same
+  // one-packet-per-read semantics). The fd is borrowed and
   // must outlive this object or a detach(). Errors: sd-event.
   Result<void> attach(int fd);
   void detach();
@@ -86,6 +93,7 @@ class TunPath final : public cm::PacketSink {
  private:
   EventLoop& loop_;
   Hooks hooks_;
+  std::size_t vnet_hdr_len_ = 0;
   int fd_ = -1;
   EventSource source_;
   bool stopped_ = false;

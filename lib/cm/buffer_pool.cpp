@@ -18,10 +18,12 @@ BufferPool::~BufferPool() {
     seam_->unregister_memory(mr_);
 }
 
-Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size) {
+Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
+                              std::uint32_t headroom) {
   seam_ = &seam;
   count_ = count;
   size_ = size;
+  headroom_ = headroom < size ? headroom : 0;
   const std::size_t bytes = std::size_t{count} * size;
   auto* raw = static_cast<std::byte*>(
       ::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{kAlign}, std::nothrow));
@@ -42,7 +44,7 @@ Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32
 }
 
 rdma::Sge BufferPool::sge(std::uint32_t index, std::uint32_t length) const {
-  return rdma::Sge{reinterpret_cast<std::uint64_t>(data(index)), length, mr_.lkey};
+  return rdma::Sge{reinterpret_cast<std::uint64_t>(data(index) + headroom_), length, mr_.lkey};
 }
 
 std::optional<std::uint32_t> BufferPool::take() {

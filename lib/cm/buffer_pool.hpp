@@ -24,15 +24,23 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // Allocates count × size bytes (page aligned) and registers them through
-  // `seam`, which must outlive the pool. Errors: ENOMEM, or the seam's.
-  Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size);
+  // `seam`, which must outlive the pool. The first `headroom` bytes of each
+  // buffer are left out of its SGEs: a receive lands after them, so a header
+  // can be put in front of what arrived without a copy. Errors: ENOMEM, or
+  // the seam's.
+  Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
+                    std::uint32_t headroom = 0);
 
   std::uint32_t count() const { return count_; }
   std::uint32_t buffer_size() const { return size_; }
   std::uint32_t free_count() const { return static_cast<std::uint32_t>(free_.size()); }
+  std::uint32_t headroom() const { return headroom_; }
+  // The buffer's first byte (its headroom's, if any).
   std::byte* data(std::uint32_t index) const { return mem_.get() + std::size_t{index} * size_; }
+  // `length` bytes after the headroom.
   rdma::Sge sge(std::uint32_t index, std::uint32_t length) const;
-  rdma::Sge sge(std::uint32_t index) const { return sge(index, size_); }
+  // Everything after the headroom.
+  rdma::Sge sge(std::uint32_t index) const { return sge(index, size_ - headroom_); }
 
   std::optional<std::uint32_t> take();
   void give(std::uint32_t index);
@@ -48,6 +56,7 @@ class BufferPool {
   bool registered_ = false;
   std::uint32_t count_ = 0;
   std::uint32_t size_ = 0;
+  std::uint32_t headroom_ = 0;
   std::vector<std::uint32_t> free_;
   std::vector<bool> in_free_;
 };

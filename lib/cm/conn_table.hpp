@@ -53,6 +53,7 @@ struct Conn {
   std::unique_ptr<BufferPool> rq;  // without SRQ: this QP's own receive buffers
   std::uint32_t rq_posted = 0;
   std::uint32_t peer_mtu = wire::kMaxMtu;
+  bool gso = false;  // both ends advertised kCapGso (set from the REQ/REP)
 
   bool has_qp() const { return qpn != 0; }
 };

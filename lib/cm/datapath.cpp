@@ -3,15 +3,30 @@
 // immediate; send slots shared by every QP with selective signalling and the
 // fence; SRQ (or per-QP RQ) reposts; completions classified by wr_id; and the
 // one back-pressure channel, PacketSink::send_capacity().
+//
+// Offload (ManagerConfig::offload; why software GSO for old peers: wire/gso.hpp):
+// frames are a virtio_net_hdr + IP packet. To a peer that negotiated kCapGso
+// the frame is one SEND, header included, and arrives in the peer's TUN as
+// the same GSO super-packet; to any other peer it goes as plain packets: a
+// super-packet cut into segments of at most the peer's MTU, a packet whose
+// checksum the kernel left to the device (NEEDS_CSUM) completed. A frame
+// that cannot be cut is dropped and counted (drops_gso_to_legacy_peer):
+// unsupported GSO type, headers that disagree, or more segments than an SQ
+// or the send slots can ever hold; a legacy peer never receives more than
+// its MTU. On receipt, a frame from a capable peer is delivered as it came;
+// a plain packet gets a zeroed header (no flags: the receiving kernel
+// verifies its checksum as for any packet) written into the buffer's
+// headroom in front of it.
 #include <algorithm>
 #include <cstring>
 
 #include "cm/manager_impl.hpp"
+#include "wire/gso.hpp"
 
 namespace rcnet::cm {
 
 Result<void> Manager::Impl::fill_srq() {
-  if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_); !r)
+  if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
     return r;
   std::vector<std::uint64_t> ids;
   std::vector<rdma::Sge> sges;
@@ -27,7 +42,14 @@ Result<void> Manager::Impl::fill_srq() {
 }
 
 SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> packet) {
-  if (packet.size() > cfg_.mtu) {
+  std::size_t limit = cfg_.mtu;
+  if (cfg_.offload) {
+    const auto h = wire::parse_vnet_hdr(packet);
+    if (!h)
+      return SendResult::kRefused;
+    limit = wire::kVnetHdrLen + (h->is_gso() ? wire::kGsoMaxPacket : cfg_.mtu);
+  }
+  if (packet.size() > limit) {
     ++ctr_.drops_oversize;
     return SendResult::kOversize;
   }
@@ -41,7 +63,7 @@ SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> p
   Peer& p = table_.peer_for(node, dst);
   Conn* c = table_.conn_of(p);
   if (c != nullptr && c->state == QpState::kEstablished) {
-    if (packet.size() > c->peer_mtu) {
+    if (too_big_for(*c, packet)) {
       ++ctr_.drops_oversize;
       return SendResult::kOversize;
     }
@@ -101,13 +123,78 @@ void Manager::Impl::free_sends(Conn& c) {
   c.sends.clear();
 }
 
-bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> packet) {
-  if (c.sends.size() + 2 >= cfg_.qp_send_depth)
-    return false;  // room for fence + drain
-  auto slot = send_pool_.take();
-  if (!slot)
+bool Manager::Impl::room_for(const Conn& c, std::uint32_t n) const {
+  return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n;
+}
+
+bool Manager::Impl::too_big_for(const Conn& c, std::span<const std::byte> frame) const {
+  if (!cfg_.offload)
+    return frame.size() > c.peer_mtu;
+  // A super-packet goes whole (within kGsoMaxPacket, checked by send()) or
+  // in segments, each checked against the peer's MTU in post_segments().
+  const auto h = wire::parse_vnet_hdr(frame);
+  return !h->is_gso() && frame.size() - wire::kVnetHdrLen > c.peer_mtu;
+}
+
+bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> frame) {
+  std::optional<wire::VnetHdr> h;
+  std::span<const std::byte> payload = frame;  // what the one SEND carries
+  if (cfg_.offload) {
+    h = wire::parse_vnet_hdr(frame);  // send() let only frames with one in
+    if (!c.gso) {
+      payload = frame.subspan(wire::kVnetHdrLen);
+      if (h->is_gso())
+        return post_segments(c, *h, payload);
+    }
+  }
+  if (!room_for(c, 1))
     return false;
-  std::memcpy(send_pool_.data(*slot), packet.data(), packet.size());
+  const std::uint32_t slot = *send_pool_.take();
+  std::memcpy(send_pool_.data(slot), payload.data(), payload.size());
+  if (h && !c.gso && h->needs_csum() &&
+      !wire::complete_checksum(*h, std::span(send_pool_.data(slot), payload.size()))) {
+    send_pool_.give(slot);
+    ++ctr_.drops_gso_to_legacy_peer;
+    return true;
+  }
+  if (h && c.gso && h->is_gso())
+    ++ctr_.gso_sent;
+  post_slot(c, slot, payload.size());
+  return true;
+}
+
+// A super-packet for a peer without offload: all its segments or none, so
+// a packet never goes out in part.
+bool Manager::Impl::post_segments(Conn& c, const wire::VnetHdr& h,
+                                  std::span<const std::byte> packet) {
+  const auto plan = wire::plan_segments(h, packet);
+  if (!plan || plan->segments > send_pool_.count() || plan->segments + 2 > cfg_.qp_send_depth ||
+      plan->max_segment_len() > send_pool_.buffer_size()) {
+    ++ctr_.drops_gso_to_legacy_peer;
+    auto f = fields(c);
+    log::event(spdlog::level::debug, f,
+               "QPN {}: GSO type {:#x} size {} ({} bytes) cannot be segmented for a peer "
+               "without offload, dropped",
+               c.qpn, h.gso_type, h.gso_size, packet.size());
+    return true;
+  }
+  if (plan->max_segment_len() > c.peer_mtu) {
+    ++ctr_.drops_oversize;
+    return true;
+  }
+  if (!room_for(c, plan->segments))
+    return false;
+  for (std::uint32_t i = 0; i < plan->segments; ++i) {
+    const std::uint32_t slot = *send_pool_.take();
+    const std::size_t len = wire::build_segment(
+        *plan, packet, i, std::span(send_pool_.data(slot), send_pool_.buffer_size()));
+    post_slot(c, slot, len);
+  }
+  ++ctr_.gso_segmented;
+  return true;
+}
+
+void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
   // The last WR that fits before the room kept for fence and drain is always
   // signaled: an SQ full of unsignaled WRs would otherwise produce no
@@ -116,25 +203,23 @@ bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> packet) {
   const bool signaled = scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
   if (signaled)
     c.unsignaled_run = 0;
-  const std::uint64_t wr = make_wr(kTagSend, *slot);
-  if (auto r = seam_.post_send(c.cm_id, wr,
-                               send_pool_.sge(*slot, static_cast<std::uint32_t>(packet.size())),
+  const std::uint64_t wr = make_wr(kTagSend, slot);
+  if (auto r = seam_.post_send(c.cm_id, wr, send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
                                kImmData, signaled);
       !r) {
-    send_pool_.give(*slot);
+    send_pool_.give(slot);
     ++ctr_.send_errors;
     auto f = fields(c);
     log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
-    return true;  // consumed (dropped); do not retry this packet
+    return;  // consumed (dropped); do not retry this packet
   }
-  slot_owner_[*slot] = c.id;
+  slot_owner_[slot] = c.id;
   c.sends.push_back({wr, signaled});
   ++c.tx_packets;
-  c.tx_bytes += packet.size();
+  c.tx_bytes += len;
   ++ctr_.packets_tx;
-  ctr_.bytes_tx += packet.size();
+  ctr_.bytes_tx += len;
   c.last_activity = now();
-  return true;
 }
 
 // A zero-length signaled control SEND: completes the unsignaled tail of an
@@ -150,7 +235,7 @@ void Manager::Impl::post_fence(Conn& c) {
 void Manager::Impl::flush_queue(Peer& p, Conn& c) {
   while (!p.queue.empty()) {
     const auto& pkt = p.queue.front();
-    if (pkt.size() > c.peer_mtu) {
+    if (too_big_for(c, pkt)) {
       ++ctr_.drops_oversize;
       p.queue.pop_front();
       continue;
@@ -319,12 +404,30 @@ void Manager::Impl::on_qp_recv(const rdma::WorkCompletion& wc) {
     post_drain(*c);
 }
 
-void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, const std::byte* data) {
+void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
   if (!wc.has_imm || wc.imm != kImmData)
     return;  // control (fence) or foreign
-  if (wc.byte_len == 0 || wc.byte_len > buf_size_) {
+  if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
     ++ctr_.recv_errors;
     return;
+  }
+  std::byte* data = buf + headroom_;
+  std::size_t len = wc.byte_len;
+  if (cfg_.offload) {
+    // The framing depends on what the sending connection negotiated; a
+    // completion of a QP already gone cannot tell.
+    if (c == nullptr) {
+      ++ctr_.completions_ignored;
+      return;
+    }
+    if (!c->gso) {
+      data = buf;
+      len += wire::kVnetHdrLen;
+      wire::put_vnet_hdr(wire::VnetHdr{}, std::span(data, wire::kVnetHdrLen));
+    } else if (len < wire::kVnetHdrLen) {
+      ++ctr_.recv_errors;
+      return;
+    }
   }
   ++ctr_.packets_rx;
   ctr_.bytes_rx += wc.byte_len;
@@ -335,7 +438,7 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, const std::
     c->last_activity = now();
     from = c->peer;
   }
-  sink_.deliver(from, std::span<const std::byte>(data, wc.byte_len));
+  sink_.deliver(from, std::span<const std::byte>(data, len));
 }
 
 void Manager::Impl::flush_srq_reposts() {

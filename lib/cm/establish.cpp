@@ -161,7 +161,7 @@ Result<void> Manager::Impl::create_qp(Conn& c) {
   table_.index_qpn(c);
   if (!cfg_.use_srq) {
     c.rq = std::make_unique<BufferPool>();
-    if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_); !r)
+    if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_, headroom_); !r)
       return r;
     std::vector<std::uint64_t> ids;
     std::vector<rdma::Sge> sges;
@@ -183,6 +183,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.incarnation = cfg_.incarnation;
   pd.mtu = cfg_.mtu;
   pd.srq = cfg_.use_srq;
+  pd.gso = cfg_.offload;
   pd.overlay = cfg_.overlay;
   pd.reason = reason;
   return pd;
@@ -222,6 +223,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
   if (ev.remote_qpn != 0)
     c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
+  c.gso = cfg_.offload && d.data.gso;
   if (Peer* p = table_.find_peer(c.peer)) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
@@ -494,6 +496,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.cm_id = ev.id;
   c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
+  c.gso = cfg_.offload && d.data.gso;
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
   ++ctr_.accepts;

@@ -48,7 +48,13 @@ Result<void> Manager::Impl::start() {
   if (!info)
     return info.error();
   device_ = *info;
-  buf_size_ = cfg_.mtu;
+  // Offload: a receive holds a whole frame (header + super-packet) after a
+  // header's worth of headroom; a send slot is as large (one pool size).
+  buf_size_ = cfg_.offload
+                  ? static_cast<std::uint32_t>(kReceiveHeadroom + wire::kVnetHdrLen +
+                                               std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket))
+                  : cfg_.mtu;
+  headroom_ = cfg_.offload ? kReceiveHeadroom : 0;
   if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
     return r;
   slot_owner_.assign(cfg_.send_slots, 0);
@@ -57,12 +63,20 @@ Result<void> Manager::Impl::start() {
       return r;
   }
   started_ = true;
+  const auto mib = [this](std::uint64_t n) {
+    return static_cast<double>(n) * buf_size_ / 1048576.0;
+  };
   spdlog::info(
-      "rcnet manager up: node {:#x} incarnation {:#x} on {} ({}), {} mtu {}, max {} connections",
+      "rcnet manager up: node {:#x} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
+      "({:.1f} MiB); mtu {}, offload {}, max {} connections",
       self_, cfg_.incarnation, cfg_.local.to_string(), device_.name,
-      cfg_.use_srq ? fmt::format("SRQ of {}", cfg_.srq_size)
-                   : fmt::format("per-QP RQ of {}", cfg_.rq_depth),
-      cfg_.mtu, cfg_.max_connections);
+      cfg_.use_srq
+          ? fmt::format("SRQ of {} receive WRs x {} bytes ({:.1f} MiB registered)", cfg_.srq_size,
+                        buf_size_, mib(cfg_.srq_size))
+          : fmt::format("per-QP RQ of {} receive WRs x {} bytes ({:.1f} MiB registered per QP)",
+                        cfg_.rq_depth, buf_size_, mib(cfg_.rq_depth)),
+      cfg_.send_slots, buf_size_, mib(cfg_.send_slots), cfg_.mtu,
+      cfg_.offload ? "on (GSO frames up to 64 KiB)" : "off", cfg_.max_connections);
   return {};
 }
 
@@ -259,6 +273,7 @@ Snapshot Manager::Impl::snapshot() const {
   s.local = cfg_.local;
   s.device = device_.name;
   s.mtu = cfg_.mtu;
+  s.offload = cfg_.offload;
   s.send_slots_total = send_pool_.count();
   s.send_slots_free = send_pool_.free_count();
   table_.for_each_peer([&](const Peer& p) {
@@ -276,6 +291,7 @@ Snapshot Manager::Impl::snapshot() const {
     q.state = c.state;
     q.active = c.active;
     q.in_service = c.in_service;
+    q.offload = c.gso;
     q.time_in_state = t - c.state_since;
     q.age = t - c.created;
     q.idle = t - c.last_activity;
@@ -292,6 +308,7 @@ Snapshot Manager::Impl::snapshot() const {
   s.srq.posted = srq_posted_;
   s.srq.limit = cfg_.use_srq ? cfg_.srq_limit : 0;
   s.srq.limit_events = srq_limit_events_;
+  s.srq.buffer_size = buf_size_;
   s.counters = ctr_;
   return s;
 }

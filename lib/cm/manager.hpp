@@ -31,8 +31,9 @@ namespace rcnet::cm {
 class PacketSink {
  public:
   virtual ~PacketSink() = default;
-  // One IP packet from `peer`. The bytes are valid only during the call: the
-  // receive buffer is reposted right after it returns.
+  // One IP packet from `peer`, framed as ManagerConfig::offload says (a
+  // virtio_net_hdr in front, or none). The bytes are valid only during the
+  // call: the receive buffer is reposted right after it returns.
   virtual void deliver(NodeId peer, std::span<const std::byte> packet) = 0;
   // The one back-pressure channel (DESIGN.md "Data path"), edges only: false
   // when a packet had to wait for a send slot or SQ room (it is held in its
@@ -49,6 +50,19 @@ struct ManagerConfig {
   std::uint64_t incarnation = 0;  // nonzero; random per daemon start
   IpAddr overlay;                 // our TUN address, sent in private data
   std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
+  // GSO frames (DESIGN.md "Offloads"; the decision: wire/gso.hpp). When
+  // true, every packet handed to send() and to PacketSink::deliver() is a
+  // frame, a virtio_net_hdr (wire/vnet_hdr.hpp, 10 bytes, little-endian) then
+  // one IP packet, maybe a GSO super-packet of up to wire::kGsoMaxPacket
+  // bytes, as a TUN opened with IFF_VNET_HDR reads and writes them. kCapGso
+  // is advertised in REQ/REP; a connection whose peer advertises it too
+  // carries frames whole, one SEND each; any other gets plain packets
+  // (super-packets cut in software, checksums completed). Receive buffers
+  // and send slots are then 2 * kVnetHdrLen + max(mtu, kGsoMaxPacket) bytes
+  // (one header of headroom, see datapath.cpp). False: plain packets of at
+  // most mtu in buffers of mtu bytes.
+  // Defaults to false here (config's transport.offload defaults to true).
+  bool offload = false;
 
   bool use_srq = true;
   std::uint32_t srq_size = 512;       // receive buffers on the SRQ (each mtu bytes)
@@ -80,11 +94,13 @@ struct ManagerConfig {
 };
 
 enum class SendResult : std::uint8_t {
-  kSent,           // posted on an ESTABLISHED connection
+  kSent,           // posted on an ESTABLISHED connection (or dropped there, counted:
+                   // a super-packet a peer without offload cannot be given)
   kQueued,         // held until the connection is ESTABLISHED (maybe after starting it)
   kDroppedOldest,  // queued, and the oldest queued packet was dropped (counted)
-  kOversize,       // larger than mtu (counted)
-  kRefused,        // shutting down, link down, or the peer is not allowed
+  kOversize,       // larger than mtu, or than kGsoMaxPacket for a super-packet (counted)
+  kRefused,        // shutting down, link down, the peer is not allowed, or
+                   // (offload) a frame shorter than its vnet header
 };
 
 class Manager final : public rdma::EventSink {
@@ -99,8 +115,8 @@ class Manager final : public rdma::EventSink {
   Result<void> start();
 
   // --- data path --------------------------------------------------------------
-  // One IP packet for the peer listening on `peer` (underlay). Starts a
-  // connection on demand. Back-pressure is signalled only through
+  // One IP packet (a frame when cfg.offload) for the peer listening on
+  // `peer` (underlay). Starts a connection on demand. Back-pressure is signalled only through
   // PacketSink::send_capacity().
   SendResult send(const Endpoint& peer, std::span<const std::byte> packet);
 

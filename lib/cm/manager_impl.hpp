@@ -25,6 +25,7 @@
 #include "cm/manager.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
+#include "wire/vnet_hdr.hpp"
 
 namespace rcnet::cm {
 
@@ -52,6 +53,11 @@ constexpr std::uint64_t wr_low(std::uint64_t wr) {
 // The immediate says what a SEND carries (DESIGN.md "Data path").
 inline constexpr std::uint32_t kImmData = 0x52430001;     // one IP packet
 inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, ignored
+
+// With offload, receive buffers keep this much headroom: a plain packet from
+// a peer without offload gets a zeroed virtio_net_hdr written in front of it
+// and goes to the sink without a copy (datapath.cpp receive()).
+inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
 
 // Wait for the winning REQ this long before retrying after REJ collision.
 inline constexpr Duration kCollisionBackoff = 50ms;
@@ -174,7 +180,18 @@ class Manager::Impl {
   void arm_srq_limit();
   void free_slot(std::uint32_t slot);
   void free_sends(Conn& c);
-  bool post_packet(Conn& c, std::span<const std::byte> packet);
+  // Room for `n` more SENDs on `c` (send slots and SQ, keeping room for
+  // fence and drain).
+  bool room_for(const Conn& c, std::uint32_t n) const;
+  // A frame `c`'s peer can never take whole or in segments.
+  bool too_big_for(const Conn& c, std::span<const std::byte> frame) const;
+  // Posts `frame` (a plain packet, or with offload a vnet header + packet)
+  // in the form `c` negotiated. true when consumed (posted, or dropped and
+  // counted); false when send slots or SQ room are short.
+  bool post_packet(Conn& c, std::span<const std::byte> frame);
+  bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
+  // Posts the first `len` bytes of send slot `slot` as one data SEND.
+  void post_slot(Conn& c, std::uint32_t slot, std::size_t len);
   void post_fence(Conn& c);
   void flush_queue(Peer& p, Conn& c);
   void mark_blocked(Peer& p);
@@ -183,7 +200,8 @@ class Manager::Impl {
   void on_send_error(Conn& c, const rdma::WorkCompletion& wc);
   void on_wc(const rdma::WorkCompletion& wc);
   void on_qp_recv(const rdma::WorkCompletion& wc);
-  void receive(Conn* c, const rdma::WorkCompletion& wc, const std::byte* data);
+  // `buf` is the receive buffer's first byte (before its headroom).
+  void receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf);
   void flush_srq_reposts();
 
   // --- limits.cpp -------------------------------------------------------------------
@@ -195,7 +213,8 @@ class Manager::Impl {
   TimerService& timers_;
   PacketSink& sink_;
   rdma::DeviceInfo device_;
-  std::uint32_t buf_size_ = 0;
+  std::uint32_t buf_size_ = 0;  // bytes per receive buffer and send slot
+  std::uint32_t headroom_ = 0;  // of each receive buffer (kReceiveHeadroom with offload)
   bool started_ = false;
   bool shutting_down_ = false;
   bool link_up_ = true;

@@ -64,6 +64,10 @@ namespace rcnet::cm {
   X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")    \
   X(drops_no_slot, "packets refused: no send slot")                                     \
   X(drops_shutting_down, "packets dropped: stopping, link down, device lost")           \
+  X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")          \
+  X(gso_segmented, "GSO super-packets cut in software for peers without offload")       \
+  X(drops_gso_to_legacy_peer,                                                           \
+    "packets for a peer without offload that could not be segmented or checksummed")    \
   X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
@@ -89,6 +93,7 @@ struct QpSnapshot {
   QpState state = QpState::kResolvingAddr;
   bool active = false;      // we sent the REQ
   bool in_service = false;  // the peer's connection (not one in teardown)
+  bool offload = false;     // both ends advertised kCapGso: GSO frames travel whole
   Duration time_in_state{};
   Duration age{};
   Duration idle{};
@@ -111,6 +116,7 @@ struct SrqSnapshot {
   std::uint32_t posted = 0;  // currently posted
   std::uint32_t limit = 0;   // armed low watermark
   std::uint64_t limit_events = 0;
+  std::uint32_t buffer_size = 0;  // bytes per receive buffer (SRQ or per-QP RQ)
 };
 
 struct Snapshot {
@@ -119,6 +125,7 @@ struct Snapshot {
   Endpoint local;
   std::string device;
   std::uint32_t mtu = 0;
+  bool offload = false;  // ManagerConfig::offload: GSO frames, kCapGso advertised
   std::uint32_t send_slots_total = 0, send_slots_free = 0;
   std::vector<PeerSnapshot> peers;
   std::vector<QpSnapshot> qps;  // every QP, in service and in teardown

@@ -102,6 +102,7 @@ void cross_check(Reader& r, Config& c) {
 cm::ManagerConfig Config::default_manager() {
   cm::ManagerConfig m;
   m.local.port = kDefaultPort;
+  m.offload = true;  // transport.offload: lib/cm's default is plain packets
   return m;
 }
 

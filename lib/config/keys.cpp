@@ -515,6 +515,10 @@ constexpr Key kKeys[] = {
     integer<kManager, &M::connect_retries>(
         "transport.connect_retries", Apply::kLive, 0, 100, "attempts",
         "further connect attempts after a failed one before queued packets are dropped"),
+    boolean<kManager, &M::offload>(
+        "transport.offload", Apply::kRestart,
+        "TUN with IFF_VNET_HDR, TSO and checksum offload; GSO super-packets up to 64 KiB travel "
+        "as one SEND to peers that negotiate it; receive buffers and send slots become 64 KiB"),
 
     enumeration<kLevelNames, &Config::log_level>(
         "log.level", Apply::kLive,

@@ -462,6 +462,7 @@ json status_json(const cm::Snapshot& s) {
       {"local", s.local.to_string()},
       {"device", s.device},
       {"mtu", s.mtu},
+      {"offload", s.offload},
       {"peers", s.peers.size()},
       {"qps", s.qps.size()},
       {"connections", in_service},
@@ -504,6 +505,7 @@ json qp_json(const cm::QpSnapshot& q) {
       {"state", std::string(cm::to_string(q.state))},
       {"active", q.active},
       {"in_service", q.in_service},
+      {"offload", q.offload},
       {"time_in_state_ms", to_ms(q.time_in_state)},
       {"age_ms", to_ms(q.age)},
       {"idle_ms", to_ms(q.idle)},
@@ -540,8 +542,12 @@ json connections_json(const cm::Snapshot& s) {
 
 json srq_json(const cm::SrqSnapshot& s) {
   return {
-      {"enabled", s.enabled},           {"size", s.size}, {"posted", s.posted}, {"limit", s.limit},
+      {"enabled", s.enabled},
+      {"size", s.size},
+      {"posted", s.posted},
+      {"limit", s.limit},
       {"limit_events", s.limit_events},
+      {"buffer_size", s.buffer_size},
   };
 }
 

@@ -245,7 +245,7 @@ std::string render_status(const json& d) {
   std::string out = daemon_line(d);
   out += "node " + text(d, "node") + "  incarnation " + text(d, "incarnation") + "\n";
   out += "local " + text(d, "local") + "  device " + text(d, "device") + "  mtu " + text(d, "mtu") +
-         "\n";
+         "  offload " + text(d, "offload") + "\n";
   out += "peers " + text(d, "peers") + "  connections " + text(d, "connections") +
          "  established " + text(d, "established") + "  qps " + text(d, "qps") + "  in teardown " +
          text(d, "in_teardown") + "\n";
@@ -258,7 +258,8 @@ std::string render_status(const json& d) {
       out += "srq off\n";
     } else {
       out += "srq " + text(*srq, "posted") + "/" + text(*srq, "size") + " posted  limit " +
-             text(*srq, "limit") + "  limit events " + text(*srq, "limit_events") + "\n";
+             text(*srq, "limit") + "  limit events " + text(*srq, "limit_events") + "  buffers " +
+             text(*srq, "buffer_size") + " bytes\n";
     }
   }
   if (const json* states = field(d, "states"); states != nullptr && states->is_object()) {
@@ -294,6 +295,7 @@ std::string render_qps(const json& d) {
            {"QPN", true},
            {"RQPN", true},
            {"STATE"},
+           {"GSO"},
            {"IN-STATE", true},
            {"AGE", true},
            {"IDLE", true},
@@ -302,8 +304,8 @@ std::string render_qps(const json& d) {
            {"REASON"}});
   for (const json& q : array_of(d, "qps")) {
     t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "qpn"), text(q, "remote_qpn"),
-           text(q, "state"), duration(q, "time_in_state_ms"), duration(q, "age_ms"),
-           duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
+           text(q, "state"), text(q, "offload"), duration(q, "time_in_state_ms"),
+           duration(q, "age_ms"), duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
            traffic(q, "rx_packets", "rx_bytes"), text(q, "teardown_reason")});
   }
   return t.str();
@@ -316,6 +318,7 @@ std::string render_connections(const json& d) {
            {"QPN", true},
            {"RQPN", true},
            {"STATE"},
+           {"GSO"},
            {"IN-STATE", true},
            {"AGE", true},
            {"IDLE", true},
@@ -323,9 +326,9 @@ std::string render_connections(const json& d) {
            {"RX", true}});
   for (const json& q : array_of(d, "connections")) {
     t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "overlay"), text(q, "qpn"),
-           text(q, "remote_qpn"), text(q, "state"), duration(q, "time_in_state_ms"),
-           duration(q, "age_ms"), duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
-           traffic(q, "rx_packets", "rx_bytes")});
+           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+           duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
+           traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes")});
   }
   return t.str();
 }

@@ -18,7 +18,9 @@ constexpr std::size_t kOffFlags = 24;
 constexpr std::size_t kOffFamily = 25;
 constexpr std::size_t kOffOverlay = 26;
 constexpr std::size_t kOffReason = 42;
-static_assert(kOffReason + 1 == kEncodedSize);
+constexpr std::size_t kOffCaps = 43;
+static_assert(kOffReason + 1 == kBaseSize);
+static_assert(kOffCaps + 1 == kEncodedSize);
 static_assert(kEncodedSize <= kMaxReqSize);
 
 constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
@@ -135,6 +137,7 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
     out[kOffFamily] = kFamilyNone;
   }
   out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
+  out[kOffCaps] = pd.gso ? kCapGso : 0;
   return out;
 }
 
@@ -145,7 +148,7 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
     return fail(DecodeError::kShort);
   if (bytes[kOffVersion] != kVersion)
     return fail(DecodeError::kBadVersion);
-  if (bytes.size() < kEncodedSize)
+  if (bytes.size() < kBaseSize)
     return fail(DecodeError::kShort);
   if (bytes[kOffKind] != static_cast<std::uint8_t>(expected))
     return fail(DecodeError::kBadKind);
@@ -209,6 +212,10 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
     return fail(DecodeError::kBadReason);
   }
   pd.reason = static_cast<RejectReason>(reason);
+  // Capabilities: absent in a first-version peer's private data; reserved
+  // bits are a later version's and mean nothing here.
+  const std::uint8_t caps = bytes.size() > kOffCaps ? bytes[kOffCaps] : 0;
+  pd.gso = (caps & kCapGso) != 0;
   d.ok = true;
   return d;
 }

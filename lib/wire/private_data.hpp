@@ -20,7 +20,17 @@
 //    25   1 overlay family   (0 none, 4 IPv4, 6 IPv6)
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
-//    43     = kEncodedSize
+//    43     = kBaseSize: the first rcnet's encoding ends here
+//    43   1 capabilities     (bit 0 kCapGso; other bits reserved: sent as 0,
+//                            ignored on receipt; absent = 0)
+//    44     = kEncodedSize
+//
+// Capabilities sit in a byte of their own because v1 receivers refuse any
+// unknown bit in the flags byte (kBadFlags, REJ malformed), while they do not
+// interpret anything past kBaseSize (rdma_cm's zero padding to them): an old
+// peer ignores byte 43, and an old peer's 43-byte private data (or its 56
+// zero-padded bytes of a REQ) reads as "no capabilities" here. A capability
+// is used on a connection when both ends advertise it.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +43,8 @@
 namespace rcnet::wire {
 
 inline constexpr std::uint8_t kVersion = 1;
-inline constexpr std::size_t kEncodedSize = 43;
+inline constexpr std::size_t kBaseSize = 43;     // v1 without capabilities (the minimum)
+inline constexpr std::size_t kEncodedSize = 44;  // what encode() writes
 inline constexpr std::size_t kMaxReqSize = 56;
 inline constexpr std::size_t kMaxRepSize = 196;
 inline constexpr std::size_t kMaxRejSize = 148;
@@ -41,6 +52,14 @@ inline constexpr std::uint32_t kMinMtu = 576;
 inline constexpr std::uint32_t kMaxMtu = 65520;  // IPoIB-CM's connected-mode maximum
 
 enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
+
+// Capability bits (byte 43).
+// kCapGso: the sender's SENDs and receive buffers carry GSO frames: every
+// SEND payload is a virtio_net_hdr (wire/vnet_hdr.hpp, little-endian, 10
+// bytes) followed by one IP packet of at most kGsoMaxPacket bytes, maybe a
+// GSO super-packet; its receive buffers hold kVnetHdrLen + kGsoMaxPacket.
+inline constexpr std::uint8_t kCapGso = 0x01;
+inline constexpr std::uint8_t kKnownCaps = kCapGso;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -64,11 +83,12 @@ struct PrivateData {
   bool srq = true;
   IpAddr overlay;  // AF_UNSPEC = none
   RejectReason reason = RejectReason::kNone;
+  bool gso = false;  // kCapGso (meaningful in REQ and REP)
   bool operator==(const PrivateData&) const = default;
 };
 
 enum class DecodeError : std::uint8_t {
-  kShort,       // fewer than kEncodedSize bytes
+  kShort,       // fewer than kBaseSize bytes
   kOversized,   // more than the kind's limit
   kBadVersion,  // first byte is not kVersion
   kBadKind,
@@ -95,9 +115,10 @@ struct Decoded {
 // caller is waiting for (a REP where a REQ was expected is kBadKind).
 // Checks run in this order, so the first failing one is reported: empty →
 // kShort; version (judged before the length, so a receiver can answer any
-// other version with REJ `version`); fewer than kEncodedSize → kShort; kind;
-// the kind's size limit; then the fields in layout order. Bytes after
-// kEncodedSize (rdma_cm's zero padding) are not interpreted.
+// other version with REJ `version`); fewer than kBaseSize → kShort; kind;
+// the kind's size limit; then the fields in layout order. The capabilities
+// byte is read when present (unknown bits ignored); bytes after kEncodedSize (rdma_cm's zero
+// padding) are not interpreted.
 Decoded decode(std::span<const std::uint8_t> bytes, Kind expected);
 
 }  // namespace rcnet::wire

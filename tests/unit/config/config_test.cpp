@@ -66,6 +66,7 @@ ack_timeout = 12
 rnr_retry_count = 6
 rnr_timer = 14
 connect_retries = 4
+offload = false
 [log]
 level = "debug"
 target = "journal"
@@ -532,6 +533,7 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "limits.send_slots",
                                          "transport.ack_timeout",
                                          "transport.rnr_timer",
+                                         "transport.offload",
                                          "log.target",
                                          "ctl.socket",
                                          "ctl.group"};
@@ -775,6 +777,7 @@ TEST_CASE("config: restart_required follows each row's reload flag", "[config]")
       {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
       {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
       {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
+      {"transport.offload", "\noffload = false", "\noffload = true"},
       {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
       {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
       {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},

@@ -39,6 +39,7 @@ cm::Snapshot sample() {
   a.state = cm::QpState::kEstablished;
   a.active = true;
   a.in_service = true;
+  a.offload = true;
   a.time_in_state = 1200ms;
   a.age = 184s;
   a.idle = 350ms;
@@ -153,6 +154,8 @@ TEST_CASE("ctl: qps encoder carries every QpSnapshot field", "[ctl]") {
   CHECK(a["state"] == "ESTABLISHED");
   CHECK(a["active"] == true);
   CHECK(a["in_service"] == true);
+  CHECK(a["offload"] == true);
+  CHECK(j["qps"][1]["offload"] == false);
   CHECK(a["time_in_state_ms"] == 1200.0);
   CHECK(a["age_ms"] == 184000.0);
   CHECK(a["idle_ms"] == 350.0);
@@ -311,15 +314,15 @@ level = "warn"
 TEST_CASE("ctl: qps renderer prints the columns and values", "[ctl]") {
   const auto out = lines(render_qps(qps_json(sample())));
   REQUIRE(out.size() == 3);
-  CHECK(words(out[0]) == std::vector<std::string>{"PEER", "ADDR", "QPN", "RQPN", "STATE",
+  CHECK(words(out[0]) == std::vector<std::string>{"PEER", "ADDR", "QPN", "RQPN", "STATE", "GSO",
                                                   "IN-STATE", "AGE", "IDLE", "TX", "RX", "REASON"});
   CHECK(words(out[1]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.2"))),
                                                   "10.99.0.2:7471", "17", "4242", "ESTABLISHED",
-                                                  "1.2s", "3m04s", "350ms", "10/1.5MiB", "7/700B",
-                                                  "-"});
+                                                  "yes", "1.2s", "3m04s", "350ms", "10/1.5MiB",
+                                                  "7/700B", "-"});
   CHECK(words(out[2]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.3"))),
                                                   "10.99.0.3:7471", "18", "99", "AWAIT_LAST_WQE",
-                                                  "800ms", "20.0s", "11.0s", "0/0B", "0/0B",
+                                                  "no", "800ms", "20.0s", "11.0s", "0/0B", "0/0B",
                                                   "idle"});
   // Aligned: every column starts at the same offset on every line.
   CHECK(out[1].find("10.99.0.2") == out[0].find("ADDR"));
@@ -336,6 +339,7 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   CHECK_THAT(status, Catch::Contains("incarnation 00000000deadbeef"));
   CHECK_THAT(status, Catch::Contains("send slots 250/256 free"));
   CHECK_THAT(status, Catch::Contains("srq 448/512 posted"));
+  CHECK_THAT(status, Catch::Contains("offload no"));
   CHECK_THAT(status, Catch::Contains("AWAIT_LAST_WQE 1"));
   CHECK_THAT(status, !Catch::Contains("DRAINING"));  // zero states are left out
 
@@ -349,7 +353,8 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   const auto conns = lines(render_connections(connections_json(s)));
   REQUIRE(conns.size() == 2);
   CHECK(words(conns[1])[2] == "10.100.0.2");
-  CHECK(words(conns[1])[9] == "10/1.5MiB");
+  CHECK(words(conns[1])[6] == "yes");  // GSO: offload negotiated
+  CHECK(words(conns[1])[10] == "10/1.5MiB");
 
   const auto srq = lines(render_srq(srq_json(s.srq)));
   REQUIRE(srq.size() == 2);

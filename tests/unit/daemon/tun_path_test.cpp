@@ -40,34 +40,36 @@ struct TunFixture {
   std::size_t pause_after = 0;  // signal the pause at this many sent (0 = never)
   std::unique_ptr<TunPath> path;
 
-  TunFixture() {
+  explicit TunFixture(std::size_t vnet_hdr_len = 0) {
     int sv[2];
     REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     tun_end.reset(sv[0]);
     world_end.reset(sv[1]);
-    path = std::make_unique<TunPath>(
-        loop, TunPath::Hooks{
-                  // 10.100.0.N → 10.99.0.N:7471; nothing else is mapped.
-                  .route = [](const IpAddr& d) -> std::optional<Endpoint> {
-                    if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100)
-                      return std::nullopt;
-                    IpAddr u = d;
-                    u.bytes[1] = 99;
-                    return Endpoint{u, 7471};
-                  },
-                  // A stand-in for cm::Manager::send: it holds the packet
-                  // and signals the pause when out of slots, as the manager
-                  // does through cm::PacketSink::send_capacity().
-                  .send =
-                      [this](const Endpoint& ep, std::span<const std::byte> p) {
-                        sent.emplace_back(ep, p.size());
-                        if (!capacity || sent.size() == pause_after) {
-                          path->send_capacity(false);
-                          return cm::SendResult::kQueued;
-                        }
-                        return next_result;
-                      },
-              });
+    path =
+        std::make_unique<TunPath>(loop,
+                                  TunPath::Hooks{
+                                      // 10.100.0.N → 10.99.0.N:7471; nothing else is mapped.
+                                      .route = [](const IpAddr& d) -> std::optional<Endpoint> {
+                                        if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100)
+                                          return std::nullopt;
+                                        IpAddr u = d;
+                                        u.bytes[1] = 99;
+                                        return Endpoint{u, 7471};
+                                      },
+                                      // A stand-in for cm::Manager::send: it holds the packet
+                                      // and signals the pause when out of slots, as the manager
+                                      // does through cm::PacketSink::send_capacity().
+                                      .send =
+                                          [this](const Endpoint& ep, std::span<const std::byte> p) {
+                                            sent.emplace_back(ep, p.size());
+                                            if (!capacity || sent.size() == pause_after) {
+                                              path->send_capacity(false);
+                                              return cm::SendResult::kQueued;
+                                            }
+                                            return next_result;
+                                          },
+                                  },
+                                  vnet_hdr_len);
     REQUIRE(path->attach(tun_end.get()).ok());
   }
   void inject(const std::vector<std::byte>& p) {
@@ -173,4 +175,23 @@ TEST_CASE("delivered packets are written whole to the TUN fd", "[daemon][tun]") 
   f.path->detach();
   f.path->deliver(1, p);
   CHECK(f.path->counters().drops_not_attached == 1);
+}
+
+TEST_CASE("with IFF_VNET_HDR frames are routed by the IP header after the vnet header",
+          "[daemon][tun][gso]") {
+  TunFixture f(10);
+  // A 10-byte header whose bytes would read as IPv4 to 192.168.x if routing
+  // looked at them, then the packet.
+  std::vector<std::byte> frame(10, std::byte{0x45});
+  const auto ip = ipv4_to(*IpAddr::parse("10.100.0.2"), 60000);
+  frame.insert(frame.end(), ip.begin(), ip.end());
+  f.inject(frame);
+  f.inject(std::vector<std::byte>(9, std::byte{0x45}));  // shorter than the header
+  auto hdr_only = std::vector<std::byte>(10);
+  f.inject(hdr_only);  // a header and no packet
+  f.spin();
+  REQUIRE(f.sent.size() == 1);
+  CHECK(f.sent[0].first == Endpoint{*IpAddr::parse("10.99.0.2"), 7471});
+  CHECK(f.sent[0].second == 60010);  // the whole frame goes to the manager
+  CHECK(f.path->counters().drops_not_ip == 2);
 }

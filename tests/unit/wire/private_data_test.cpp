@@ -112,7 +112,7 @@ TEST_CASE("wire: a 56-byte zero-padded REQ decodes", "[wire]") {
 TEST_CASE("wire: short and oversized inputs", "[wire]") {
   const auto full = bytes_of(sample(Kind::kReq));
   CHECK(error_of({}, Kind::kReq) == DecodeError::kShort);
-  for (std::size_t n = 1; n < kEncodedSize; ++n) {
+  for (std::size_t n = 1; n < kBaseSize; ++n) {
     std::vector<std::uint8_t> b(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n));
     INFO("length " << n);
     CHECK(error_of(b, Kind::kReq) == DecodeError::kShort);
@@ -245,10 +245,14 @@ TEST_CASE("wire: random bytes never crash and only valid encodings decode", "[wi
       continue;
     ++accepted;
     // Accepted: must be a canonical encoding of what it decoded to.
-    REQUIRE(b.size() >= kEncodedSize);
+    REQUIRE(b.size() >= kBaseSize);
     REQUIRE(b.size() <= limit_of(kind));
+    // Every byte up to the capabilities is interpreted exactly; in the
+    // capabilities byte, only the bits this version knows.
     const auto again = encode(d.data);
-    REQUIRE(std::equal(again.begin(), again.end(), b.begin()));
+    REQUIRE(std::equal(again.begin(), again.begin() + kBaseSize, b.begin()));
+    if (b.size() > kBaseSize)
+      REQUIRE(again[kBaseSize] == (b[kBaseSize] & kKnownCaps));
     REQUIRE(d.data.node_id != 0);
     REQUIRE(d.data.incarnation != 0);
     REQUIRE(d.data.mtu >= kMinMtu);
@@ -257,4 +261,62 @@ TEST_CASE("wire: random bytes never crash and only valid encodings decode", "[wi
   // Flips that land in the padding or keep a field valid are accepted: some
   // inputs must get through, or the loop tested nothing beyond the first checks.
   CHECK(accepted > 0);
+}
+
+TEST_CASE("wire: the GSO capability round-trips in byte 43", "[wire][gso]") {
+  for (Kind kind : {Kind::kReq, Kind::kRep}) {
+    for (bool gso : {false, true}) {
+      PrivateData pd = sample(kind);
+      pd.gso = gso;
+      const auto b = bytes_of(pd);
+      REQUIRE(b.size() == kEncodedSize);
+      CHECK(b[kBaseSize] == (gso ? kCapGso : 0));
+      CHECK(b[24] == 1);  // the flags byte keeps only the SRQ bit
+      const Decoded d = decode(b, kind);
+      REQUIRE(d.ok);
+      CHECK(d.data.gso == gso);
+      CHECK(d.data == pd);
+      // The same in a REQ's 56 zero-padded bytes and a REP's 196.
+      auto padded = b;
+      padded.resize(limit_of(kind), 0);
+      const Decoded p = decode(padded, kind);
+      REQUIRE(p.ok);
+      CHECK(p.data.gso == gso);
+    }
+  }
+}
+
+TEST_CASE("wire: a first-version peer without capabilities is understood both ways",
+          "[wire][gso]") {
+  PrivateData pd = sample(Kind::kRep);
+  pd.gso = true;
+  auto ours = bytes_of(pd);
+
+  // What an old peer sends: 43 bytes (iWARP passes the length through), or
+  // zero-padded to the IB CM's size. Both read as "no capabilities".
+  std::vector<std::uint8_t> old(ours.begin(), ours.begin() + kBaseSize);
+  const Decoded d = decode(old, Kind::kRep);
+  REQUIRE(d.ok);
+  CHECK_FALSE(d.data.gso);
+  old.resize(kMaxRepSize, 0);
+  CHECK_FALSE(decode(old, Kind::kRep).data.gso);
+
+  // What an old peer's decoder does with ours: it checks the first kBaseSize
+  // bytes (the flags byte among them) and treats the rest as padding. Our
+  // flags byte must therefore never carry the capability.
+  CHECK((ours[24] & ~0x01) == 0);
+  CHECK(std::all_of(ours.begin() + kBaseSize + 1, ours.end(), [](auto x) { return x == 0; }));
+}
+
+TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso]") {
+  auto b = bytes_of(sample(Kind::kReq));
+  b[kBaseSize] = 0xFE;  // a later version's bits, without ours
+  Decoded d = decode(b, Kind::kReq);
+  REQUIRE(d.ok);
+  CHECK_FALSE(d.data.gso);
+  b[kBaseSize] = 0xFF;
+  d = decode(b, Kind::kReq);
+  REQUIRE(d.ok);
+  CHECK(d.data.gso);
+  CHECK(encode(d.data)[kBaseSize] == kCapGso);
 }

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// Offload on the simulated fabric: GSO frames between two capable peers
+// travel whole, header bytes intact; a peer without the capability (an old
+// rcnet, or offload = false) gets plain packets of at most its MTU.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "../wire/gso_packets.hpp"
+#include "cm/manager.hpp"
+#include "harness.hpp"
+#include "wire/gso.hpp"
+#include "wire/vnet_hdr.hpp"
+
+using namespace rcnet;
+using namespace rcnet::test;
+using sim::Profile;
+
+namespace {
+
+void offload_on(cm::ManagerConfig& c) {
+  c.offload = true;
+}
+
+const cm::QpSnapshot& only_qp(const cm::Snapshot& s) {
+  REQUIRE(s.qps.size() == 1);
+  return s.qps[0];
+}
+
+// A small plain IPv4 packet as a frame with a header of no flags.
+std::vector<std::byte> plain_frame(std::uint32_t seq, std::size_t size = 100) {
+  return frame_of(wire::VnetHdr{}, packet(seq, size));
+}
+
+}  // namespace
+
+TEST_CASE("offload: a 64 KiB super-packet crosses whole between capable peers", "[cm][gso]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1, offload_on);
+  auto& b = c.add(2, offload_on);
+  // mtu 2048 here, yet the receive buffers take a whole frame.
+  const auto sp = tcp_super_packet(false, 65535 - 40);
+  wire::VnetHdr h = tso_hdr(false, 1448);
+  h.gso_type |= wire::kGsoEcn;
+  const auto frame = frame_of(h, sp);
+  REQUIRE(frame.size() == 10 + 65535);
+
+  CHECK(a.mgr->send(b.ep(), frame) == cm::SendResult::kQueued);
+  c.run(100ms);
+  REQUIRE(b.sink.packets.size() == 1);
+  CHECK(b.sink.packets[0].bytes == frame);  // header and every byte as sent
+  CHECK(b.sink.packets[0].from == a.mgr->node_id());
+  CHECK(a.ctr().gso_sent == 1);
+  CHECK(a.ctr().gso_segmented == 0);
+  CHECK(b.sim->stats().length_errors == 0);
+  CHECK(only_qp(a.mgr->snapshot()).offload);
+  CHECK(only_qp(b.mgr->snapshot()).offload);
+
+  // The other way, and a plain packet keeps its (empty) header too.
+  CHECK(b.mgr->send(a.ep(), frame) == cm::SendResult::kSent);
+  CHECK(b.mgr->send(a.ep(), plain_frame(7)) == cm::SendResult::kSent);
+  c.run(10ms);
+  REQUIRE(a.sink.packets.size() == 2);
+  CHECK(a.sink.packets[0].bytes == frame);
+  CHECK(a.sink.packets[1].bytes == plain_frame(7));
+
+  // Limits: a plain packet above the MTU, a super-packet above 64 KiB, a
+  // frame without a whole header.
+  CHECK(a.mgr->send(b.ep(), plain_frame(8, 2049)) == cm::SendResult::kOversize);
+  auto huge = frame;
+  huge.resize(10 + wire::kGsoMaxPacket + 1);
+  CHECK(a.mgr->send(b.ep(), huge) == cm::SendResult::kOversize);
+  CHECK(a.mgr->send(b.ep(), std::vector<std::byte>(9)) == cm::SendResult::kRefused);
+  CHECK(a.ctr().drops_gso_to_legacy_peer == 0);
+  CHECK(b.ctr().drops_gso_to_legacy_peer == 0);
+}
+
+TEST_CASE("offload: a peer without it gets MSS segments, never more than its MTU", "[cm][gso]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1, offload_on);
+  auto& old = c.add(3);  // plain packets only: advertises no capability
+  const std::size_t payload = 65535 - 40;
+  const auto sp = tcp_super_packet(false, payload);
+  const auto frame = frame_of(tso_hdr(false, 1448), sp);
+
+  CHECK(a.mgr->send(old.ep(), frame) == cm::SendResult::kQueued);  // segmented once ESTABLISHED
+  c.run(100ms);
+  CHECK_FALSE(only_qp(a.mgr->snapshot()).offload);
+  CHECK_FALSE(only_qp(old.mgr->snapshot()).offload);
+  const std::size_t n = (payload + 1447) / 1448;
+  REQUIRE(old.sink.packets.size() == n);
+  std::vector<std::byte> joined;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& p = old.sink.packets[i].bytes;
+    INFO("segment " << i);
+    CHECK(p.size() <= old.mgr->config().mtu);
+    CHECK(at(p, 0) == 0x45);  // an IP packet, no vnet header in front
+    CHECK(checksums_ok(p));
+    CHECK(be32_at(p, 24) == 1000 + 1448 * i);
+    joined.insert(joined.end(), p.begin() + 40, p.end());
+  }
+  CHECK(std::equal(joined.begin(), joined.end(), sp.begin() + 40, sp.end()));
+  CHECK(a.ctr().gso_segmented == 1);
+  CHECK(a.ctr().gso_sent == 0);
+  CHECK(a.ctr().packets_tx == n);
+
+  // A packet whose checksum the kernel left to the device gets it completed.
+  auto partial = tcp_super_packet(false, 500);
+  wire::VnetHdr csum = tso_hdr(false, 0);
+  csum.gso_type = wire::kGsoNone;
+  CHECK(a.mgr->send(old.ep(), frame_of(csum, partial)) == cm::SendResult::kSent);
+  c.run(10ms);
+  REQUIRE(old.sink.packets.size() == n + 1);
+  CHECK(old.sink.packets[n].bytes.size() == partial.size());
+  CHECK(checksums_ok(old.sink.packets[n].bytes));
+  CHECK_FALSE(checksums_ok(partial));
+
+  // The old peer's plain packets reach a's sink with an empty header.
+  CHECK(old.mgr->send(a.ep(), packet(5, 300)) == cm::SendResult::kSent);
+  c.run(10ms);
+  REQUIRE(a.sink.packets.size() == 1);
+  CHECK(a.sink.packets[0].bytes == plain_frame(5, 300));
+
+  // What cannot be cut is dropped and counted, never sent whole.
+  wire::VnetHdr ufo = tso_hdr(false, 1448);
+  ufo.gso_type = wire::kGsoUdp;
+  CHECK(a.mgr->send(old.ep(), frame_of(ufo, sp)) == cm::SendResult::kSent);
+  // MSS segments larger than the old peer's MTU (2048): oversize.
+  CHECK(a.mgr->send(old.ep(), frame_of(tso_hdr(false, 4000), sp)) == cm::SendResult::kSent);
+  c.run(10ms);
+  CHECK(old.sink.packets.size() == n + 1);
+  CHECK(a.ctr().drops_gso_to_legacy_peer == 1);
+  CHECK(a.ctr().drops_oversize == 1);
+  CHECK(old.ctr().recv_errors == 0);
+  CHECK(old.sim->stats().length_errors == 0);
+}
+
+TEST_CASE("offload: segments wait for send slots all together, nothing lost", "[cm][gso]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.offload = true;
+    m.send_slots = 60;  // one super-packet (46 segments) at a time
+  });
+  auto& old = c.add(3);
+  const auto frame = frame_of(tso_hdr(false, 1448), tcp_super_packet(false, 65535 - 40));
+  a.mgr->send(old.ep(), plain_frame(0));
+  c.run(100ms);
+  REQUIRE(old.sink.packets.size() == 1);
+  for (int i = 0; i < 4; ++i)
+    a.mgr->send(old.ep(), frame);
+  c.run(100ms);
+  CHECK(old.sink.packets.size() == 1 + 4 * 46);
+  CHECK(a.ctr().gso_segmented == 4);
+  CHECK(a.ctr().drops_queue_full == 0);
+  CHECK(a.ctr().drops_gso_to_legacy_peer == 0);
+  CHECK(a.sink.capacity_off >= 1);
+  CHECK(a.sink.capacity_on >= 1);
+}
+
+TEST_CASE("offload: without SRQ the per-QP receive buffers hold a frame too", "[cm][gso]") {
+  Cluster c(Profile::kMlx);
+  auto no_srq = [](cm::ManagerConfig& m) {
+    m.offload = true;
+    m.use_srq = false;
+  };
+  auto& a = c.add(1, no_srq);
+  auto& b = c.add(2, no_srq);
+  auto& old = c.add(3, [](cm::ManagerConfig& m) { m.use_srq = false; });
+  const auto frame = frame_of(tso_hdr(true, 1400), tcp_super_packet(true, 20000));
+  a.mgr->send(b.ep(), frame);
+  old.mgr->send(b.ep(), packet(9, 500));
+  c.run(100ms);
+  REQUIRE(b.sink.packets.size() == 2);
+  const auto from_a = std::find_if(b.sink.packets.begin(), b.sink.packets.end(),
+                                   [&](auto& p) { return p.from == a.mgr->node_id(); });
+  const auto from_old = std::find_if(b.sink.packets.begin(), b.sink.packets.end(),
+                                     [&](auto& p) { return p.from == old.mgr->node_id(); });
+  REQUIRE(from_a != b.sink.packets.end());
+  REQUIRE(from_old != b.sink.packets.end());
+  CHECK(from_a->bytes == frame);
+  CHECK(from_old->bytes == plain_frame(9, 500));
+  CHECK(b.sim->stats().length_errors == 0);
+  CHECK(b.mgr->snapshot().srq.buffer_size == 20 + 65536);
+}
