@@ -129,21 +129,26 @@ bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> packet) {
   }
   slot_owner_[*slot] = c.id;
   c.sends.push_back({wr, signaled});
+  const TimePoint t = now();
+  table_.sq_tail_posted(c, signaled, t);
+  table_.touch(c, t);
   ++c.tx_packets;
   c.tx_bytes += packet.size();
   ++ctr_.packets_tx;
   ctr_.bytes_tx += packet.size();
-  c.last_activity = now();
   return true;
 }
 
 // A zero-length signaled control SEND: completes the unsignaled tail of an
-// idle QP so its send slots come back.
+// idle QP so its send slots come back. Not traffic: last_activity stays.
 void Manager::Impl::post_fence(Conn& c) {
   const std::uint64_t wr = make_wr(kTagFence, c.id);
-  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true))
+  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true)) {
+    table_.sq_tail_posted(c, false, now());  // the tail is still unsignaled: next tick
     return;
+  }
   c.sends.push_back({wr, true});
+  table_.sq_tail_posted(c, true, now());
   c.unsignaled_run = 0;
 }
 
@@ -332,7 +337,7 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, const std::
   if (c != nullptr) {
     ++c->rx_packets;
     c->rx_bytes += wc.byte_len;
-    c->last_activity = now();
+    table_.touch(*c, now());
     from = c->peer;
   }
   sink_.deliver(from, std::span<const std::byte>(data, wc.byte_len));

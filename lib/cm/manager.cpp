@@ -77,8 +77,14 @@ void Manager::Impl::reschedule() {
   if (!pending_id_destroy_.empty())
     next = now();
   next = std::min({next, table_.next_deadline(), table_.next_retry()});
-  if (next_reap_ == TimePoint::max() && established_ > 0)
-    next_reap_ = now() + cfg_.reaper_interval;
+  // The reaper's wakeup only ever moves earlier here (or is cancelled when
+  // it has nothing left to watch): traffic moves the idle front's expiry
+  // later on every packet, and re-arming the timer per packet would cost a
+  // syscall each in the daemon. A wakeup that comes too early finds nothing
+  // expired and asks for the next one (at most one per idle_timeout for a
+  // busy front).
+  if (const TimePoint due = reaper_due(); due < next_reap_ || due == TimePoint::max())
+    next_reap_ = due;
   next = std::min(next, next_reap_);
   if (next != scheduled_) {
     scheduled_ = next;
@@ -213,12 +219,7 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
   }
   const TimePoint t = now();
   const Duration spent = t - c.state_since;
-  if (from == QpState::kEstablished)
-    --established_;
-  if (to == QpState::kEstablished)
-    ++established_;
-  c.state = to;
-  c.state_since = t;
+  table_.set_state(c, to, t);
   auto f = fields(c);
   log::event(
       is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,
