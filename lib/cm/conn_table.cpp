@@ -94,27 +94,12 @@ void ConnTable::relist(Conn& c) {
   }
 }
 
-void ConnTable::touch(Conn& c, TimePoint now) {
-  c.last_activity = now;
-  if (idle_.contains(c))
-    idle_.move_to_back(c);
-}
-
 Conn* ConnTable::pop_idle(TimePoint now, Duration idle) {
   Conn* c = idle_.front();
   if (c == nullptr || now - c->last_activity < idle)
     return nullptr;
   idle_.erase(*c);
   return c;
-}
-
-void ConnTable::sq_tail_posted(Conn& c, bool signaled, TimePoint now) {
-  if (signaled) {
-    fence_.erase(c);
-  } else if (!fence_.contains(c) && c.state == QpState::kEstablished) {
-    c.unsignaled_since = now;
-    fence_.push_back(c);
-  }
 }
 
 Conn* ConnTable::pop_fence(TimePoint cutoff) {

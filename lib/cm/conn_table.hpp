@@ -195,7 +195,11 @@ class ConnTable {
   // number of conns they act on, not the number that exist.
   // Traffic on `c` at `now` (per packet, sent or received): O(1), c moves to
   // the back. `now` never decreases (the TimerService's clock).
-  void touch(Conn& c, TimePoint now);
+  void touch(Conn& c, TimePoint now) {
+    c.last_activity = now;
+    if (idle_.contains(c))
+      idle_.move_to_back(c);
+  }
   // The least recently active listed conn; nullptr when none.
   Conn* idle_front() const { return idle_.front(); }
   // The least recently active listed conn if it has been idle for at least
@@ -209,7 +213,14 @@ class ConnTable {
   // reaper fences them (DESIGN.md "Selective signalling").
   // After a SEND was posted on `c` at `now`: an unsignaled one lists `c` (if
   // not yet listed, since `now`), a signaled one (or the fence) unlists it.
-  void sq_tail_posted(Conn& c, bool signaled, TimePoint now);
+  void sq_tail_posted(Conn& c, bool signaled, TimePoint now) {
+    if (signaled) {
+      fence_.erase(c);
+    } else if (!fence_.contains(c) && c.state == QpState::kEstablished) {
+      c.unsignaled_since = now;
+      fence_.push_back(c);
+    }
+  }
   Conn* fence_front() const { return fence_.front(); }
   // The oldest listed conn if it is listed since <= `cutoff`, taken off the
   // list; nullptr otherwise.

@@ -77,14 +77,22 @@ void Manager::Impl::reschedule() {
   if (!pending_id_destroy_.empty())
     next = now();
   next = std::min({next, table_.next_deadline(), table_.next_retry()});
-  // The reaper's wakeup only ever moves earlier here (or is cancelled when
-  // it has nothing left to watch): traffic moves the idle front's expiry
-  // later on every packet, and re-arming the timer per packet would cost a
-  // syscall each in the daemon. A wakeup that comes too early finds nothing
-  // expired and asks for the next one (at most one per idle_timeout for a
-  // busy front).
-  if (const TimePoint due = reaper_due(); due < next_reap_ || due == TimePoint::max())
-    next_reap_ = due;
+  // The reaper's wakeup is recomputed only when one of its two lists became
+  // empty or non-empty, and it is cancelled when both are empty. A list's
+  // front due never moves earlier while the list stays non-empty (conns
+  // join at the back, with `now`; reconfigure() drops the request), while
+  // traffic moves it later on every packet: following it would re-arm the
+  // timer per packet, a syscall each in the daemon. A wakeup that comes too
+  // early finds nothing expired and asks for the next one (for a busy idle
+  // front, at most one per idle_timeout).
+  const bool idle = table_.idle_front() != nullptr;
+  const bool fence = table_.fence_front() != nullptr;
+  if (!idle && !fence)
+    next_reap_ = TimePoint::max();
+  else if (next_reap_ == TimePoint::max() || idle != reap_watch_idle_ || fence != reap_watch_fence_)
+    next_reap_ = std::min(next_reap_, reaper_due());
+  reap_watch_idle_ = idle;
+  reap_watch_fence_ = fence;
   next = std::min(next, next_reap_);
   if (next != scheduled_) {
     scheduled_ = next;

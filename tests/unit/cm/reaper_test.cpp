@@ -141,6 +141,26 @@ TEST_CASE("the reaper sleeps until the oldest connection expires, and not at all
   CHECK(wakeups == settled);
 }
 
+TEST_CASE(
+    "an unsignaled send is fenced within reaper_interval while the reaper waits for an expiry",
+    "[cm][reap][datapath]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.signal_every = 1000; });
+  auto& b = c.add(2, long_idle);
+  a.mgr->send(b.ep(), packet(0));
+  c.run(2s);  // ESTABLISHED, first packet fenced: the next wakeup is the idle expiry
+  const auto cfg = a.mgr->config();
+  REQUIRE(a.sim->timer_deadline() > c.fabric.now() + cfg.reaper_interval);
+  a.mgr->send(b.ep(), packet(1));  // unsignaled: holds its send slot
+  auto s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total - 1);
+  CHECK(a.sim->timer_deadline() <= c.fabric.now() + cfg.reaper_interval);
+  c.run(cfg.reaper_interval + 10ms);
+  s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+  CHECK(a.ctr().idle_reaps == 0);
+}
+
 TEST_CASE("LRU eviction takes the least recently active connection, sent or received",
           "[cm][limits]") {
   Cluster c(Profile::kMlx);
