@@ -78,7 +78,7 @@ void Manager::Impl::reschedule() {
     next = now();
   next = std::min({next, table_.next_deadline(), table_.next_retry()});
   // The reaper's wakeup is recomputed only when one of its two lists became
-  // empty or non-empty, and it is cancelled when both are empty. A list's
+  // non-empty, and it is cancelled when both are empty. A list's
   // front due never moves earlier while the list stays non-empty (conns
   // join at the back, with `now`; reconfigure() drops the request), while
   // traffic moves it later on every packet: following it would re-arm the
@@ -89,7 +89,8 @@ void Manager::Impl::reschedule() {
   const bool fence = table_.fence_front() != nullptr;
   if (!idle && !fence)
     next_reap_ = TimePoint::max();
-  else if (next_reap_ == TimePoint::max() || idle != reap_watch_idle_ || fence != reap_watch_fence_)
+  else if (next_reap_ == TimePoint::max() || (idle && !reap_watch_idle_) ||
+           (fence && !reap_watch_fence_))
     next_reap_ = std::min(next_reap_, reaper_due());
   reap_watch_idle_ = idle;
   reap_watch_fence_ = fence;

@@ -212,7 +212,7 @@ class Manager::Impl {
   // The reaper's requested wakeup: never later than reaper_due() (see
   // reschedule()); TimePoint::max() when it has nothing to watch.
   TimePoint next_reap_ = TimePoint::max();
-  bool reap_watch_idle_ = false;   // the idle list was non-empty when next_reap_ was set
+  bool reap_watch_idle_ = false;   // the idle list was non-empty at the last reschedule()
   bool reap_watch_fence_ = false;  // the fence list was
 
   TimePoint scheduled_ = TimePoint::max();
