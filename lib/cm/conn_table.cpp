@@ -18,6 +18,8 @@ Conn& ConnTable::add(const Peer& p, bool active, TimePoint now) {
 
 void ConnTable::erase(Conn& c) {
   leave_service(c);
+  idle_.erase(c);
+  fence_.erase(c);
   set_deadline(c, TimePoint::max());
   unindex_qpn(c);
   unindex_cm_id(c);
@@ -72,13 +74,40 @@ std::vector<Conn*> ConnTable::all() {
   return v;
 }
 
-std::vector<Conn*> ConnTable::established() {
-  std::vector<Conn*> v;
-  for (auto& [id, c] : conns_) {
-    if (c->state == QpState::kEstablished)
-      v.push_back(c.get());
+void ConnTable::set_state(Conn& c, QpState to, TimePoint now) {
+  if (to == QpState::kEstablished)
+    c.last_activity = now;
+  c.state = to;
+  c.state_since = now;
+  relist(c);
+}
+
+void ConnTable::relist(Conn& c) {
+  const bool established = c.state == QpState::kEstablished;
+  if (!established)
+    fence_.erase(c);
+  if (established && c.in_service) {
+    if (!idle_.contains(c))
+      idle_.insert_sorted(c, [](const Conn& x) { return x.last_activity; });
+  } else {
+    idle_.erase(c);
   }
-  return v;
+}
+
+Conn* ConnTable::pop_idle(TimePoint now, Duration idle) {
+  Conn* c = idle_.front();
+  if (c == nullptr || now - c->last_activity < idle)
+    return nullptr;
+  idle_.erase(*c);
+  return c;
+}
+
+Conn* ConnTable::pop_fence(TimePoint cutoff) {
+  Conn* c = fence_.front();
+  if (c == nullptr || c->unsignaled_since > cutoff)
+    return nullptr;
+  fence_.erase(*c);
+  return c;
 }
 
 Peer& ConnTable::peer_for(NodeId node, const Endpoint& underlay) {
@@ -111,6 +140,7 @@ void ConnTable::make_in_service(Peer& p, Conn& c) {
   p.conn = c.id;
   c.in_service = true;
   ++in_service_;
+  relist(c);
 }
 
 void ConnTable::leave_service(Conn& c) {
@@ -118,6 +148,7 @@ void ConnTable::leave_service(Conn& c) {
     return;
   c.in_service = false;
   --in_service_;
+  relist(c);
   if (Peer* p = find_peer(c.peer); p != nullptr && p->conn == c.id)
     p->conn = 0;
 }

@@ -4,8 +4,9 @@
 // cm/manager.hpp). A Conn is one QP and its rdma_cm id, from the first
 // resolve (or the REQ) to DESTROYED; a Peer is a node we talk to, with at most
 // one Conn in service and its queue of packets waiting for ESTABLISHED.
-// ConnTable owns both and keeps every index (by conn id, QPN, rdma_cm id, node)
-// and every deadline in one place, so no other file touches a map.
+// ConnTable owns both and keeps every index (by conn id, QPN, rdma_cm id, node),
+// every deadline and the reaper's two lists (idle, fence) in one place, so no
+// other file touches a map or a list.
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -30,6 +31,16 @@ struct SendEntry {
   bool signaled;
 };
 
+struct Conn;
+
+// Links of a Conn in one of ConnTable's intrusive lists (no allocation, O(1)
+// unlink). Owned and changed by ConnTable only.
+struct ConnLink {
+  Conn* prev = nullptr;
+  Conn* next = nullptr;
+  bool linked = false;
+};
+
 struct Conn {
   std::uint64_t id = 0;  // never reused
   NodeId peer = 0;
@@ -44,8 +55,14 @@ struct Conn {
   // DISCONNECTING or ERROR, DISCONNECTED before our own DREQ went out.
   bool last_wqe_seen = false;
   bool disconnected_seen = false;
-  TimePoint created{}, state_since{}, last_activity{};
+  TimePoint created{}, state_since{};
+  // Last packet sent or received (or ESTABLISHED). Written by
+  // ConnTable::touch() only, which keeps the idle list in its order.
+  TimePoint last_activity{};
   TimePoint deadline = TimePoint::max();  // mirrored in ConnTable's deadline set
+  ConnLink idle_link;                     // ConnTable's idle list
+  ConnLink fence_link;                    // ConnTable's fence list
+  TimePoint unsignaled_since{};  // while on the fence list: when the SQ tail became unsignaled
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   std::string teardown_reason;
   std::deque<SendEntry> sends;
@@ -56,6 +73,58 @@ struct Conn {
   bool gso = false;  // both ends advertised kCapGso (set from the REQ/REP)
 
   bool has_qp() const { return qpn != 0; }
+};
+
+// An intrusive doubly linked list of Conns through the link `L`: O(1)
+// push_back, erase and front; never owns or allocates.
+template <ConnLink Conn::*L>
+class ConnList {
+ public:
+  Conn* front() const { return head_; }
+  std::size_t size() const { return size_; }
+  bool contains(const Conn& c) const { return (c.*L).linked; }
+  void push_back(Conn& c) {
+    ConnLink& l = c.*L;
+    l = ConnLink{tail_, nullptr, true};
+    (tail_ != nullptr ? (tail_->*L).next : head_) = &c;
+    tail_ = &c;
+    ++size_;
+  }
+  // Inserts `c` after the last conn whose `key` is <= c's (from the back:
+  // O(1) when `c` is the newest, which is the case on every caller's path).
+  template <class Key>
+  void insert_sorted(Conn& c, Key key) {
+    Conn* after = tail_;
+    while (after != nullptr && key(*after) > key(c))
+      after = (after->*L).prev;
+    if (after == tail_)
+      return push_back(c);
+    Conn* before = after != nullptr ? (after->*L).next : head_;
+    c.*L = ConnLink{after, before, true};
+    (after != nullptr ? (after->*L).next : head_) = &c;
+    (before->*L).prev = &c;
+    ++size_;
+  }
+  void erase(Conn& c) {
+    ConnLink& l = c.*L;
+    if (!l.linked)
+      return;
+    (l.prev != nullptr ? (l.prev->*L).next : head_) = l.next;
+    (l.next != nullptr ? (l.next->*L).prev : tail_) = l.prev;
+    l = ConnLink{};
+    --size_;
+  }
+  void move_to_back(Conn& c) {
+    if (tail_ == &c)
+      return;
+    erase(c);
+    push_back(c);
+  }
+
+ private:
+  Conn* head_ = nullptr;
+  Conn* tail_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 struct Peer {
@@ -88,7 +157,10 @@ class ConnTable {
   std::size_t size() const { return conns_.size(); }
   // A stable list, safe against erase() of any element while walking it.
   std::vector<Conn*> all();
-  std::vector<Conn*> established();
+  // The one place a conn's state is written (Manager::Impl::set_state checks
+  // and logs the transition first): also keeps the idle and fence lists.
+  // Entering ESTABLISHED counts as activity (last_activity = now).
+  void set_state(Conn& c, QpState to, TimePoint now);
   template <class F>
   void for_each(F&& f) const {
     for (const auto& [id, c] : conns_)
@@ -118,6 +190,43 @@ class ConnTable {
   void leave_service(Conn& c);
   std::size_t in_service() const { return in_service_; }
 
+  // --- the idle list (the reaper's and LRU eviction's) ---------------------------
+  // Every ESTABLISHED, in-service conn, least recently active first: the
+  // reaper and make_room() look at the front only, so their cost is the
+  // number of conns they act on, not the number that exist.
+  // Traffic on `c` at `now` (per packet, sent or received): O(1), c moves to
+  // the back. `now` never decreases (the TimerService's clock).
+  void touch(Conn& c, TimePoint now) {
+    c.last_activity = now;
+    if (idle_.contains(c))
+      idle_.move_to_back(c);
+  }
+  // The least recently active listed conn; nullptr when none.
+  Conn* idle_front() const { return idle_.front(); }
+  // The least recently active listed conn if it has been idle for at least
+  // `idle` at `now`, taken off the list (the caller tears it down); nullptr
+  // otherwise.
+  Conn* pop_idle(TimePoint now, Duration idle);
+  std::size_t idle_count() const { return idle_.size(); }
+
+  // --- the fence list ---------------------------------------------------------------
+  // ESTABLISHED conns whose SQ tail is an unsignaled SEND, oldest first: the
+  // reaper fences them (DESIGN.md "Selective signalling").
+  // After a SEND was posted on `c` at `now`: an unsignaled one lists `c` (if
+  // not yet listed, since `now`), a signaled one (or the fence) unlists it.
+  void sq_tail_posted(Conn& c, bool signaled, TimePoint now) {
+    if (signaled) {
+      fence_.erase(c);
+    } else if (!fence_.contains(c) && c.state == QpState::kEstablished) {
+      c.unsignaled_since = now;
+      fence_.push_back(c);
+    }
+  }
+  Conn* fence_front() const { return fence_.front(); }
+  // The oldest listed conn if it is listed since <= `cutoff`, taken off the
+  // list; nullptr otherwise.
+  Conn* pop_fence(TimePoint cutoff);
+
   // --- deadlines (one per conn: the bound of its current state) ------------------
   void set_deadline(Conn& c, TimePoint when);  // TimePoint::max() clears it
   TimePoint next_deadline() const;
@@ -141,6 +250,11 @@ class ConnTable {
   std::set<std::pair<TimePoint, NodeId>> retries_;
   std::uint64_t next_id_ = 1;
   std::size_t in_service_ = 0;
+  ConnList<&Conn::idle_link> idle_;
+  ConnList<&Conn::fence_link> fence_;
+
+  // Lists or unlists `c` after a change of state or service.
+  void relist(Conn& c);
 };
 
 }  // namespace rcnet::cm

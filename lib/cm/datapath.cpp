@@ -215,20 +215,25 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   }
   slot_owner_[slot] = c.id;
   c.sends.push_back({wr, signaled});
+  const TimePoint t = now();
+  table_.sq_tail_posted(c, signaled, t);
+  table_.touch(c, t);
   ++c.tx_packets;
   c.tx_bytes += len;
   ++ctr_.packets_tx;
   ctr_.bytes_tx += len;
-  c.last_activity = now();
 }
 
 // A zero-length signaled control SEND: completes the unsignaled tail of an
-// idle QP so its send slots come back.
+// idle QP so its send slots come back. Not traffic: last_activity stays.
 void Manager::Impl::post_fence(Conn& c) {
   const std::uint64_t wr = make_wr(kTagFence, c.id);
-  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true))
+  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true)) {
+    table_.sq_tail_posted(c, false, now());  // the tail is still unsignaled: next tick
     return;
+  }
   c.sends.push_back({wr, true});
+  table_.sq_tail_posted(c, true, now());
   c.unsignaled_run = 0;
 }
 
@@ -435,7 +440,7 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* 
   if (c != nullptr) {
     ++c->rx_packets;
     c->rx_bytes += wc.byte_len;
-    c->last_activity = now();
+    table_.touch(*c, now());
     from = c->peer;
   }
   sink_.deliver(from, std::span<const std::byte>(data, len));

@@ -234,8 +234,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
 void Manager::Impl::established(Conn& c) {
   if (!set_state(c, QpState::kEstablished, c.active ? "REP received" : "RTU received"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, TimePoint::max());
-  c.last_activity = now();
+  table_.set_deadline(c, TimePoint::max());  // ESTABLISHED set last_activity
   ++ctr_.connects_established;
   auto f = fields(c);
   f.message_id = log::kMsgPeerConnected;

@@ -10,15 +10,12 @@
 namespace rcnet::cm {
 
 // Makes room for one more connection: evicts the least recently used
-// ESTABLISHED connection. False when nothing can be evicted.
+// ESTABLISHED connection (the idle list's front). False when nothing can be
+// evicted.
 bool Manager::Impl::make_room() {
   if (table_.in_service() < cfg_.max_connections)
     return true;
-  Conn* lru = nullptr;
-  for (Conn* c : table_.established()) {
-    if (c->in_service && (lru == nullptr || c->last_activity < lru->last_activity))
-      lru = c;
-  }
+  Conn* lru = table_.idle_front();
   if (lru == nullptr)
     return false;
   ++ctr_.evictions;
@@ -29,31 +26,73 @@ bool Manager::Impl::make_room() {
   return true;
 }
 
+// The reaper (DESIGN.md "Reaping and limits"). It wakes only when something
+// is due: no ESTABLISHED connection, no wakeup. Its wakeups lie on a grid of
+// reaper_interval, so connections expiring within one interval share one
+// wakeup, and a connection with no traffic for idle_timeout is reaped with
+//   idle_timeout <= idle < idle_timeout + reaper_interval
+// (plus the loop's wakeup latency). Each wakeup visits only the conns it acts
+// on, plus one on each list where it stops: O(expired), not O(established).
+TimePoint Manager::Impl::grid_floor(TimePoint t) const {
+  const auto step = cfg_.reaper_interval.count();
+  if (step <= 0)
+    return t;
+  const auto since = t.time_since_epoch().count();
+  auto r = since % step;
+  if (r < 0)
+    r += step;
+  return TimePoint(Duration(since - r));
+}
+
+TimePoint Manager::Impl::grid_ceil(TimePoint t) const {
+  const TimePoint f = grid_floor(t);
+  if (f == t || t > TimePoint::max() - cfg_.reaper_interval)
+    return t;
+  return f + cfg_.reaper_interval;
+}
+
+TimePoint Manager::Impl::reaper_due() const {
+  TimePoint due = TimePoint::max();
+  if (const Conn* c = table_.idle_front())
+    due = grid_ceil(c->last_activity + cfg_.idle_timeout);
+  // A fence waits for the first grid point after its tail became unsignaled:
+  // at most one reaper_interval, as when the reaper ticked every interval.
+  if (const Conn* c = table_.fence_front())
+    due = std::min(due, grid_floor(c->unsignaled_since) + std::max(cfg_.reaper_interval, 1ns));
+  return due;
+}
+
 void Manager::Impl::reap_tick(TimePoint t) {
-  for (Conn* c : table_.established()) {
-    if (t - c->last_activity >= cfg_.idle_timeout) {
-      ++ctr_.idle_reaps;
-      teardown(*c, TeardownKind::kGraceful,
-               fmt::format("idle for {:.0f} ms (idle_timeout {:.0f} ms)",
-                           to_ms(t - c->last_activity), to_ms(cfg_.idle_timeout)),
-               log::kMsgReapedIdle);
-    } else if (!c->sends.empty() && !c->sends.back().signaled) {
-      post_fence(*c);
-    }
+  while (Conn* c = table_.pop_idle(t, cfg_.idle_timeout)) {
+    ++ctr_.reaper_visits;
+    ++ctr_.idle_reaps;
+    teardown(*c, TeardownKind::kGraceful,
+             fmt::format("idle for {:.0f} ms (idle_timeout {:.0f} ms)", to_ms(t - c->last_activity),
+                         to_ms(cfg_.idle_timeout)),
+             log::kMsgReapedIdle);
   }
+  if (table_.idle_front() != nullptr)
+    ++ctr_.reaper_visits;  // the first one not expired: the walk stopped there
+  // Fence every conn whose tail became unsignaled before this grid point
+  // (grid_floor(unsignaled_since) + interval <= t, see reaper_due()).
+  while (Conn* c = table_.pop_fence(grid_floor(t) - 1ns)) {
+    ++ctr_.reaper_visits;
+    if (!c->sends.empty() && !c->sends.back().signaled)
+      post_fence(*c);
+  }
+  if (table_.fence_front() != nullptr)
+    ++ctr_.reaper_visits;
 }
 
 std::size_t Manager::Impl::reap_idle(Duration idle) {
   std::size_t n = 0;
   const TimePoint t = now();
-  for (Conn* c : table_.established()) {
-    if (t - c->last_activity >= idle) {
-      ++ctr_.idle_reaps;
-      teardown(*c, TeardownKind::kGraceful,
-               fmt::format("idle {:.0f} ms (reap request)", to_ms(t - c->last_activity)),
-               log::kMsgReapedIdle);
-      ++n;
-    }
+  while (Conn* c = table_.pop_idle(t, idle)) {
+    ++ctr_.idle_reaps;
+    teardown(*c, TeardownKind::kGraceful,
+             fmt::format("idle {:.0f} ms (reap request)", to_ms(t - c->last_activity)),
+             log::kMsgReapedIdle);
+    ++n;
   }
   return n;
 }

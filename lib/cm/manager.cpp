@@ -91,8 +91,23 @@ void Manager::Impl::reschedule() {
   if (!pending_id_destroy_.empty())
     next = now();
   next = std::min({next, table_.next_deadline(), table_.next_retry()});
-  if (next_reap_ == TimePoint::max() && established_ > 0)
-    next_reap_ = now() + cfg_.reaper_interval;
+  // The reaper's wakeup is recomputed only when one of its two lists became
+  // non-empty, and it is cancelled when both are empty. A list's
+  // front due never moves earlier while the list stays non-empty (conns
+  // join at the back, with `now`; reconfigure() drops the request), while
+  // traffic moves it later on every packet: following it would re-arm the
+  // timer per packet, a syscall each in the daemon. A wakeup that comes too
+  // early finds nothing expired and asks for the next one (for a busy idle
+  // front, at most one per idle_timeout).
+  const bool idle = table_.idle_front() != nullptr;
+  const bool fence = table_.fence_front() != nullptr;
+  if (!idle && !fence)
+    next_reap_ = TimePoint::max();
+  else if (next_reap_ == TimePoint::max() || (idle && !reap_watch_idle_) ||
+           (fence && !reap_watch_fence_))
+    next_reap_ = std::min(next_reap_, reaper_due());
+  reap_watch_idle_ = idle;
+  reap_watch_fence_ = fence;
   next = std::min(next, next_reap_);
   if (next != scheduled_) {
     scheduled_ = next;
@@ -227,12 +242,7 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
   }
   const TimePoint t = now();
   const Duration spent = t - c.state_since;
-  if (from == QpState::kEstablished)
-    --established_;
-  if (to == QpState::kEstablished)
-    ++established_;
-  c.state = to;
-  c.state_since = t;
+  table_.set_state(c, to, t);
   auto f = fields(c);
   log::event(
       is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,

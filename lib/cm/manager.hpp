@@ -74,15 +74,24 @@ struct ManagerConfig {
   std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED
   std::uint32_t max_connections = 0;    // 0 = default: 128 without SRQ, 4096 with
 
-  Duration idle_timeout = 10s;        // no traffic either way → graceful teardown
+  // No traffic either way for this long → graceful teardown (DREQ). A
+  // connection is reaped when its idle time is in
+  //   [idle_timeout, idle_timeout + reaper_interval)
+  // plus the loop's wakeup latency (sd-event accuracy, 1 ms in the daemon).
+  Duration idle_timeout = 10s;
   Duration last_wqe_timeout = 1s;     // bound of AWAIT_LAST_WQE
   Duration drain_timeout = 1s;        // bound of DRAINING
   Duration disconnect_timeout = 1s;   // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
   Duration resolve_timeout = 2s;      // rdma_resolve_addr / rdma_resolve_route
   Duration connect_timeout = 5s;      // REQ/REP sent → ESTABLISHED
   std::uint32_t connect_retries = 2;  // further attempts after a failed connect
-  Duration reaper_interval = 1s;      // granularity of idle checks
-  std::uint8_t retry_count = 3;       // RC transport retries (7 = infinite on rxe)
+  // Granularity of the reaper, not a period: its wakeups lie on multiples of
+  // reaper_interval since the clock's epoch, at the first one at or after
+  // the least recently active connection's expiry (so expiries within one
+  // interval share a wakeup), and at the first one after an idle QP's SQ
+  // tail became unsignaled (its fence). No connection, no wakeup.
+  Duration reaper_interval = 1s;
+  std::uint8_t retry_count = 3;  // RC transport retries (7 = infinite on rxe)
   std::uint8_t rnr_retry_count = 7;
   // Passed to rdma::DeviceConfig at start(); a restart is needed to change
   // them (see there for the encodings). ack_timeout: 4.096 us * 2^value per

@@ -207,6 +207,15 @@ class Manager::Impl {
   // --- limits.cpp -------------------------------------------------------------------
   bool make_room();
   void reap_tick(TimePoint t);
+  // When the reaper must next run: the idle front's expiry rounded up to the
+  // reaper grid, or the first grid point after the fence front's tail became
+  // unsignaled, whichever is earlier; TimePoint::max() when both lists are
+  // empty (no wakeup at all).
+  TimePoint reaper_due() const;
+  // The reaper grid: multiples of reaper_interval since the clock's epoch.
+  // grid_ceil(t) is the first grid point >= t, grid_floor(t) the last <= t.
+  TimePoint grid_ceil(TimePoint t) const;
+  TimePoint grid_floor(TimePoint t) const;
 
   // --- state ---------------------------------------------------------------------
   rdma::Seam& seam_;
@@ -220,10 +229,14 @@ class Manager::Impl {
   bool link_up_ = true;
 
   ConnTable table_;
-  std::size_t established_ = 0;  // conns in ESTABLISHED
   std::vector<rdma::CmIdHandle> pending_id_destroy_;
   std::vector<NodeId> forget_candidates_;  // peers whose conn ended
+  // The reaper's requested wakeup: never later than reaper_due() (see
+  // reschedule()); TimePoint::max() when it has nothing to watch.
   TimePoint next_reap_ = TimePoint::max();
+  bool reap_watch_idle_ = false;   // the idle list was non-empty at the last reschedule()
+  bool reap_watch_fence_ = false;  // the fence list was
+
   TimePoint scheduled_ = TimePoint::max();
   std::uint64_t rng_ = 0;  // jitter state
 

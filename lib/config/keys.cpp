@@ -496,8 +496,9 @@ constexpr Key kKeys[] = {
                                             "rdma_resolve_addr and rdma_resolve_route"),
     duration<kManager, &M::connect_timeout>("timeouts.connect", Apply::kLive,
                                             "REQ or REP sent until ESTABLISHED"),
-    duration<kManager, &M::reaper_interval>("timeouts.reaper_interval", Apply::kLive,
-                                            "how often idle connections are looked for"),
+    duration<kManager, &M::reaper_interval>(
+        "timeouts.reaper_interval", Apply::kLive,
+        "granularity of idle reaping and fences (not a period)"),
 
     integer<kManager, &M::retry_count>(
         "transport.retry_count", Apply::kLive, 0, 7, "retries",

@@ -318,6 +318,9 @@ void SimNode::restart() {
   n.first_handle_of_life = n.next_handle;
 }
 
+TimePoint SimNode::timer_deadline() const {
+  return impl_->timer_deadline;
+}
 std::size_t SimNode::live_qps() const {
   return impl_->qps.size();
 }

@@ -194,6 +194,9 @@ class SimNode {
   void set_max_qp(std::uint32_t max_qp);
 
   // --- test oracles ---
+  // The wakeup the node's owner last asked for (TimerService::schedule),
+  // TimePoint::max() when none is pending.
+  TimePoint timer_deadline() const;
   std::size_t live_qps() const;
   // Every live QPN with its state, ascending: the device's own view, as
   // `rdma resource show qp` prints it (for audit tests).
