@@ -10,7 +10,7 @@
 #                      and powers off;
 #   systemd            the root is an overlay (the host tree read-only below a
 #                      tmpfs: nothing reaches the host), into which this
-#                      script installs rcnet-lab.target and the oneshot
+#                      script installs rcnet-lab.target and the service
 #                      rcnet-lab-scenario.service (which runs
 #                      .lab/systemd-runner.sh: the same scenario, markers and
 #                      result files as busybox mode, then powers off), masks
@@ -62,6 +62,9 @@ EOF
   # .lab/systemd-runner.sh writes the markers and result files and exits
   # with the scenario's status; either way the guest then powers off at once
   # (nothing of it is kept: the overlay's upper layer is a tmpfs).
+  # Type=exec, not oneshot: its start job ends once it runs, so the boot
+  # finishes and the scenario sees a "running" system (systemd-analyze
+  # time, is-system-running) as an operator would.
   cat >"$u/rcnet-lab-scenario.service" <<EOF
 [Unit]
 Description=rcnet lab scenario ${RCNET_LAB_SCENARIO##*/}
@@ -70,9 +73,8 @@ SuccessAction=poweroff-immediate
 FailureAction=poweroff-immediate
 
 [Service]
-Type=oneshot
+Type=exec
 ExecStart=/bin/bash $WORK/.lab/systemd-runner.sh
-TimeoutStartSec=infinity
 StandardOutput=journal+console
 StandardError=journal+console
 SyslogIdentifier=rcnet-lab
