@@ -196,7 +196,9 @@ lab_expect "journalctl -x shows the catalog entry" grep -q 'Subject: connected t
 
 # --- sandbox: systemd-analyze security, user, capabilities ----------------------------
 for u in rcnetd@node1.service rcnetd.service; do
-  systemd-analyze security --no-pager "$u" >"$OUT/security-$u.txt" 2>&1
+  t0=$SECONDS
+  lab_timeout 180 systemd-analyze security --no-pager "$u" >"$OUT/security-$u.txt" 2>&1
+  lab_log "systemd-analyze security $u: $((SECONDS - t0)) s"
 done
 exposure() { sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$OUT/security-$1.txt"; }
 e_inst=$(exposure rcnetd@node1.service)
