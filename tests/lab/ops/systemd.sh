@@ -17,9 +17,12 @@
 #     find the connection events;
 #   - systemd-analyze security exposure <= 2.0; user rcnet with only the
 #     unit's capabilities;
+#   - rcnet-metrics.timer feeds node-exporter's textfile collector:
+#     :9100/metrics has rcnet_ series;
 #   - systemctl stop of all instances leaves no QP.
 # Outputs quoted in reports: systemctl-status-node1.txt,
-# journal-peer-addr.txt, journal-message-id.txt, security-*.txt.
+# journal-peer-addr.txt, journal-message-id.txt, security-*.txt,
+# node-exporter-rcnet.txt.
 # Helpers below run through lab_check, lab_expect and wait_for (SC2317);
 # lab_qp_count with no argument counts every device (SC2119).
 # shellcheck disable=SC2317,SC2119
@@ -248,6 +251,33 @@ lab_expect "watchdog: NRestarts $restarts0 -> $(prop 2 NRestarts)" [ "$(prop 2 N
 lab_expect "watchdog: the journal says why" \
   bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'Watchdog timeout'"
 ping_all "after the watchdog restart"
+
+# --- metrics: rcnet-metrics.timer -> textfile collector -> node-exporter -------------
+# prometheus-node-exporter is installed on the host (tools/install-deps.sh):
+# the guest's root is the host's. Debian's node-exporter reads its textfile
+# collector from /var/lib/prometheus/node-exporter, where rcnet-metrics
+# writes rcnet.prom; this node's instance is node1 (drop-in, as the unit says).
+if systemctl cat prometheus-node-exporter.service >/dev/null 2>&1; then
+  mkdir -p /etc/systemd/system/rcnet-metrics.service.d
+  printf '%s\n' '[Service]' 'Environment=RCNET_CTL_SOCKET=/run/rcnet/node1.sock' \
+    >/etc/systemd/system/rcnet-metrics.service.d/node1.conf
+  systemctl daemon-reload
+  lab_check "systemctl start prometheus-node-exporter rcnet-metrics.timer" \
+    systemctl start prometheus-node-exporter.service rcnet-metrics.timer
+  scrape() { curl -sf --max-time 10 http://127.0.0.1:9100/metrics >"$OUT/node-exporter-metrics.txt"; }
+  has_rcnet() { scrape && grep -q '^rcnet_up 1' "$OUT/node-exporter-metrics.txt"; }
+  wait_for 60 has_rcnet
+  grep -E '^rcnet_' "$OUT/node-exporter-metrics.txt" >"$OUT/node-exporter-rcnet.txt"
+  echo "== curl :9100/metrics | grep ^rcnet_ ($(wc -l <"$OUT/node-exporter-rcnet.txt") series)"
+  head -n 25 "$OUT/node-exporter-rcnet.txt"
+  lab_expect "node-exporter :9100/metrics serves rcnet_ series from rcnet-metrics ($(wc -l <"$OUT/node-exporter-rcnet.txt"), rcnet_up 1)" \
+    grep -q '^rcnet_up 1' "$OUT/node-exporter-rcnet.txt"
+  lab_expect "rcnet-metrics.service ran successfully ($(systemctl show -p Result --value rcnet-metrics.service))" \
+    [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  systemctl stop rcnet-metrics.timer prometheus-node-exporter.service
+else
+  lab_fail "prometheus-node-exporter is not installed on the host (tools/install-deps.sh)"
+fi
 
 # RestrictAddressFamilies=AF_UNIX AF_NETLINK: nothing rcnetd or its
 # libraries did was refused for that.
