@@ -17,8 +17,10 @@ packages=(
   # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
   # support, lintian) and the package test
   git debhelper dpkg-dev fakeroot lintian
-  # metrics: promtool checks rcnetctl's Prometheus output in the unit tests
-  prometheus
+  # metrics: promtool checks rcnetctl's Prometheus output in the unit tests;
+  # the lab test lab-systemd scrapes node-exporter's textfile collector (the
+  # guest's root is the host's, so it is installed here)
+  prometheus prometheus-node-exporter
   # fuzzing: libFuzzer comes with clang's runtime (tools/fuzz.sh)
   clang-14 libclang-rt-14-dev
 )

@@ -9,6 +9,9 @@
 #
 # RCNET_DEB_DIR=DIR checks the output of an earlier `tools/build-deb.sh DIR`
 # instead of building (the .deb and .lintian report in DIR).
+# RCNET_DEB_CACHE=DIR builds into DIR with ensure-deb.sh, which reuses a
+# package already built there from the same commit (the meson test passes
+# <build>/deb, shared with the lab test lab-systemd).
 set -euo pipefail
 
 src=${1:?usage: check-deb.sh SRCDIR}
@@ -18,6 +21,10 @@ start=$SECONDS
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
+if [ -n "${RCNET_DEB_CACHE:-}" ]; then
+  "$src/tests/package/ensure-deb.sh" "$src" "$RCNET_DEB_CACHE"
+  RCNET_DEB_DIR=$RCNET_DEB_CACHE
+fi
 if [ -n "${RCNET_DEB_DIR:-}" ]; then
   cp "$RCNET_DEB_DIR"/rcnet_*.deb "$RCNET_DEB_DIR"/rcnet_*.lintian "$out/"
 else

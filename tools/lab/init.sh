@@ -2,9 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # /init of the rcnet lab's initramfs (built by tools/lab/rcnet-lab prepare).
-# Mounts the host's / (read-only 9p) and the run's work share (read-write 9p),
-# chroots into the host tree, loads the RDMA modules, runs the scenario and
-# reports its exit code on the console and in the work share, then powers off.
+# Mounts the host's / (read-only 9p) and the run's work share (read-write 9p)
+# and builds the guest's root from them, loads the RDMA modules, then, by
+# RCNET_LAB_INIT in the work share's .lab/env.sh:
+#   busybox (default)  chroots into the host tree, runs the scenario, reports
+#                      its exit code on the console and in the work share,
+#                      and powers off;
+#   systemd            the root is an overlay (the host tree read-only below a
+#                      tmpfs: nothing reaches the host), into which this
+#                      script installs rcnet-lab.target and the service
+#                      rcnet-lab-scenario.service (which runs
+#                      .lab/systemd-runner.sh: the same scenario, markers and
+#                      result files as busybox mode, then powers off), masks
+#                      what slows or hangs a disk-less boot, and hands over
+#                      to /lib/systemd/systemd with switch_root.
 # Runs under busybox only: nothing of the host is usable before the chroot.
 
 /bin/busybox --install -s /bin
@@ -32,6 +43,73 @@ fail() {
 }
 uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 
+# systemd mode, once the overlay root $R is complete and the RDMA modules are
+# loaded: boots rcnet-lab.target, i.e. basic.target (journald, udevd,
+# tmpfiles, dbus.socket, ...) plus rcnet-lab-scenario.service, and not
+# multi-user.target with whatever services the host has enabled. Written
+# into the overlay's /etc, never into the host's.
+boot_systemd() {
+  u=$R/etc/systemd/system
+  mkdir -p "$u" "$R/etc/tmpfiles.d"
+  cat >"$u/rcnet-lab.target" <<EOF
+[Unit]
+Description=rcnet lab scenario boot
+Requires=basic.target
+After=basic.target
+Wants=rcnet-lab-scenario.service
+AllowIsolate=yes
+EOF
+  # .lab/systemd-runner.sh writes the markers and result files and exits
+  # with the scenario's status; either way the guest then powers off at once
+  # (nothing of it is kept: the overlay's upper layer is a tmpfs).
+  # Type=exec, not oneshot: its start job ends once it runs, so the boot
+  # finishes and the scenario sees a "running" system (systemd-analyze
+  # time, is-system-running) as an operator would.
+  cat >"$u/rcnet-lab-scenario.service" <<EOF
+[Unit]
+Description=rcnet lab scenario ${RCNET_LAB_SCENARIO##*/}
+After=basic.target
+SuccessAction=poweroff-immediate
+FailureAction=poweroff-immediate
+
+[Service]
+Type=exec
+ExecStart=/bin/bash $WORK/.lab/systemd-runner.sh
+StandardOutput=journal+console
+StandardError=journal+console
+SyslogIdentifier=rcnet-lab
+EOF
+  ln -sf rcnet-lab.target "$u/default.target"
+  # Nothing to wait for or to do on a guest without disks, network or
+  # terminals: login prompts, time sync, network-online waits, and the
+  # ConditionNeedsUpdate= jobs (the overlay's /etc has no .updated stamp, so
+  # they would rebuild the hwdb and the ld.so cache on every boot); the
+  # host's timers (man-db, apt, fstrim would fire: Persistent=).
+  for m in getty@tty1.service serial-getty@ttyS0.service console-getty.service \
+    systemd-timesyncd.service systemd-pstore.service systemd-firstboot.service \
+    ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service \
+    systemd-update-done.service systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
+    systemd-networkd-wait-online.service NetworkManager-wait-online.service \
+    ifupdown-wait-online.service; do
+    ln -sf /dev/null "$u/$m"
+  done
+  for t in "$u"/timers.target.wants/*.timer; do
+    [ -L "$t" ] || [ -e "$t" ] || continue
+    ln -sf /dev/null "$u/${t##*/}"
+  done
+  # No mounts from the host's fstab: the root is this overlay.
+  echo "# rcnet lab guest: / is an overlay made by the initramfs" >"$R/etc/fstab"
+  # systemd-tmpfiles empties /tmp at boot (tmp.conf: D /tmp): keep it, it
+  # holds the work share and the trees bound from the host's /tmp.
+  printf '%s\n' "# rcnet lab: /tmp holds the work share; create it, never empty it" \
+    "d /tmp 1777 root root -" >"$R/etc/tmpfiles.d/tmp.conf"
+  echo "rcnet-lab init: switching to systemd on the overlay root (uptime $(cut -d" " -f1 /proc/uptime)s)"
+  # switch_root must be PID 1 itself; a failed exec ends this shell (and
+  # the guest: panic=-1), which the driver reports as a failed boot.
+  # shellcheck disable=SC2093
+  exec switch_root "$R" /lib/systemd/systemd
+}
+
 mount -t proc proc /proc || fail "mount /proc"
 mount -t sysfs sysfs /sys || fail "mount /sys"
 while read -r m; do
@@ -39,29 +117,50 @@ while read -r m; do
 done </modules.order
 
 mount -t 9p -o "$P9OPTS,ro,cache=loose" hostroot /mnt || fail "mount host root over 9p"
-mount -t proc proc /mnt/proc || fail "mount /mnt/proc"
-mount -t sysfs sysfs /mnt/sys || fail "mount /mnt/sys"
-mount -t devtmpfs devtmpfs /mnt/dev || fail "mount /mnt/dev"
-mkdir -p /mnt/dev/pts /mnt/dev/shm
+mkdir -p /work
+mount -t 9p -o "$P9OPTS" work /work || fail "mount the work share"
+[ -f /work/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
+. /work/.lab/env.sh
+
+# R: the guest's root. busybox mode: the host tree itself (read-only).
+# systemd mode: an overlay whose lower layer is that tree and whose upper
+# layer is a tmpfs, so systemd, dpkg and the scenario can write anywhere and
+# the host stays untouched.
+R=/mnt
+case "${RCNET_LAB_INIT:-busybox}" in
+busybox) ;;
+systemd)
+  mkdir -p /overlay /newroot
+  mount -t tmpfs -o mode=0755 tmpfs /overlay || fail "mount the overlay's tmpfs"
+  mkdir -p /overlay/upper /overlay/work
+  mount -t overlay -o lowerdir=/mnt,upperdir=/overlay/upper,workdir=/overlay/work \
+    overlay /newroot || fail "mount the overlay root (overlay module loaded?)"
+  R=/newroot
+  ;;
+*) fail "unknown RCNET_LAB_INIT '$RCNET_LAB_INIT' (busybox or systemd)" ;;
+esac
+
+mount -t proc proc $R/proc || fail "mount $R/proc"
+mount -t sysfs sysfs $R/sys || fail "mount $R/sys"
+mount -t devtmpfs devtmpfs $R/dev || fail "mount $R/dev"
+mkdir -p $R/dev/pts $R/dev/shm
 # devtmpfs has no /dev/fd: bash process substitution needs it.
-ln -sf /proc/self/fd /mnt/dev/fd
-ln -sf /proc/self/fd/0 /mnt/dev/stdin
-ln -sf /proc/self/fd/1 /mnt/dev/stdout
-ln -sf /proc/self/fd/2 /mnt/dev/stderr
-mount -t devpts devpts /mnt/dev/pts
-mount -t tmpfs tmpfs /mnt/dev/shm
+ln -sf /proc/self/fd $R/dev/fd
+ln -sf /proc/self/fd/0 $R/dev/stdin
+ln -sf /proc/self/fd/1 $R/dev/stdout
+ln -sf /proc/self/fd/2 $R/dev/stderr
+mount -t devpts devpts $R/dev/pts
+mount -t tmpfs tmpfs $R/dev/shm
 # The guest gets its own /tmp and /run, which hides the host's. Keep a view
 # of the host's so that a source or build tree living there (a CI clone in
 # /tmp, say) can be put back at the same path below.
 mkdir -p /hosttmp /hostrun
 mount --bind /mnt/tmp /hosttmp || fail "bind the host's /tmp"
 mount --bind /mnt/run /hostrun || fail "bind the host's /run"
-mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp || fail "mount /mnt/tmp"
-mount -t tmpfs -o mode=0755 tmpfs /mnt/run || fail "mount /mnt/run"
-mkdir -p /mnt$WORK
-mount -t 9p -o "$P9OPTS" work /mnt$WORK || fail "mount the work share"
-[ -f /mnt$WORK/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
-. /mnt$WORK/.lab/env.sh
+mount -t tmpfs -o mode=1777 tmpfs $R/tmp || fail "mount $R/tmp"
+mount -t tmpfs -o mode=0755 tmpfs $R/run || fail "mount $R/run"
+mkdir -p $R$WORK
+mount --bind /work $R$WORK || fail "bind the work share to $WORK"
 
 # Trees the scenario needs that the guest's /tmp or /run would hide.
 for p in "$RCNET_SRC" "$RCNET_BUILD_DIR" "$RCNET_LAB_MODTREE"; do
@@ -71,20 +170,20 @@ for p in "$RCNET_SRC" "$RCNET_BUILD_DIR" "$RCNET_LAB_MODTREE"; do
   *) continue ;;
   esac
   [ -d "$from" ] || fail "$p is not visible to the guest ($from missing)"
-  mkdir -p "/mnt$p" && mount --bind "$from" "/mnt$p" || fail "bind $p into the guest"
+  mkdir -p "$R$p" && mount --bind "$from" "$R$p" || fail "bind $p into the guest"
 done
 
 # The extracted kernel's modules, where plain modprobe looks for them too.
-if [ -d /mnt/lib/modules ]; then
-  mount --bind "/mnt$RCNET_LAB_MODTREE/lib/modules" /mnt/lib/modules ||
+if [ -d $R/lib/modules ]; then
+  mount --bind "/mnt$RCNET_LAB_MODTREE/lib/modules" $R/lib/modules ||
     echo "rcnet-lab init: cannot bind the module tree over /lib/modules"
 fi
 # One modprobe for all (each exec over 9p is slow under TCG); -a loads them
 # in the order given, crc32_generic first.
 # shellcheck disable=SC2086
-chroot /mnt /sbin/modprobe -a -d "$RCNET_LAB_MODTREE" $RCNET_LAB_GUEST_MODULES ||
+chroot $R /sbin/modprobe -a -d "$RCNET_LAB_MODTREE" $RCNET_LAB_GUEST_MODULES ||
   fail "modprobe -a $RCNET_LAB_GUEST_MODULES"
-for d in /mnt/dev/infiniband/rdma_cm /mnt/dev/net/tun; do
+for d in $R/dev/infiniband/rdma_cm $R/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done
 
@@ -92,10 +191,12 @@ done
 # clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
 # the benchmark, which refuses to compare anything measured on another one.
 clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
-echo "$clocksource" >/mnt$WORK/.lab/clocksource
+echo "$clocksource" >/work/.lab/clocksource
+
+[ "${RCNET_LAB_INIT:-busybox}" = systemd ] && boot_systemd
 echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER clocksource=$clocksource uptime=$(cut -d" " -f1 /proc/uptime)s"
 t0=$(uptime_ms)
-chroot /mnt /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp TERM=dumb LANG=C.UTF-8 /bin/bash -c '
   set -a
   . '"$WORK"'/.lab/env.sh
@@ -106,12 +207,13 @@ chroot /mnt /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/b
 rc=$?
 t1=$(uptime_ms)
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1000 }')
-echo "$secs" >/mnt$WORK/.lab/scenario-seconds
-echo "$rc" >/mnt$WORK/.lab/exit-code
+echo "$secs" >/work/.lab/scenario-seconds
+echo "$rc" >/work/.lab/exit-code
 if [ "$rc" -eq 124 ]; then
   echo "rcnet-lab init: scenario killed by its in-guest timeout (${RCNET_LAB_TIMEOUT}s)"
 fi
 echo "$EXIT_MARKER $rc (scenario wall time ${secs}s)"
 sync
-umount -l /mnt$WORK
+umount -l $R$WORK
+umount -l /work
 halt_now

