@@ -58,6 +58,8 @@ std::vector<std::string> journal_fields(const spdlog::details::log_msg& msg,
     out.push_back(fmt::format("PEER_NODE={:016x}", f.peer_node));
   if (!f.peer_addr.empty())
     out.push_back("PEER_ADDR=" + f.peer_addr);
+  if (f.peer_port != 0)
+    out.push_back(fmt::format("PEER_PORT={}", f.peer_port));
   if (f.qpn != 0)
     out.push_back(fmt::format("QPN={}", f.qpn));
   if (f.remote_qpn != 0)

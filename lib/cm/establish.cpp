@@ -374,7 +374,8 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
       break;
   }
   log::Fields f;
-  f.peer_addr = from.to_string();
+  f.peer_addr = from.addr.to_string();
+  f.peer_port = from.port;
   f.reason = std::string(wire::to_string(reason));
   log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn : spdlog::level::info,
              f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from.to_string(), detail);

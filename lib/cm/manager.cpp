@@ -220,7 +220,8 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
 log::Fields Manager::Impl::fields(const Conn& c) const {
   log::Fields f;
   f.peer_node = c.peer;
-  f.peer_addr = c.peer_addr.to_string();
+  f.peer_addr = c.peer_addr.addr.to_string();
+  f.peer_port = c.peer_addr.port;
   f.qpn = c.qpn;
   f.remote_qpn = c.remote_qpn;
   f.conn_state = to_string(c.state);

@@ -19,7 +19,8 @@ namespace rcnet::log {
 
 struct Fields {
   std::uint64_t peer_node = 0;  // 0 = not set
-  std::string peer_addr;        // underlay endpoint, "" = not set
+  std::string peer_addr;        // underlay IP address (no port), "" = not set
+  std::uint16_t peer_port = 0;  // underlay port (rcnet's rdma_cm port), 0 = not set
   std::uint32_t qpn = 0;
   std::uint32_t remote_qpn = 0;
   std::string_view conn_state;      // QP state name

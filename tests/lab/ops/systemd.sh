@@ -176,28 +176,26 @@ lab_expect "reload logged 'reload applied'" \
   bash -c "journalctl -u rcnetd@node1 --no-pager -o cat | grep -q 'reload applied'"
 
 # --- journal fields and message ids ------------------------------------------------
-# PEER_ADDR holds the peer's endpoint, address:port, although lib/util/log.hpp
-# and DESIGN.md show `journalctl PEER_ADDR=10.99.0.2`: that form finds
-# nothing today (printed below; a daemon fix is pending).
-journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471 --no-pager -o short-precise >"$OUT/journal-peer-addr.txt" 2>&1
-lab_log "NOTE: journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 (address only) finds $(journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 -o cat --no-pager | grep -vc '^-- ') entries"
+# PEER_ADDR is the peer's IP address, as an operator types it; the port is
+# in PEER_PORT.
+journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 --no-pager -o short-precise >"$OUT/journal-peer-addr.txt" 2>&1
 journalctl MESSAGE_ID=$MSG_CONNECTED --no-pager -o short-precise >"$OUT/journal-message-id.txt" 2>&1
 journalctl -u rcnetd@node1 MESSAGE_ID=$MSG_CONNECTED -x -n 1 --no-pager >"$OUT/journal-catalog.txt" 2>&1
-echo "== journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471"
+echo "== journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2"
 cat "$OUT/journal-peer-addr.txt"
 echo "== journalctl MESSAGE_ID=$MSG_CONNECTED"
 cat "$OUT/journal-message-id.txt"
 echo "== journalctl -x (catalog)"
 cat "$OUT/journal-catalog.txt"
 n=$(grep -vc '^-- ' "$OUT/journal-peer-addr.txt")
-lab_expect "journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2:7471 finds node1's events with node2 ($n lines)" \
+lab_expect "journalctl -u rcnetd@node1 PEER_ADDR=10.99.0.2 finds node1's events with node2 ($n lines)" \
   [ "$n" -ge 1 ]
 units=$(journalctl MESSAGE_ID=$MSG_CONNECTED -o json --no-pager | jq -r '._SYSTEMD_UNIT' | sort -u | tr '\n' ' ')
 lab_expect "journalctl MESSAGE_ID=$MSG_CONNECTED (peer connected) finds events of all 3 instances ($units)" \
   [ "$units" = "rcnetd@node1.service rcnetd@node2.service rcnetd@node3.service " ]
 fields=$(journalctl -u rcnetd@node1 MESSAGE_ID=$MSG_CONNECTED -o json -n 1 --no-pager |
-  jq -r '[.PEER_NODE, .PEER_ADDR, .QPN, .REMOTE_QPN] | map(. // "missing") | join(" ")')
-lab_expect "a connected event carries PEER_NODE PEER_ADDR QPN REMOTE_QPN ($fields)" \
+  jq -r '[.PEER_NODE, .PEER_ADDR, .PEER_PORT, .QPN, .REMOTE_QPN] | map(. // "missing") | join(" ")')
+lab_expect "a connected event carries PEER_NODE PEER_ADDR PEER_PORT QPN REMOTE_QPN ($fields)" \
   [ -n "$fields" -a "${fields/missing/}" = "$fields" ]
 lab_expect "journalctl -x shows the catalog entry" grep -q 'Subject: connected to peer\|is ESTABLISHED' "$OUT/journal-catalog.txt"
 

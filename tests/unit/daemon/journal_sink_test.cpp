@@ -43,7 +43,8 @@ TEST_CASE("journal: a plain record has MESSAGE, PRIORITY and the identifier only
 TEST_CASE("journal: a connection event carries every structured field", "[ops][journal]") {
   log::Fields f;
   f.peer_node = 0x0a630002;
-  f.peer_addr = "10.99.0.2:7471";
+  f.peer_addr = "10.99.0.2";
+  f.peer_port = 7471;
   f.qpn = 17;
   f.remote_qpn = 4242;
   f.conn_state = "AWAIT_LAST_WQE";
@@ -60,7 +61,8 @@ TEST_CASE("journal: a connection event carries every structured field", "[ops][j
   CHECK(m.at("CODE_LINE") == "812");
   CHECK(m.at("CODE_FUNC") == "on_timer");
   CHECK(m.at("PEER_NODE") == "000000000a630002");
-  CHECK(m.at("PEER_ADDR") == "10.99.0.2:7471");
+  CHECK(m.at("PEER_ADDR") == "10.99.0.2");
+  CHECK(m.at("PEER_PORT") == "7471");
   CHECK(m.at("QPN") == "17");
   CHECK(m.at("REMOTE_QPN") == "4242");
   CHECK(m.at("CONN_STATE") == "AWAIT_LAST_WQE");
@@ -72,14 +74,14 @@ TEST_CASE("journal: a connection event carries every structured field", "[ops][j
 
 TEST_CASE("journal: unset fields are left out, not sent empty", "[ops][journal]") {
   log::Fields f;
-  f.peer_addr = "10.99.0.3:7471";
+  f.peer_addr = "10.99.0.3";
   f.conn_state = "CONNECTING";
   spdlog::details::log_msg msg("rcnetd", spdlog::level::debug, "REQ sent");
   auto m = as_map(journal_fields(msg, &f));
   CHECK(m.count("PEER_ADDR") == 1);
   CHECK(m.count("CONN_STATE") == 1);
-  for (const char* k :
-       {"PEER_NODE", "QPN", "REMOTE_QPN", "TEARDOWN_STAGE", "REASON", "MESSAGE_ID", "CODE_FILE"})
+  for (const char* k : {"PEER_NODE", "PEER_PORT", "QPN", "REMOTE_QPN", "TEARDOWN_STAGE", "REASON",
+                        "MESSAGE_ID", "CODE_FILE"})
     CHECK(m.count(k) == 0);
 }
 
