@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Runs rcnet's libFuzzer fuzzers (tests/fuzz), one process at a time.
 #
-#   tools/fuzz.sh [--runs N | --seconds S] [--merge] [--build-all] [NAME...]
+#   tools/fuzz.sh [--runs N | --seconds S] [--merge] [--build-all] [--build-only] [NAME...]
 #
 # NAME: wire, ctl, config, manager (default: all). Each fuzzer starts from its
 # in-tree corpus (tests/fuzz/corpus/NAME), copied to a temporary working
@@ -14,7 +14,9 @@
 # Builds the fuzzers first, with clang, ASan and UBSan, in their own build
 # dir (RCNET_FUZZ_BUILD_DIR, default ./build-fuzz; RCNET_FUZZ_CXX picks the
 # compiler, default clang++-14 or clang++). --build-all builds the whole tree
-# there too (the clang -Werror check), not only the fuzzers.
+# there too (the clang -Werror check, and the unit suite under ASan + UBSan
+# that tools/test.sh runs from this same dir), not only the fuzzers;
+# --build-only stops after building.
 #
 # Prints per fuzzer: execs, cov and ft (libFuzzer's final stats line),
 # crashes, exec/s; then "fuzz: N passed, N failed". Exits 1 if any fuzzer
@@ -30,6 +32,7 @@ runs=""
 seconds=60
 merge=0
 build_all=0
+build_only=0
 names=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,7 +40,8 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; runs=""; shift 2 ;;
     --merge) merge=1; shift ;;
     --build-all) build_all=1; shift ;;
-    -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -57,15 +61,21 @@ if [ -z "$cxx" ]; then
 fi
 [ -n "$cxx" ] || { echo "fuzz.sh: no clang++ found (tools/install-deps.sh installs clang-14)" >&2; exit 1; }
 cc=${cxx/clang++/clang}
+# -fno-sanitize-recover=all: UBSan aborts instead of printing and going on,
+# in every target (the fuzzers add it themselves; the unit suite needs it here).
+opts=(-Dfuzz=true -Dlab_tests=false -Dwerror=true -Db_sanitize=address,undefined
+  -Db_lundef=false -Dman=disabled -Dcpp_args=-fno-sanitize-recover=all)
 if [ ! -f "$build/build.ninja" ]; then
-  CXX=$cxx CC=$cc meson setup "$build" -Dfuzz=true -Dlab_tests=false -Dwerror=true \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dman=disabled >/dev/null
+  CXX=$cxx CC=$cc meson setup "$build" "${opts[@]}" >/dev/null
+else
+  meson configure "$build" "${opts[@]}" >/dev/null
 fi
 if [ "$build_all" = 1 ]; then
   ninja -C "$build"
 else
   ninja -C "$build" fuzzers
 fi
+[ "$build_only" = 0 ] || exit 0
 
 # --- run ---------------------------------------------------------------------
 # Sanitizer reports are crashes: abort at the first one, with a stack.
