@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "ip_packet.hpp"
@@ -55,13 +56,27 @@ void TunPath::on_readable() {
   // reading() turns false inside hooks_.send() when the manager signals
   // send_capacity(false): the packet just handed over is held, the rest wait
   // in the kernel's queue.
-  for (int i = 0; i < kReadBatch && reading(); ++i) {
+  //
+  // The io source is level-triggered, so a pass may stop before EAGAIN: what
+  // is left wakes the loop again at once. The budget adapts (read_budget_):
+  // a pass that found the queue empty (EAGAIN) puts it back to one read per
+  // wakeup, so that at low load a packet costs one read(2) and rarely a
+  // failed one; kGrowAfter passes in a row that used their whole budget
+  // double it, up to kReadBatch, so that under load a wakeup (one
+  // epoll_wait) serves many packets.
+  int i = 0;
+  for (; i < read_budget_ && reading(); ++i) {
     const ssize_t n = ::read(fd_, buf_.data(), buf_.size());
     if (n < 0) {
-      if (errno == EINTR)
+      if (errno == EINTR) {
+        --i;
         continue;
+      }
       if (errno != EAGAIN)
         spdlog::warn("TUN: read failed: {}", std::generic_category().message(errno));
+      ++counters_.read_empty;
+      read_budget_ = 1;
+      full_passes_ = 0;
       return;
     }
     const std::span<const std::byte> pkt(buf_.data(), static_cast<std::size_t>(n));
@@ -90,6 +105,12 @@ void TunPath::on_readable() {
         ++counters_.drops_refused;
         break;
     }
+  }
+  if (i < read_budget_)
+    return;  // paused by the manager: says nothing about the load
+  if (++full_passes_ >= kGrowAfter) {
+    read_budget_ = std::min(kReadBatch, read_budget_ * 2);
+    full_passes_ = 0;
   }
 }
 

@@ -35,7 +35,8 @@ namespace rcnet::daemon {
   X(drops_refused, "packets the manager did not take (oversize, refused)")     \
   X(drops_tun_write, "received packets the TUN device did not accept")         \
   X(drops_not_attached, "received packets before the TUN device existed")      \
-  X(read_pauses, "times TUN reading stopped for want of send slots")
+  X(read_pauses, "times TUN reading stopped for want of send slots")            \
+  X(read_empty, "TUN reads that found the queue empty (EAGAIN)")
 
 struct TunCounters {
 #define RCNET_X(name, help) std::uint64_t name = 0;
@@ -51,8 +52,11 @@ struct TunCounters {
 
 class TunPath final : public cm::PacketSink {
  public:
-  // Packets read per wakeup before yielding to the other sources.
+  // Most packets read per wakeup before yielding to the other sources (the
+  // budget adapts between 1 and this: on_readable()).
   static constexpr int kReadBatch = 64;
+  // Passes in a row that read their whole budget before it doubles.
+  static constexpr int kGrowAfter = 4;
   // Read buffer: a vnet header and the largest IP packet (the TUN MTU is at
   // most 65520; a GSO super-packet at most wire::kGsoMaxPacket).
   static constexpr std::size_t kBufferSize = wire::kVnetHdrLen + wire::kGsoMaxPacket;
@@ -86,6 +90,8 @@ class TunPath final : public cm::PacketSink {
 
   // One read pass, as the io source runs it; public for tests.
   void on_readable();
+  // Reads the next pass may make (the adaptive budget); for tests.
+  int read_budget() const { return read_budget_; }
 
   bool reading() const { return source_.valid() && source_.enabled(); }
   const TunCounters& counters() const { return counters_; }
@@ -98,6 +104,8 @@ class TunPath final : public cm::PacketSink {
   EventSource source_;
   bool stopped_ = false;
   std::vector<std::byte> buf_;
+  int read_budget_ = 1;   // reads in the next pass, 1..kReadBatch
+  int full_passes_ = 0;   // passes in a row that used their whole budget
   TunCounters counters_;
 };
 

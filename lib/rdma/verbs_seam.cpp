@@ -280,6 +280,7 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   if (auto r = check_ibv_rc(ibv_req_notify_cq(*cq, 0), "ibv_req_notify_cq"); !r) {
     return r.error();
   }
+  cq_armed_ = true;
 
   listener_ = std::move(listener);
   listener_handle_ = lh;
@@ -712,17 +713,23 @@ void VerbsSeam::ack_cq_events(bool all) {
 bool VerbsSeam::dispatch_completions(int budget) {
   if (!cq_ || !comp_channel_)
     return false;
-  for (;;) {
+  // One armed notification raises at most one event (ibv_req_notify_cq(3)),
+  // and the CQ is re-armed only after an empty poll: so at most one event
+  // waits in the channel, and only while armed. Read that one and no more:
+  // a drain to EAGAIN costs a failed read(2) per wakeup, and a call that
+  // continues a drain cut by the budget (not armed) reads nothing.
+  if (cq_armed_) {
     ibv_cq* ev_cq = nullptr;
     void* ev_ctx = nullptr;
-    if (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ev_ctx) != 0) {
+    if (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ev_ctx) == 0) {
+      ++unacked_cq_events_;
+      cq_armed_ = false;
+    } else {
       const int err = errno;
       if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
         spdlog::error("ibv_get_cq_event: {}", std::generic_category().message(err));
       }
-      break;
     }
-    ++unacked_cq_events_;
   }
   ack_cq_events(false);
 
@@ -762,6 +769,7 @@ bool VerbsSeam::dispatch_completions(int budget) {
       return false;
     }
     armed = true;
+    cq_armed_ = true;
   }
 }
 

@@ -129,6 +129,8 @@ class VerbsSeam final : public Seam {
   CmIdHandle next_handle_ = 1;
   std::uint32_t next_mr_ = 1;
   unsigned int unacked_cq_events_ = 0;
+  // The CQ's notification is armed: its one event may wait in the channel.
+  bool cq_armed_ = false;
   bool rnr_timer_warned_ = false;  // set_min_rnr_timer failed once already
   // Scratch for building receive WR chains without allocating per call.
   std::vector<ibv_recv_wr> recv_wrs_;

@@ -76,6 +76,12 @@ struct TunFixture {
     REQUIRE(::send(world_end.get(), p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()));
   }
   void spin() { REQUIRE(loop.run_once(Duration::zero()).ok()); }
+  // Enough loop iterations to read whatever was injected (a wakeup reads at
+  // most its budget).
+  void spin_all() {
+    for (int i = 0; i < 200; ++i)
+      spin();
+  }
 };
 
 }  // namespace
@@ -86,7 +92,7 @@ TEST_CASE("TUN packets go to the peer their destination maps to", "[daemon][tun]
   f.inject(ipv4_to(*IpAddr::parse("10.100.0.3"), 200));
   f.inject(ipv4_to(*IpAddr::parse("192.168.1.1")));       // unmapped
   f.inject(std::vector<std::byte>(30, std::byte{0x10}));  // not IP
-  f.spin();
+  f.spin_all();
   REQUIRE(f.sent.size() == 2);
   CHECK(f.sent[0].first == Endpoint{*IpAddr::parse("10.99.0.2"), 7471});
   CHECK(f.sent[0].second == 100);
@@ -99,15 +105,51 @@ TEST_CASE("TUN packets go to the peer their destination maps to", "[daemon][tun]
   CHECK(c.tun_rx_bytes == 100 + 200 + 40 + 30);
 }
 
-TEST_CASE("one wakeup reads at most one batch", "[daemon][tun]") {
+TEST_CASE("at low load a wakeup reads one packet and no empty read follows", "[daemon][tun]") {
   TunFixture f;
-  const int total = TunPath::kReadBatch + 10;
-  for (int i = 0; i < total; ++i)
-    f.inject(ipv4_to(*IpAddr::parse("10.100.0.2")));
+  const auto dst = *IpAddr::parse("10.100.0.2");
+  // Packets one at a time, as ping -A sends them: each wakeup reads exactly
+  // one; the budget grows after kGrowAfter full passes, and the one empty
+  // read that follows puts it back to one.
+  const int packets = 100;
+  for (int i = 0; i < packets; ++i) {
+    f.inject(ipv4_to(dst));
+    f.path->on_readable();
+    CHECK(f.sent.size() == static_cast<std::size_t>(i + 1));
+  }
+  const auto empty = f.path->counters().read_empty;
+  CHECK(empty == packets / (TunPath::kGrowAfter + 1));  // was one per packet (drain to EAGAIN)
+  CHECK(f.path->read_budget() <= 2);
+}
+
+TEST_CASE("under load the read budget doubles up to one batch per wakeup", "[daemon][tun]") {
+  TunFixture f;
+  // Keep a batch queued before every pass, as a sender faster than us does.
+  std::size_t injected = 0;
+  auto top_up = [&] {
+    for (; injected - f.sent.size() < static_cast<std::size_t>(TunPath::kReadBatch); ++injected)
+      f.inject(ipv4_to(*IpAddr::parse("10.100.0.2")));
+  };
+  std::vector<std::size_t> per_pass;
+  for (int pass = 0; pass < 40; ++pass) {
+    top_up();
+    const auto before = f.sent.size();
+    f.path->on_readable();
+    per_pass.push_back(f.sent.size() - before);
+  }
+  // 1, 1, 1, 1, 2, 2, 2, 2, 4, ... then 64 per pass: never more than a batch.
+  CHECK(per_pass.front() == 1);
+  CHECK(per_pass[TunPath::kGrowAfter] == 2);
+  CHECK(per_pass[2 * TunPath::kGrowAfter] == 4);
+  CHECK(per_pass.back() == static_cast<std::size_t>(TunPath::kReadBatch));
+  for (auto n : per_pass)
+    CHECK(n <= static_cast<std::size_t>(TunPath::kReadBatch));
+  CHECK(f.path->counters().read_empty == 0);  // no pass found the queue empty
+  // The queue runs dry: the pass that finds it empty puts the budget back.
   f.path->on_readable();
-  CHECK(f.sent.size() == static_cast<std::size_t>(TunPath::kReadBatch));
-  f.spin();
-  CHECK(f.sent.size() == static_cast<std::size_t>(total));
+  CHECK(f.sent.size() == injected);
+  CHECK(f.path->counters().read_empty == 1);
+  CHECK(f.path->read_budget() == 1);
 }
 
 TEST_CASE("no send slot stops reading until capacity returns", "[daemon][tun]") {
@@ -127,13 +169,23 @@ TEST_CASE("no send slot stops reading until capacity returns", "[daemon][tun]") 
   f.capacity = true;
   f.path->send_capacity(true);
   CHECK(f.path->reading());
-  f.spin();
+  f.spin_all();
   CHECK(f.sent.size() == 2);
 }
 
 TEST_CASE("a pause signalled inside a batch ends the batch at once", "[daemon][tun]") {
   TunFixture f;
   const auto dst = *IpAddr::parse("10.100.0.2");
+  // Full passes grow the budget to 4: kGrowAfter passes of 1, then of 2.
+  for (int per_pass = 1; per_pass <= 2; per_pass *= 2) {
+    for (int i = 0; i < TunPath::kGrowAfter; ++i) {
+      for (int k = 0; k < per_pass; ++k)
+        f.inject(ipv4_to(dst));
+      f.path->on_readable();
+    }
+  }
+  REQUIRE(f.path->read_budget() == 4);
+  f.sent.clear();
   for (int i = 0; i < 5; ++i)
     f.inject(ipv4_to(dst));
   f.pause_after = 2;  // the manager runs out of slots on the second packet
@@ -144,7 +196,7 @@ TEST_CASE("a pause signalled inside a batch ends the batch at once", "[daemon][t
   f.path->send_capacity(false);  // a repeated edge is not a second pause
   CHECK(f.path->counters().read_pauses == 1);
   f.path->send_capacity(true);
-  f.spin();
+  f.spin_all();
   CHECK(f.sent.size() == 5);
 }
 
@@ -152,7 +204,7 @@ TEST_CASE("stop_reading keeps the TUN unread even with capacity", "[daemon][tun]
   TunFixture f;
   f.path->stop_reading();
   f.inject(ipv4_to(*IpAddr::parse("10.100.0.2")));
-  f.spin();
+  f.spin_all();
   CHECK(f.sent.empty());
   f.path->send_capacity(true);
   CHECK_FALSE(f.path->reading());
@@ -189,7 +241,7 @@ TEST_CASE("with IFF_VNET_HDR frames are routed by the IP header after the vnet h
   f.inject(std::vector<std::byte>(9, std::byte{0x45}));  // shorter than the header
   auto hdr_only = std::vector<std::byte>(10);
   f.inject(hdr_only);  // a header and no packet
-  f.spin();
+  f.spin_all();
   REQUIRE(f.sent.size() == 1);
   CHECK(f.sent[0].first == Endpoint{*IpAddr::parse("10.99.0.2"), 7471});
   CHECK(f.sent[0].second == 60010);  // the whole frame goes to the manager
