@@ -206,10 +206,15 @@ Result<void> Daemon::start_ctl_server() {
   if (!ctl)
     return ctl.error();
   ctl_ = std::move(*ctl);
-  // rcnetctl monitor: every connection event, as it happens.
+  // rcnetctl monitor: every connection event, as it happens. Every change
+  // of the STATUS= text is a QP state change, hence an event: it arms the
+  // status timer, which sends at most one update per kStatusInterval and
+  // does not wake a daemon whose connections do not change.
   manager_->set_observer([this](const cm::Event& e) {
     if (ctl_)
       ctl_->publish(e);
+    if (!status_timer_.enabled())
+      (void)status_timer_.arm_at(Clock::now() + kStatusInterval);
   });
   return {};
 }
@@ -300,7 +305,7 @@ void Daemon::on_status_tick() {
     last_status_ = s;
     sd_notifyf(0, "STATUS=%s", s.c_str());
   }
-  (void)status_timer_.arm_at(Clock::now() + kStatusInterval);
+  // Not re-armed here: the next connection event does (start_ctl_server).
 }
 
 void Daemon::request_stop(std::string_view why) {

@@ -50,7 +50,8 @@ class Daemon {
  public:
   // Extra time beyond the teardown timeouts before a graceful stop gives up.
   static constexpr Duration kStopSlack = std::chrono::seconds(2);
-  // STATUS= is recomputed this often and sent when it changed.
+  // STATUS= is recomputed at most this often, only after a connection event
+  // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,

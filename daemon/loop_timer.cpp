@@ -7,6 +7,7 @@ namespace rcnet::daemon {
 
 Result<std::unique_ptr<LoopTimer>> LoopTimer::create(EventLoop& loop) {
   std::unique_ptr<LoopTimer> t(new LoopTimer());
+  t->loop_ = &loop;
   auto src = loop.add_time(TimePoint::max(), kAccuracy, "cm-timer", [p = t.get()] { p->fire(); });
   if (!src)
     return src.error();

@@ -81,6 +81,7 @@ template <ConnLink Conn::*L>
 class ConnList {
  public:
   Conn* front() const { return head_; }
+  Conn* back() const { return tail_; }
   std::size_t size() const { return size_; }
   bool contains(const Conn& c) const { return (c.*L).linked; }
   void push_back(Conn& c) {
@@ -196,10 +197,19 @@ class ConnTable {
   // number of conns they act on, not the number that exist.
   // Traffic on `c` at `now` (per packet, sent or received): O(1), c moves to
   // the back. `now` never decreases (the TimerService's clock).
+  // `now` may be the loop's cached time (TimerService::coarse_now), a little
+  // older than a fresh read that stamped the list's newest conn: the stamp
+  // is raised to that one's, so the list stays in order (off by less than
+  // one loop iteration).
   void touch(Conn& c, TimePoint now) {
-    c.last_activity = now;
-    if (idle_.contains(c))
+    if (idle_.contains(c)) {
+      if (const Conn* newest = idle_.back(); newest != &c && newest->last_activity > now)
+        now = newest->last_activity;
+      c.last_activity = now;
       idle_.move_to_back(c);
+    } else {
+      c.last_activity = now;
+    }
   }
   // The least recently active listed conn; nullptr when none.
   Conn* idle_front() const { return idle_.front(); }
@@ -218,6 +228,9 @@ class ConnTable {
     if (signaled) {
       fence_.erase(c);
     } else if (!fence_.contains(c) && c.state == QpState::kEstablished) {
+      // In order even with a cached `now` (as touch()).
+      if (const Conn* newest = fence_.back(); newest != nullptr && newest->unsignaled_since > now)
+        now = newest->unsignaled_since;
       c.unsignaled_since = now;
       fence_.push_back(c);
     }

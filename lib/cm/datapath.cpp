@@ -215,7 +215,7 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   }
   slot_owner_[slot] = c.id;
   c.sends.push_back({wr, signaled});
-  const TimePoint t = now();
+  const TimePoint t = coarse_now();
   table_.sq_tail_posted(c, signaled, t);
   table_.touch(c, t);
   ++c.tx_packets;
@@ -440,7 +440,7 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* 
   if (c != nullptr) {
     ++c->rx_packets;
     c->rx_bytes += wc.byte_len;
-    table_.touch(*c, now());
+    table_.touch(*c, coarse_now());
     from = c->peer;
   }
   sink_.deliver(from, std::span<const std::byte>(data, len));

@@ -65,12 +65,21 @@ struct ManagerConfig {
   bool offload = false;
 
   bool use_srq = true;
-  std::uint32_t srq_size = 512;       // receive buffers on the SRQ (each mtu bytes)
-  std::uint32_t srq_limit = 0;        // low watermark; 0 = srq_size / 8
-  std::uint32_t rq_depth = 64;        // per-QP receive buffers without SRQ
-  std::uint32_t send_slots = 256;     // registered send buffers (each mtu bytes) shared by all QPs
-  std::uint32_t qp_send_depth = 128;  // max outstanding sends per QP
-  std::uint32_t signal_every = 16;    // selective signalling: 1 signaled send in N
+  std::uint32_t srq_size = 512;    // receive buffers on the SRQ (each mtu bytes)
+  std::uint32_t srq_limit = 0;     // low watermark; 0 = srq_size / 8
+  std::uint32_t rq_depth = 64;     // per-QP receive buffers without SRQ
+  std::uint32_t send_slots = 256;  // registered send buffers (each mtu bytes) shared by all QPs
+  // Max outstanding send WRs per QP (ibv_qp_init_attr.cap.max_send_wr).
+  // Providers round the SQ up to a power of two past depth + 1 (rxe: 128
+  // asks for 129 and maps 256 WQEs of 256 B), so 2^k - 1 uses every entry
+  // paid for. 31 from the bandwidth-delay product: in flight per QP are
+  // rate x RTT of packets plus the unsignaled run (signal_every) plus the
+  // control reserve (2); at the data path's own packet rate (about 1 Mpps
+  // per core) and a 5 us fabric RTT that is ~5 + 16 + 2, and one WR carries
+  // up to a 64 KiB GSO super-packet (31 of them: 2 MiB in flight). The SQ
+  // is then 8 KiB of a QP's memory on rxe (was 64 KiB at 128).
+  std::uint32_t qp_send_depth = 31;
+  std::uint32_t signal_every = 16;      // selective signalling: 1 signaled send in N
   std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED
   std::uint32_t max_connections = 0;    // 0 = default: 128 without SRQ, 4096 with
 

@@ -116,6 +116,8 @@ class Manager::Impl {
  private:
   // --- manager.cpp: shared helpers ----------------------------------------------------
   TimePoint now() const { return timers_.now(); }
+  // Per-packet stamps: no clock read (TimerService::coarse_now).
+  TimePoint coarse_now() const { return timers_.coarse_now(); }
   log::Fields fields(const Conn& c) const;
   // The one state-changing function (STYLE.md item 4): checks the legality
   // table, logs `old -> new` with the QP's journal fields. false on an

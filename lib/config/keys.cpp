@@ -478,6 +478,10 @@ constexpr Key kKeys[] = {
     integer<kManager, &M::send_slots>(
         "limits.send_slots", Apply::kRestart, 1, 1048576, "send buffers",
         "registered send buffers (each tun.mtu bytes) shared by all QPs"),
+    integer<kManager, &M::qp_send_depth>(
+        "limits.qp_send_depth", Apply::kRestart, 4, 16383, "send WRs",
+        "outstanding send WRs per QP (max_send_wr); 2^k - 1 fills the power-of-two SQ "
+        "providers allocate"),
     integer<kManager, &M::peer_queue_depth>(
         "limits.peer_queue_depth", Apply::kLive, 1, 65536, "packets",
         "packets held per peer until its connection is ESTABLISHED (oldest dropped)"),

@@ -14,6 +14,10 @@ class TimerService {
   virtual ~TimerService() = default;
   // The current time of this service's clock (steady_clock time points).
   virtual TimePoint now() const = 0;
+  // The same clock, possibly cached: at most as old as the current event
+  // loop iteration (the daemon's: sd_event_now(3), which reads no clock).
+  // For per-packet stamps (idle activity), never for stage durations.
+  virtual TimePoint coarse_now() const { return now(); }
   // Replaces any earlier request; TimePoint::max() cancels.
   virtual void schedule(TimePoint deadline) = 0;
 };

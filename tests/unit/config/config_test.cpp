@@ -51,6 +51,7 @@ rq_depth = 32
 [limits]
 max_connections = 100
 send_slots = 512
+qp_send_depth = 63
 peer_queue_depth = 16
 [timeouts]
 idle = "30s"
@@ -148,6 +149,7 @@ TEST_CASE("config: the full example parses to its values", "[config]") {
   CHECK(m.rq_depth == 32);
   CHECK(m.max_connections == 100);
   CHECK(m.send_slots == 512);
+  CHECK(m.qp_send_depth == 63);
   CHECK(m.peer_queue_depth == 16);
   CHECK(m.idle_timeout == 30s);
   CHECK(m.last_wqe_timeout == 250ms);
@@ -279,6 +281,7 @@ TEST_CASE("config: every key rejects a bad type or range, naming file, line and 
       {"[limits]\nmax_connections = -1", "limits.max_connections", "out of range"},
       {"[limits]\nmax_connections = 2000000", "limits.max_connections", "out of range"},
       {"[limits]\nsend_slots = 0", "limits.send_slots", "out of range"},
+      {"[limits]\nqp_send_depth = 3", "limits.qp_send_depth", "out of range"},
       {"[limits]\npeer_queue_depth = 0", "limits.peer_queue_depth", "out of range"},
       {"[limits]\npeer_queue_depth = 1.5", "limits.peer_queue_depth", "expected an integer"},
       {"[timeouts]\nidle = \"x\"", "timeouts.idle", "expected a duration"},
@@ -531,6 +534,7 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "srq.limit",
                                          "srq.rq_depth",
                                          "limits.send_slots",
+                                         "limits.qp_send_depth",
                                          "transport.ack_timeout",
                                          "transport.rnr_timer",
                                          "transport.offload",
@@ -763,6 +767,7 @@ TEST_CASE("config: restart_required follows each row's reload flag", "[config]")
       {"srq.rq_depth", "\nrq_depth = 32", "\nrq_depth = 33"},
       {"limits.max_connections", "\nmax_connections = 100", "\nmax_connections = 101"},
       {"limits.send_slots", "\nsend_slots = 512", "\nsend_slots = 511"},
+      {"limits.qp_send_depth", "\nqp_send_depth = 63", "\nqp_send_depth = 127"},
       {"limits.peer_queue_depth", "\npeer_queue_depth = 16", "\npeer_queue_depth = 17"},
       {"timeouts.idle", "\nidle = \"30s\"", "\nidle = \"31s\""},
       {"timeouts.last_wqe", "\nlast_wqe = \"250ms\"", "\nlast_wqe = \"251ms\""},
