@@ -14,6 +14,9 @@ packages=(
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # benchmarks
   valgrind jq
+  # tools/bench/rcnet-bench: syscalls per packet (strace in the guest) and
+  # the chart of the table (bench.png)
+  strace gnuplot-nox
   # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
   # support, lintian) and the package test
   git debhelper dpkg-dev fakeroot lintian

@@ -389,7 +389,11 @@ _lab_json_num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]] && echo "$1" || echo null; }
 #                            process: 100 connects in parallel + disconnects)
 #   cmtime_100_ms            cmtime -c 100: total ms per step
 #   ib_send_bw_64k_MBps      ib_send_bw -s 65536 average (peak separately)
-#   ib_send_lat_us           ib_send_lat (2-byte messages): typical, avg, ...
+#   ib_send_bw_MBps          {"1500", "9000", "65520"}: ib_send_bw -s <size>
+#                            average, one SEND per lab MTU's worth of bytes
+#   ib_send_lat_us           ib_send_lat (2-byte messages, polling): typical,
+#                            avg, min, max, p99
+#   ib_send_lat_e_us         the same with -e (sleeps on CQ events, as rcnetd)
 # perftest runs over rdma_cm (-R); see the routing note below. (Its verbs
 # mode, -x <GID index>, failed here after 256 64 KiB SENDs with remote
 # invalid request / flush errors, so it is not used.)
@@ -400,7 +404,7 @@ lab_perf_anchors() {
   daddr=$(lab_node_addr "$to")
   sdev=$(lab_node_rdma_dev "$from")
   ddev=$(lab_node_rdma_dev "$to")
-  local uc_s="" cm_json="{}" bw_avg="" bw_peak="" lat=()
+  local uc_s="" cm_json="{}"
 
   # ucmatose: 100 connections in parallel, no data.
   timeout -k 5 "$LAB_CMD_TIMEOUT" ucmatose -b "$daddr" -c 100 -C 0 >"$base-ucmatose.server.txt" 2>&1 &
@@ -450,71 +454,86 @@ lab_perf_anchors() {
   # loopback. For the client's duration, locally originated traffic to the
   # server's address is routed out of the client's veth instead ("iif lo"
   # matches only output lookups, so the server's input path is untouched).
-  local tool args
+  local tool args=()
   ip rule add pref 5 iif lo to "$daddr" lookup $((100 + from)) || {
     lab_fail "cannot add the perftest source rule"
     ok=1
   }
-  for tool in ib_send_bw ib_send_lat; do
-    args=(-R -F)
-    [[ $tool == ib_send_bw ]] && args+=(-s 65536)
+  # Runs: NAME TOOL ARGS. ib_send_bw at 64 KiB (the throughput anchor) and
+  # at each lab MTU's size (1500, 9000, 65520: the same bytes per SEND as
+  # rcnet without offloads); ib_send_lat polling (perftest's default) and
+  # with -e (sleeps on CQ events, as rcnetd does: the latency anchor).
+  local run name tool res=()
+  declare -A bw=() lats=()
+  for run in "bw_64k ib_send_bw -s 65536" "bw_1500 ib_send_bw -s 1500" \
+    "bw_9000 ib_send_bw -s 9000" "bw_65520 ib_send_bw -s 65520" \
+    "lat ib_send_lat" "lat_e ib_send_lat -e"; do
+    read -r name tool args <<<"$run"
+    read -ra args <<<"-R -F $args"
     timeout -k 5 "$LAB_CMD_TIMEOUT" "$tool" -d "$ddev" "${args[@]}" \
-      >"$base-$tool.server.txt" 2>&1 &
+      >"$base-$tool-$name.server.txt" 2>&1 &
     src=$!
     rc=0
-    if lab_wait_listen 0.0.0.0 18515 20 >>"$base-$tool.server.txt"; then
+    if lab_wait_listen 0.0.0.0 18515 20 >>"$base-$tool-$name.server.txt"; then
       lab_timeout "$LAB_CMD_TIMEOUT" "$tool" -d "$sdev" "${args[@]}" "$daddr" \
-        >"$base-$tool.client.txt" 2>&1 || rc=$?
+        >"$base-$tool-$name.client.txt" 2>&1 || rc=$?
     else
       rc=1
     fi
     wait "$src" || rc=$?
+    # The old names (one run per tool) stay for readers of earlier results.
+    [[ $name == bw_64k || $name == lat ]] && cp "$base-$tool-$name.client.txt" "$base-$tool.client.txt"
     if ((rc != 0)); then
-      lab_fail "$tool node$from -> node$to (exit $rc, see $base-$tool.*.txt)"
+      lab_fail "$tool ${args[*]} node$from -> node$to (exit $rc, see $base-$tool-$name.*.txt)"
       ok=1
       continue
     fi
-    if ! grep -q "GID: .*:$(printf '%02d' "${saddr##*.}")[[:space:]]*\$" "$base-$tool.client.txt"; then
+    if ! grep -q "GID: .*:$(printf '%02d' "${saddr##*.}")[[:space:]]*\$" "$base-$tool-$name.client.txt"; then
       # The local GID printed by the client must be the source node's.
-      lab_fail "$tool did not run from $saddr (see $base-$tool.client.txt)"
+      lab_fail "$tool did not run from $saddr (see $base-$tool-$name.client.txt)"
       ok=1
       continue
     fi
     if [[ $tool == ib_send_bw ]]; then
-      mapfile -t lat < <(_lab_perftest_columns "$base-$tool.client.txt" 'BW_average[MB/sec]' 'BW_peak[MB/sec]')
-      bw_avg=${lat[0]:-}
-      bw_peak=${lat[1]:-}
-      lat=()
-      if [[ -n $bw_avg ]]; then
-        lab_pass "ib_send_bw 64 KiB node$from -> node$to: $bw_avg MB/s"
+      mapfile -t res < <(_lab_perftest_columns "$base-$tool-$name.client.txt" 'BW_average[MB/sec]' 'BW_peak[MB/sec]')
+      bw[$name]=${res[0]:-}
+      bw[${name}_peak]=${res[1]:-}
+      if [[ -n ${res[0]:-} ]]; then
+        lab_pass "ib_send_bw ${args[*]: -1} B node$from -> node$to: ${res[0]} MB/s"
       else
-        lab_fail "ib_send_bw: no result row in $base-$tool.client.txt"
+        lab_fail "ib_send_bw $name: no result row in $base-$tool-$name.client.txt"
         ok=1
       fi
     else
-      mapfile -t lat < <(_lab_perftest_columns "$base-$tool.client.txt" 't_typical[usec]' \
+      mapfile -t res < <(_lab_perftest_columns "$base-$tool-$name.client.txt" 't_typical[usec]' \
         't_avg[usec]' 't_min[usec]' 't_max[usec]' '99%_percentile[usec]')
-      if [[ -n ${lat[0]:-} ]]; then
-        lab_pass "ib_send_lat node$from -> node$to: typical ${lat[0]} us"
+      lats[$name]=$(printf '{"typical": %s, "avg": %s, "min": %s, "max": %s, "p99": %s}' \
+        "$(_lab_json_num "${res[0]:-}")" "$(_lab_json_num "${res[1]:-}")" \
+        "$(_lab_json_num "${res[2]:-}")" "$(_lab_json_num "${res[3]:-}")" \
+        "$(_lab_json_num "${res[4]:-}")")
+      if [[ -n ${res[0]:-} ]]; then
+        lab_pass "$tool ${args[*]:2} node$from -> node$to: typical ${res[0]} us, min ${res[2]:-?} us"
       else
-        lab_fail "ib_send_lat: no result row in $base-$tool.client.txt"
+        lab_fail "$tool $name: no result row in $base-$tool-$name.client.txt"
         ok=1
       fi
     fi
   done
   ip rule del pref 5 iif lo to "$daddr" lookup $((100 + from)) 2>/dev/null
+  local nolat='{"typical": null, "avg": null, "min": null, "max": null, "p99": null}'
 
   {
     printf '{\n'
     printf '  "from": "%s", "to": "%s", "kernel": "%s",\n' "$saddr" "$daddr" "$(uname -r)"
     printf '  "ucmatose_100_connect_s": %s,\n' "$(_lab_json_num "$uc_s")"
     printf '  "cmtime_100_ms": %s,\n' "$cm_json"
-    printf '  "ib_send_bw_64k_MBps": %s,\n' "$(_lab_json_num "$bw_avg")"
-    printf '  "ib_send_bw_64k_peak_MBps": %s,\n' "$(_lab_json_num "$bw_peak")"
-    printf '  "ib_send_lat_us": {"typical": %s, "avg": %s, "min": %s, "max": %s, "p99": %s}\n' \
-      "$(_lab_json_num "${lat[0]:-}")" "$(_lab_json_num "${lat[1]:-}")" \
-      "$(_lab_json_num "${lat[2]:-}")" "$(_lab_json_num "${lat[3]:-}")" \
-      "$(_lab_json_num "${lat[4]:-}")"
+    printf '  "ib_send_bw_64k_MBps": %s,\n' "$(_lab_json_num "${bw[bw_64k]:-}")"
+    printf '  "ib_send_bw_64k_peak_MBps": %s,\n' "$(_lab_json_num "${bw[bw_64k_peak]:-}")"
+    printf '  "ib_send_bw_MBps": {"1500": %s, "9000": %s, "65520": %s},\n' \
+      "$(_lab_json_num "${bw[bw_1500]:-}")" "$(_lab_json_num "${bw[bw_9000]:-}")" \
+      "$(_lab_json_num "${bw[bw_65520]:-}")"
+    printf '  "ib_send_lat_us": %s,\n' "${lats[lat]:-$nolat}"
+    printf '  "ib_send_lat_e_us": %s\n' "${lats[lat_e]:-$nolat}"
     printf '}\n'
   } >"$out"
   return "$ok"

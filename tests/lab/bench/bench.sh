@@ -8,8 +8,9 @@
 # ratios within this one run do.
 #   ARGS: [CONNECTIONS [RCNETD [PHASES]]] (default 1000, at most 250 per
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
-#   $RCNET_BUILD_DIR's; PHASES "all" (default) or "setup": only the setup
-#   rate and idle-scale phases, to find how many connections one guest holds)
+#   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
+#   rate and idle-scale phases, to find how many connections one guest holds,
+#   or "data": only anchors, throughput, latency, syscalls, teardown)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -101,10 +102,164 @@ raw client_nodes "${#CLIENT_NODES[@]}"
 raw load_retry_count "$LOAD_RETRY"
 
 # --- anchors: ucmatose/cmtime 100, ib_send_bw 64 KiB, ib_send_lat ----------
-if [[ $PHASES == all ]]; then
+if [[ $PHASES != setup ]]; then
   lab_perf_anchors 2 1 "$RCNET_RESULTS/anchors.json" || lab_log "some anchors missing"
 fi
 
+# --- rcnetd configuration (rcd_config has no [tun] mtu; benchmarks vary it) ---
+bench_config() { # I MTU IDLE [OFFLOAD]
+  cat >"$RCNET_RESULTS/node-$1.toml" <<EOF
+[node]
+address = "10.99.0.$1"
+[tun]
+address = "10.100.0.$1/24"
+netns = "node$1"
+mtu = $2
+[peers]
+underlay_prefix = "10.99.0.0/24"
+[transport]
+offload = ${4:-true}
+[timeouts]
+idle = "$3"
+reaper_interval = "500ms"
+[log]
+level = "info"
+target = "stderr"
+[ctl]
+socket = "/run/rcnet/node$1.sock"
+group = "root"
+EOF
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+vmrss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# RssAnon/RssFile/RssShmem in KiB: rxe's queues are kernel buffers mmapped
+# into the process, so they show up outside the heap.
+# Rss (KiB) and count of the mappings of /dev/infiniband/uverbs*: where the
+# RssFile growth per connection lives.
+uverbs_rss() { awk '/^[0-9a-f]+-[0-9a-f]+ / { m = ($6 ~ /uverbs/); n += m } m && /^Rss:/ { s += $2 } END { printf "%d/%d", s, n }' "/proc/$1/smaps"; }
+rss_parts() { awk '/^Rss(Anon|File|Shmem):/ { printf "%s%s=%s", sep, $1, $2; sep = "," }' "/proc/$1/status"; }
+
+# --- helpers of the data phases ------------------------------------------
+RCTL=$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl
+# counters I NAME...: the values of NAME... (manager and data path counters
+# from `rcnetctl stats`), one per line, in the order asked; "" if absent.
+counters() {
+  local n=$1 f=$RCNET_RESULTS/.stats-$1.json
+  shift
+  "$RCTL" -s "/run/rcnet/node$n.sock" -j stats >"$f" 2>/dev/null || : >"$f"
+  jq -r --args '.counters as $c | $ARGS.positional[] as $k | ($c[] | select(.name == $k) | .value) // ""' \
+    "$@" <"$f" 2>/dev/null
+}
+# reaps I: idle_reaps + dead_peer_reaps of node I so far.
+# "?" when the counters could not be read (no ctl socket, no such counter).
+reaps() {
+  local v
+  mapfile -t v < <(counters "$1" idle_reaps dead_peer_reaps)
+  if [[ ${v[0]:-} =~ ^[0-9]+$ && ${v[1]:-} =~ ^[0-9]+$ ]]; then
+    echo $((v[0] + v[1]))
+  else
+    echo "?"
+  fi
+}
+REAPS_BEFORE=()
+measure_begin() { REAPS_BEFORE=("$(reaps 1)" "$(reaps 2)"); }
+# measure_end WHAT: no connection may have been reaped (idle timer, dead
+# peer) while WHAT ran: a reap inside a measurement adds a reconnect to it.
+measure_end() {
+  local r1 r2
+  r1=$(reaps 1)
+  r2=$(reaps 2)
+  if [[ "$r1$r2${REAPS_BEFORE[*]}" == *"?"* ]]; then
+    lab_fail "$1: reap counters unreadable (rcnetctl stats: before ${REAPS_BEFORE[*]}, after $r1 $r2)"
+    raw "reaped_during_$2" unknown
+  elif ((r1 != REAPS_BEFORE[0] || r2 != REAPS_BEFORE[1])); then
+    lab_fail "$1: connections reaped during the measurement (node1 $((r1 - REAPS_BEFORE[0])), node2 $((r2 - REAPS_BEFORE[1])))"
+    raw "reaped_during_$2" 1
+  else
+    raw "reaped_during_$2" 0
+  fi
+}
+# rtt_stats FILE: "median min count" of the per-packet RTTs (ms) of ping's
+# per-line output (not its summary mean).
+rtt_stats() {
+  awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^time=/) { sub(/^time=/, "", $i); print $i } }' "$1" |
+    sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.4f %.4f %d\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], NR }'
+}
+# The UDP request/response script, the same over rc0 and over the underlay
+# (so that python3's own cost cancels out of the difference).
+UDP_RR=$RCNET_RESULTS/udp_rr.py
+cat >"$UDP_RR" <<'PYEOF'
+import socket, statistics, sys, time
+if sys.argv[1] == "server":
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[2], 9999))
+    s.settimeout(30)
+    try:
+        for _ in range(220):
+            d, a = s.recvfrom(2048); s.sendto(d, a)
+    except socket.timeout:
+        pass
+    sys.exit(0)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[2], 0)); s.settimeout(2)
+rtt = []
+for i in range(220):
+    t = time.perf_counter(); s.sendto(b"x" * 32, (sys.argv[3], 9999))
+    try:
+        s.recvfrom(2048)
+    except socket.timeout:
+        continue
+    if i >= 20: rtt.append((time.perf_counter() - t) * 1e6)
+print("%.1f %.1f %d" % (statistics.median(rtt), min(rtt), len(rtt)))
+PYEOF
+# udp_rr KEY LOCAL REMOTE: the script between nodes 1 (client) and 2.
+udp_rr() {
+  local key=$1 out pid
+  lab_in_node 2 timeout 90 python3 "$UDP_RR" server "$3" &
+  pid=$!
+  sleep 2
+  out=$(lab_in_node 1 timeout 90 python3 "$UDP_RR" client "$2" "$3")
+  wait "$pid" 2>/dev/null
+  read -r med mn cnt <<<"$out"
+  raw "udp_rr_${key}_median_us" "${med:-}"
+  raw "udp_rr_${key}_min_us" "${mn:-}"
+  raw "udp_rr_${key}_count" "${cnt:-0}"
+}
+# iperf3_run KEY SERVER_ADDR CLIENT_ADDR: 8 s of TCP from node 1 to node 2
+# (both in their netns), received MB/s into raw iperf3_KEY_MBps.
+iperf3_run() {
+  local key=$1 srv w bps
+  lab_in_node 2 iperf3 -s -1 -B "$2" >"$RCNET_RESULTS/iperf3-server-$key.txt" 2>&1 &
+  srv=$!
+  # The server listens in node2's netns: lab_wait_tcp_listen looks in the
+  # root namespace and would always wait its full 20 s.
+  for ((w = 0; w < 200; w++)); do
+    [[ -n $(lab_in_node 2 ss -Hltn 'sport = :5201' 2>/dev/null) ]] && break
+    sleep 0.1
+  done
+  lab_in_node 1 timeout 60 iperf3 -c "$2" -B "$3" -t 8 -J >"$RCNET_RESULTS/iperf3-$key.json" 2>&1
+  wait "$srv" 2>/dev/null
+  bps=$(jq -r '.end.sum_received.bits_per_second // 0' "$RCNET_RESULTS/iperf3-$key.json" 2>/dev/null)
+  raw "iperf3_${key}_MBps" "$(awk -v b="${bps:-0}" 'BEGIN { printf "%.2f", b / 8e6 }')"
+}
+# start_pair MTU OFFLOAD IDLE: both rcnetd (nodes 1, 2), connected by a ping.
+start_pair() {
+  bench_config 1 "$1" "$3" "$2"
+  bench_config 2 "$1" "$3" "$2"
+  if ! { rcd_start 1 && rcd_start 2; }; then
+    lab_fail "rcnetd at mtu $1 offload $2"
+    rcd_stop_all
+    return 1
+  fi
+  rcd_ping 1 2 -c 3 -W 5 >/dev/null 2>&1 || lab_fail "ping over rc0 at mtu $1 offload $2"
+  lab_log "mtu $1 offload $2 idle $3: both rcnetd up, connected"
+}
+# A measurement must not be cut by an idle reap: idle 120 s in the data
+# phases (the bench config's 3 s expired between iperf3 and the ping under
+# TCG); the SIGKILL teardown phase keeps its own 3 s.
+MEASURE_IDLE=120s
+
+# PHASES "data" skips everything from here to the end of the setup/scale
+# phase (not indented: it holds a heredoc and the helpers used later).
+if [[ $PHASES != data ]]; then
 # --- secondary underlay addresses: node k holds 10.99.(10+k).1..m (m <= 250) ---
 per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
 left=$N
@@ -184,37 +339,6 @@ else
   kill "$ucm_srv" 2>/dev/null
 fi
 
-# --- rcnetd configuration (rcd_config has no [tun] mtu; benchmarks vary it) ---
-bench_config() { # I MTU IDLE
-  cat >"$RCNET_RESULTS/node-$1.toml" <<EOF
-[node]
-address = "10.99.0.$1"
-[tun]
-address = "10.100.0.$1/24"
-netns = "node$1"
-mtu = $2
-[peers]
-underlay_prefix = "10.99.0.0/24"
-[timeouts]
-idle = "$3"
-reaper_interval = "500ms"
-[log]
-level = "info"
-target = "stderr"
-[ctl]
-socket = "/run/rcnet/node$1.sock"
-group = "root"
-EOF
-}
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-vmrss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# RssAnon/RssFile/RssShmem in KiB: rxe's queues are kernel buffers mmapped
-# into the process, so they show up outside the heap.
-# Rss (KiB) and count of the mappings of /dev/infiniband/uverbs*: where the
-# RssFile growth per connection lives.
-uverbs_rss() { awk '/^[0-9a-f]+-[0-9a-f]+ / { m = ($6 ~ /uverbs/); n += m } m && /^Rss:/ { s += $2 } END { printf "%d/%d", s, n }' "/proc/$1/smaps"; }
-rss_parts() { awk '/^Rss(Anon|File|Shmem):/ { printf "%s%s=%s", sep, $1, $2; sep = "," }' "/proc/$1/status"; }
-
 # --- setup rate + scale: N rcnet connections into one rcnetd ---------------
 bench_config 1 65520 600s
 if rcd_start 1; then
@@ -278,6 +402,9 @@ if rcd_start 1; then
   raw hub_rss_parts_idle30 "$(rss_parts "$hub")"
   raw hub_uverbs_rss_kib_maps_idle30 "$(uverbs_rss "$hub")"
   raw hub_qps_idle30 "$(rcd_qps 1)"
+  # idle 600 s: nothing may have been reaped while the idle figures ran.
+  raw reaped_during_idle_scale "$(reaps 1)"
+  lab_expect "hub: no connection reaped during the connect and idle phases ($(reaps 1))" [ "$(reaps 1)" = 0 ]
   rdma res show mr dev rxe_1 >"$RCNET_RESULTS/hub-mr.txt" 2>&1
   raw hub_registered_bytes "$(awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") s += $(i + 1) } END { print s + 0 }' "$RCNET_RESULTS/hub-mr.txt")"
   # Teardown of all N from the clients' side (DREQ each), timed by them.
@@ -297,108 +424,142 @@ for k in "${CLIENT_NODES[@]}"; do
   sed 's/^addr add/addr del/; /^neigh/d; /^route/d' "$RCNET_RESULTS/addrs-$k.ip" >"$RCNET_RESULTS/addrs-del-$k.ip"
   ip -batch "$RCNET_RESULTS/addrs-del-$k.ip" >/dev/null 2>&1
 done
+fi # PHASES != data
 
-# --- throughput (iperf3 TCP over rc0) and latency, per TUN MTU --------------
+# --- underlay reference: a veth pair per node netns on the same bridge ------
+# The node addresses 10.99.0.i live in one namespace, where a reply to a
+# local address is delivered over lo; these ul_i (10.98.0.i, in netns node<i>)
+# cross veth + bridge in both directions, as rc0's traffic does under rxe.
+if [[ $PHASES != setup ]]; then
+  for k in 1 2; do
+    if ! { ip link add "ul_$k" type veth peer name "ulb_$k" &&
+      ip link set "ulb_$k" master rcbr0 && ip link set "ulb_$k" up &&
+      ip link set "ul_$k" netns "node$k" &&
+      ip -n "node$k" addr add "10.98.0.$k/24" dev "ul_$k" &&
+      ip -n "node$k" link set "ul_$k" up; }; then
+      lab_fail "underlay reference veth ul_$k"
+    fi
+  done
+  lab_in_node 1 ping -n -q -c 3 -W 5 10.98.0.2 >/dev/null 2>&1 || lab_fail "ping over the underlay reference veth"
+  lab_in_node 1 ping -n -A -c 200 -W 5 10.98.0.2 >"$RCNET_RESULTS/ping-underlay-A.txt" 2>&1
+  read -r med mn cnt < <(rtt_stats "$RCNET_RESULTS/ping-underlay-A.txt")
+  raw ping_underlay_A_median_ms "${med:-}"
+  raw ping_underlay_A_min_ms "${mn:-}"
+  raw ping_underlay_A_count "${cnt:-0}"
+  udp_rr underlay 10.98.0.1 10.98.0.2
+  iperf3_run underlay 10.98.0.2 10.98.0.1
+  lab_log "underlay reference done (ping -A, UDP RR, iperf3)"
+fi
+
+# --- throughput (iperf3 TCP over rc0): MTU x offload ------------------------
 LOG1=$RCNET_RESULTS/rcnetd-1.log
 MTUS=(1500 9000 65520)
-[[ $PHASES == all ]] || MTUS=()
+[[ $PHASES != setup ]] || MTUS=()
 for mtu in "${MTUS[@]}"; do
-  bench_config 1 "$mtu" 3s
-  bench_config 2 "$mtu" 3s
-  if ! { rcd_start 1 && rcd_start 2; }; then
-    lab_fail "rcnetd at mtu $mtu"
-    rcd_stop_all
-    continue
-  fi
-  lab_log "mtu $mtu: both rcnetd up"
-  rcd_ping 1 2 -c 3 -W 5 >/dev/null 2>&1 || lab_fail "ping over rc0 at mtu $mtu"
-  lab_in_node 2 iperf3 -s -1 -B 10.100.0.2 >"$RCNET_RESULTS/iperf3-server-$mtu.txt" 2>&1 &
-  srv=$!
-  # The server listens in node2's netns: lab_wait_tcp_listen looks in the
-  # root namespace and would always wait its full 20 s.
-  for ((w = 0; w < 200; w++)); do
-    [[ -n $(lab_in_node 2 ss -Hltn 'sport = :5201' 2>/dev/null) ]] && break
-    sleep 0.1
-  done
-  lab_log "mtu $mtu: ping done, iperf3 server listening"
-  s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
-  r0=$(cpu_ticks "${RCD_PID[1]}")
-  r20=$(cpu_ticks "${RCD_PID[2]}")
-  lab_in_node 1 timeout 60 iperf3 -c 10.100.0.2 -B 10.100.0.1 -t 8 -J >"$RCNET_RESULTS/iperf3-$mtu.json" 2>&1
-  r1=$(cpu_ticks "${RCD_PID[1]}")
-  r21=$(cpu_ticks "${RCD_PID[2]}")
-  s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
-  wait "$srv" 2>/dev/null
-  bps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' \
-    "$RCNET_RESULTS/iperf3-$mtu.json" 2>/dev/null)
-  raw "iperf3_mtu${mtu}_MBps" "$(awk -v b="${bps:-0}" 'BEGIN { printf "%.2f", b / 8e6 }')"
-  # top-style CPU split over the run: user, system, idle, irq+softirq (ticks)
-  # of the guest, and each rcnetd's own utime+stime.
-  raw "cpu_mtu${mtu}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
-  raw "cpu_mtu${mtu}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
-  lab_log "mtu $mtu: iperf3 done"
-  if [ "$mtu" = 65520 ]; then
-    out=$(rcd_ping 1 2 -c 50 -i 0.05 -W 5 2>&1)
-    raw ping_rtt_avg_ms "$(sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p' <<<"$out")"
-    raw ping_rtt_min_ms "$(sed -n 's/.*= \([0-9.]*\)\/.*/\1/p' <<<"$out")"
-    # UDP request/response: a tiny python3 echo, 200 sequential round trips.
-    lab_in_node 2 timeout 60 python3 -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.100.0.2", 9999))
-for _ in range(220):
-    d, a = s.recvfrom(2048); s.sendto(d, a)' &
-    echo_pid=$!
-    sleep 1
-    udp=$(lab_in_node 1 timeout 60 python3 -c '
-import socket, time, statistics
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.100.0.1", 0)); s.settimeout(2)
-rtt = []
-for i in range(220):
-    t = time.perf_counter(); s.sendto(b"x" * 32, ("10.100.0.2", 9999))
-    try:
-        s.recvfrom(2048)
-    except socket.timeout:
-        continue
-    if i >= 20: rtt.append((time.perf_counter() - t) * 1e6)
-print("%.1f %.1f %d" % (statistics.median(rtt), min(rtt), len(rtt)))')
-    wait "$echo_pid" 2>/dev/null
-    raw udp_rr_median_us "$(awk '{ print $1 }' <<<"$udp")"
-    raw udp_rr_min_us "$(awk '{ print $2 }' <<<"$udp")"
+  for off in true false; do
+    start_pair "$mtu" "$off" "$MEASURE_IDLE" || continue
+    key=mtu${mtu}_offload_$off
+    measure_begin
+    s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+    r0=$(cpu_ticks "${RCD_PID[1]}")
+    r20=$(cpu_ticks "${RCD_PID[2]}")
+    iperf3_run "$key" 10.100.0.2 10.100.0.1
+    r1=$(cpu_ticks "${RCD_PID[1]}")
+    r21=$(cpu_ticks "${RCD_PID[2]}")
+    s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+    measure_end "iperf3 mtu $mtu offload $off" "iperf3_$key"
+    # top-style CPU split over the run: user, system, idle, irq+softirq (ticks)
+    # of the guest, and each rcnetd's own utime+stime.
+    raw "cpu_${key}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
+    raw "cpu_${key}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
+    mapfile -t g < <(counters 1 gso_sent gso_segmented)
+    raw "gso_${key}_sent_segmented" "${g[0]:-}/${g[1]:-}"
+    lab_log "mtu $mtu offload $off: iperf3 $(awk -v k="iperf3_${key}_MBps" '$1 == k { print $2 }' "$RAW") MB/s"
+    if [[ $mtu == 65520 && $off == true ]]; then
+      # --- latency over rc0: warm (ping -A, the goal row), cold (-i 0.2) ---
+      measure_begin
+      rcd_ping 1 2 -A -c 50 -W 5 >/dev/null 2>&1 # warm-up: the same load as measured
+      lab_in_node 1 ping -n -A -c 200 -W 5 10.100.0.2 >"$RCNET_RESULTS/ping-rc0-A.txt" 2>&1
+      read -r med mn cnt < <(rtt_stats "$RCNET_RESULTS/ping-rc0-A.txt")
+      raw ping_rc0_A_median_ms "${med:-}"
+      raw ping_rc0_A_min_ms "${mn:-}"
+      raw ping_rc0_A_count "${cnt:-0}"
+      lab_in_node 1 ping -n -i 0.2 -c 50 -W 5 10.100.0.2 >"$RCNET_RESULTS/ping-rc0-cold.txt" 2>&1
+      read -r med mn cnt < <(rtt_stats "$RCNET_RESULTS/ping-rc0-cold.txt")
+      raw ping_rc0_cold_median_ms "${med:-}"
+      raw ping_rc0_cold_min_ms "${mn:-}"
+      raw ping_rc0_cold_count "${cnt:-0}"
+      udp_rr rc0 10.100.0.1 10.100.0.2
+      measure_end "latency (ping -A, ping -i 0.2, UDP RR) over rc0" latency
+      lab_log "latency over rc0 done"
 
-    # Teardown, DREQ path: node 2 stops gracefully (DREQ to node 1); node 1's
-    # stage log gives the time from DISCONNECTING to DESTROYED.
-    mark=$(wc -l <"$LOG1")
-    rcd_ping 1 2 -c 1 -W 5 >/dev/null 2>&1
-    rcd_kill 2 TERM
-    rcd_wait_exit 2 30 >/dev/null
-    rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's DREQ"
-    tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-dreq.log"
-    # Teardown, SIGKILL path: no DREQ; node 1 reaps by its idle timer (3 s).
-    rcd_start 2 || lab_fail "restart node2"
-    rcd_ping 1 2 -c 2 -W 5 >/dev/null 2>&1
-    mark=$(wc -l <"$LOG1")
-    rcd_kill 2 KILL
-    t0=$(rcd_now_ms)
-    wait "${RCD_PID[2]}" 2>/dev/null
-    rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's SIGKILL"
-    raw teardown_sigkill_to_destroyed_ms $(($(rcd_now_ms) - t0))
-    tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-kill.log"
-    for f in dreq kill; do
-      # Sum of the teardown stages' durations of the QP torn down, and the path.
-      awk -v f="$f" '
-        / -> / && /QPN/ {
-          for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1); ms = $(i + 3) }
-          if (from ~ /^(DISCONNECTING|ERROR|AWAIT_LAST_WQE|DRAINING)$/) { tot += ms; st[from] += ms }
-        }
-        /no Last WQE Reached/ { fb = 1 }
-        END { printf "teardown_%s_total_ms %.1f\nteardown_%s_path %s\n", f, tot, f, fb ? "fallback" : "last_wqe"
-              printf "teardown_%s_stages_ms DISCONNECTING=%.1f,ERROR=%.1f,AWAIT_LAST_WQE=%.1f,DRAINING=%.1f\n", f, st["DISCONNECTING"], st["ERROR"], st["AWAIT_LAST_WQE"], st["DRAINING"] }' \
-        "$RCNET_RESULTS/teardown-$f.log" >>"$RAW"
-    done
-    raw teardown_bound_ms 3000
-  fi
-  rcd_stop_all
+      # --- syscalls per forwarded packet per daemon, low load -------------
+      # strace -c on both daemons while ping -A -c 200 runs; packets are the
+      # daemon's TUN reads + writes over the same window (its counters).
+      measure_begin
+      declare -A tun0=() spid=()
+      for n in 1 2; do
+        mapfile -t c < <(counters "$n" tun_rx_packets tun_tx_packets)
+        tun0[$n]=$((${c[0]:-0} + ${c[1]:-0}))
+        strace -f -c -p "${RCD_PID[$n]}" -o "$RCNET_RESULTS/strace-node$n.txt" 2>/dev/null &
+        spid[$n]=$!
+      done
+      sleep 3 # strace attaches (slow under TCG) before the first packet
+      lab_in_node 1 ping -n -q -A -c 200 -W 5 10.100.0.2 >"$RCNET_RESULTS/ping-strace.txt" 2>&1
+      for n in 1 2; do kill -INT "${spid[$n]}" 2>/dev/null; done
+      for n in 1 2; do wait "${spid[$n]}" 2>/dev/null; done
+      for n in 1 2; do
+        mapfile -t c < <(counters "$n" tun_rx_packets tun_tx_packets)
+        pk=$((${c[0]:-0} + ${c[1]:-0} - tun0[$n]))
+        calls=$(awk '$NF == "total" { print $4 }' "$RCNET_RESULTS/strace-node$n.txt")
+        raw "strace_node${n}_syscalls" "${calls:-}"
+        raw "strace_node${n}_tun_packets" "$pk"
+        # top syscalls by count: "name:count,..."
+        raw "strace_node${n}_top" "$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$RCNET_RESULTS/strace-node$n.txt" |
+          sort -rn | head -6 | awk '{ printf "%s%s:%s", sep, $2, $1; sep = "," }')"
+      done
+      measure_end "syscall count (strace, ping -A -c 200)" strace
+      lab_log "syscall count done"
+    fi
+    rcd_stop_all
+  done
 done
+
+# --- teardown (own config: idle 3 s, the SIGKILL path is an idle reap) -------
+if [[ $PHASES != setup ]] && start_pair 65520 true 3s; then
+  # Teardown, DREQ path: node 2 stops gracefully (DREQ to node 1); node 1's
+  # stage log gives the time from DISCONNECTING to DESTROYED.
+  mark=$(wc -l <"$LOG1")
+  rcd_ping 1 2 -c 1 -W 5 >/dev/null 2>&1
+  rcd_kill 2 TERM
+  rcd_wait_exit 2 30 >/dev/null
+  rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's DREQ"
+  tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-dreq.log"
+  # Teardown, SIGKILL path: no DREQ; node 1 reaps by its idle timer (3 s).
+  rcd_start 2 || lab_fail "restart node2"
+  rcd_ping 1 2 -c 2 -W 5 >/dev/null 2>&1
+  mark=$(wc -l <"$LOG1")
+  rcd_kill 2 KILL
+  t0=$(rcd_now_ms)
+  wait "${RCD_PID[2]}" 2>/dev/null
+  rcd_wait_qps 1 0 30 >/dev/null || lab_fail "node1 QP after node2's SIGKILL"
+  raw teardown_sigkill_to_destroyed_ms $(($(rcd_now_ms) - t0))
+  tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-kill.log"
+  for f in dreq kill; do
+    # Sum of the teardown stages' durations of the QP torn down, and the path.
+    awk -v f="$f" '
+      / -> / && /QPN/ {
+        for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1); ms = $(i + 3) }
+        if (from ~ /^(DISCONNECTING|ERROR|AWAIT_LAST_WQE|DRAINING)$/) { tot += ms; st[from] += ms }
+      }
+      /no Last WQE Reached/ { fb = 1 }
+      END { printf "teardown_%s_total_ms %.1f\nteardown_%s_path %s\n", f, tot, f, fb ? "fallback" : "last_wqe"
+            printf "teardown_%s_stages_ms DISCONNECTING=%.1f,ERROR=%.1f,AWAIT_LAST_WQE=%.1f,DRAINING=%.1f\n", f, st["DISCONNECTING"], st["ERROR"], st["AWAIT_LAST_WQE"], st["DRAINING"] }' \
+      "$RCNET_RESULTS/teardown-$f.log" >>"$RAW"
+  done
+  raw teardown_bound_ms 3000
+  rcd_stop_all
+fi
 lab_expect "no QP left" [ "$(lab_qp_count)" -eq 0 ]
 echo "bench-raw.txt:"
 cat "$RAW"
