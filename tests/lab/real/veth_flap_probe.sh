@@ -9,6 +9,12 @@
 # flap, then rping 1->2 and 2->1 again, each bounded; plus node 1's policy
 # routes before and after, since a device going down flushes its routes.
 #   tools/lab/rcnet-lab run tests/lab/real/veth_flap_probe.sh --nodes 2
+# Result on 6.1.0-56 (2026-11-23): rping connects in both directions after
+# either flap (b_1 and v_1, 2 s down), so the rxe CM itself is not stuck;
+# what the v_1 flap does break is node 1's policy route in table 101
+# ("10.99.0.2 dev v_1 src 10.99.0.1"), flushed on link down and not back on
+# link up. Anything that relies on the lab's per-node source routing loses
+# its path to the peer until the route is re-added.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 
