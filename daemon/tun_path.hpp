@@ -35,7 +35,7 @@ namespace rcnet::daemon {
   X(drops_refused, "packets the manager did not take (oversize, refused)")     \
   X(drops_tun_write, "received packets the TUN device did not accept")         \
   X(drops_not_attached, "received packets before the TUN device existed")      \
-  X(read_pauses, "times TUN reading stopped for want of send slots")            \
+  X(read_pauses, "times TUN reading stopped for want of send slots")           \
   X(read_empty, "TUN reads that found the queue empty (EAGAIN)")
 
 struct TunCounters {
@@ -104,8 +104,8 @@ class TunPath final : public cm::PacketSink {
   EventSource source_;
   bool stopped_ = false;
   std::vector<std::byte> buf_;
-  int read_budget_ = 1;   // reads in the next pass, 1..kReadBatch
-  int full_passes_ = 0;   // passes in a row that used their whole budget
+  int read_budget_ = 1;  // reads in the next pass, 1..kReadBatch
+  int full_passes_ = 0;  // passes in a row that used their whole budget
   TunCounters counters_;
 };
 
