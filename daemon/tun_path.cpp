@@ -66,12 +66,11 @@ void TunPath::on_readable() {
   // epoll_wait) serves many packets.
   int i = 0;
   for (; i < read_budget_ && reading(); ++i) {
-    const ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+    ssize_t n = 0;
+    do {
+      n = ::read(fd_, buf_.data(), buf_.size());
+    } while (n < 0 && errno == EINTR);
     if (n < 0) {
-      if (errno == EINTR) {
-        --i;
-        continue;
-      }
       if (errno != EAGAIN)
         spdlog::warn("TUN: read failed: {}", std::generic_category().message(errno));
       ++counters_.read_empty;
