@@ -57,7 +57,7 @@ std::vector<std::string> journal_fields(const spdlog::details::log_msg& msg,
   if (f.peer_node != 0)
     out.push_back(fmt::format("PEER_NODE={:016x}", f.peer_node));
   if (!f.peer_addr.empty())
-    out.push_back("PEER_ADDR=" + f.peer_addr);
+    out.push_back("PEER_ADDR=" + f.peer_addr.to_string());
   if (f.peer_port != 0)
     out.push_back(fmt::format("PEER_PORT={}", f.peer_port));
   if (f.qpn != 0)

@@ -111,14 +111,14 @@ void Manager::Impl::comm_established(rdma::Qpn qpn) {
 
 void Manager::Impl::start_connect(Peer& p) {
   if (!make_room()) {
-    spdlog::warn("cannot connect to {}: {} connections in setup, none evictable",
-                 p.underlay.to_string(), cfg_.max_connections);
+    spdlog::warn("cannot connect to {}: {} connections in setup, none evictable", p.underlay,
+                 cfg_.max_connections);
     drop_queue(p, ctr_.drops_connect_failed);
     return;
   }
   auto id = seam_.create_id();
   if (!id) {
-    spdlog::error("rdma_create_id for {}: {}", p.underlay.to_string(), id.error().message());
+    spdlog::error("rdma_create_id for {}: {}", p.underlay, id.error().message());
     drop_queue(p, ctr_.drops_connect_failed);
     return;
   }
@@ -134,8 +134,7 @@ void Manager::Impl::start_connect(Peer& p) {
   }
   table_.set_deadline(c, now() + cfg_.resolve_timeout * 2);
   auto f = fields(c);
-  log::event(spdlog::level::debug, f, "connecting to peer {} (node {:#x})", p.underlay.to_string(),
-             p.node);
+  log::event(spdlog::level::debug, f, "connecting to peer {} (node {:#x})", p.underlay, p.node);
 }
 
 void Manager::Impl::addr_resolved(Conn& c) {
@@ -238,17 +237,20 @@ void Manager::Impl::established(Conn& c) {
   ++ctr_.connects_established;
   auto f = fields(c);
   f.message_id = log::kMsgPeerConnected;
-  log::event(spdlog::level::info, f, "connected to peer {} (node {:#x}) QPN {} <-> {}",
-             c.peer_addr.to_string(), c.peer, c.qpn, c.remote_qpn);
+  log::event(spdlog::level::info, f, "connected to peer {} (node {:#x}) QPN {} <-> {}", c.peer_addr,
+             c.peer, c.qpn, c.remote_qpn);
+  if (!c.in_service) {
+    // An abandoned attempt that got through anyway (REP crossed our REJ, or
+    // our REQ reached the peer late): not needed. Decided before the peer
+    // lookup: its Peer may be forgotten by now, and an out-of-service
+    // ESTABLISHED QP is on no list and has no deadline.
+    teardown(c, TeardownKind::kGraceful, "superseded attempt");
+    return;
+  }
   Peer* p = table_.find_peer(c.peer);
   if (p == nullptr)
     return;
   p->attempts = 0;
-  if (!c.in_service) {
-    // An abandoned attempt that got through anyway (REP crossed our REJ): not needed.
-    teardown(c, TeardownKind::kGraceful, "superseded attempt");
-    return;
-  }
   flush_queue(*p, c);
 }
 
@@ -257,8 +259,7 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
   const bool was_in_service = c.in_service;
   Peer* p = table_.find_peer(c.peer);
   auto f = fields(c);
-  log::event(spdlog::level::warn, f, "connection attempt to {} failed: {}", c.peer_addr.to_string(),
-             reason);
+  log::event(spdlog::level::warn, f, "connection attempt to {} failed: {}", c.peer_addr, reason);
   teardown(c, TeardownKind::kHard, std::move(reason));
   if (!was_in_service || p == nullptr)
     return;
@@ -330,7 +331,7 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
   const bool transient = !d.ok || reason == wire::RejectReason::kFull;
   auto f = fields(c);
   log::event(p != nullptr && p->attempts > 0 ? spdlog::level::info : spdlog::level::warn, f,
-             "peer {} rejected our REQ: {}", c.peer_addr.to_string(), why);
+             "peer {} rejected our REQ: {}", c.peer_addr, why);
   teardown(c, TeardownKind::kHard, why);
   if (p == nullptr)
     return;
@@ -374,11 +375,11 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
       break;
   }
   log::Fields f;
-  f.peer_addr = from.addr.to_string();
+  f.peer_addr = from.addr;
   f.peer_port = from.port;
   f.reason = std::string(wire::to_string(reason));
   log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn : spdlog::level::info,
-             f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from.to_string(), detail);
+             f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from, detail);
   if (observer_) {
     Event e;
     e.kind = EventKind::kReject;
@@ -447,7 +448,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
         log::event(spdlog::level::info, f,
                    "peer {} sent a new REQ from the same incarnation: it holds no connection to "
                    "us; replacing QPN {}",
-                   p.underlay.to_string(), cur->qpn);
+                   p.underlay, cur->qpn);
         teardown(*cur, TeardownKind::kHard, "stale: peer sent a new REQ");
       } else {
         ++ctr_.restarts_detected;
@@ -455,8 +456,8 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
         f.message_id = log::kMsgRestartDetected;
         f.reason = "peer restarted";
         log::event(spdlog::level::warn, f,
-                   "peer {} restarted (incarnation {:#x} -> {:#x}): reaping QPN {} now",
-                   p.underlay.to_string(), p.incarnation, d.data.incarnation, cur->qpn);
+                   "peer {} restarted (incarnation {:#x} -> {:#x}): reaping QPN {} now", p.underlay,
+                   p.incarnation, d.data.incarnation, cur->qpn);
         teardown(*cur, TeardownKind::kHard, "peer restarted", log::kMsgRestartDetected);
       }
     } else {
@@ -471,8 +472,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
       auto f = fields(*cur);
       f.message_id = log::kMsgCollisionMerged;
       log::event(spdlog::level::info, f,
-                 "simultaneous open with {}: accepting its REQ, abandoning ours",
-                 p.underlay.to_string());
+                 "simultaneous open with {}: accepting its REQ, abandoning ours", p.underlay);
       table_.leave_service(*cur);
       if (cur->state == QpState::kResolvingAddr || cur->state == QpState::kResolvingRoute)
         teardown(*cur, TeardownKind::kHard, "collision: peer's attempt wins");
@@ -511,8 +511,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   }
   // A passive conn is born in ACCEPTING (there is no earlier state to leave).
   auto f = fields(c);
-  log::event(spdlog::level::debug, f, "QPN {} peer {}: REQ accepted, REP sent", c.qpn,
-             c.peer_addr.to_string());
+  log::event(spdlog::level::debug, f, "QPN {} peer {}: REQ accepted, REP sent", c.qpn, c.peer_addr);
   table_.set_deadline(c, now() + cfg_.connect_timeout);
 }
 

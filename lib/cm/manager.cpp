@@ -69,7 +69,7 @@ Result<void> Manager::Impl::start() {
   spdlog::info(
       "rcnet manager up: node {:#x} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
       "({:.1f} MiB); mtu {}, offload {}, max {} connections",
-      self_, cfg_.incarnation, cfg_.local.to_string(), device_.name,
+      self_, cfg_.incarnation, cfg_.local, device_.name,
       cfg_.use_srq
           ? fmt::format("SRQ of {} receive WRs x {} bytes ({:.1f} MiB registered)", cfg_.srq_size,
                         buf_size_, mib(cfg_.srq_size))
@@ -220,7 +220,7 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
 log::Fields Manager::Impl::fields(const Conn& c) const {
   log::Fields f;
   f.peer_node = c.peer;
-  f.peer_addr = c.peer_addr.addr.to_string();
+  f.peer_addr = c.peer_addr.addr;
   f.peer_port = c.peer_addr.port;
   f.qpn = c.qpn;
   f.remote_qpn = c.remote_qpn;
@@ -238,7 +238,7 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
     auto f = fields(c);
     log::event(spdlog::level::critical, f,
                "BUG: illegal QP transition {} -> {} ({}) for QPN {} peer {}: abandoning the QP",
-               to_string(from), to_string(to), why, c.qpn, c.peer_addr.to_string());
+               to_string(from), to_string(to), why, c.qpn, c.peer_addr);
     return false;
   }
   const TimePoint t = now();
@@ -247,8 +247,8 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
   auto f = fields(c);
   log::event(
       is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,
-      f, "QPN {} peer {}: {} -> {} after {:.1f} ms ({})", c.qpn, c.peer_addr.to_string(),
-      to_string(from), to_string(to), to_ms(spent), why);
+      f, "QPN {} peer {}: {} -> {} after {:.1f} ms ({})", c.qpn, c.peer_addr, to_string(from),
+      to_string(to), to_ms(spent), why);
   emit(EventKind::kState, c, why, from);
   return true;
 }

@@ -26,8 +26,8 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
   f.message_id = !msg_id.empty()                    ? msg_id
                  : c.state == QpState::kEstablished ? log::kMsgPeerDisconnected
                                                     : std::string_view{};
-  log::event(spdlog::level::info, f, "tearing down QPN {} to {}: {}", c.qpn,
-             c.peer_addr.to_string(), c.teardown_reason);
+  log::event(spdlog::level::info, f, "tearing down QPN {} to {}: {}", c.qpn, c.peer_addr,
+             c.teardown_reason);
   emit(EventKind::kTeardown, c, c.teardown_reason, c.state, f.message_id);
   if (!c.has_qp()) {
     // Never got a QP (still resolving, or a passive id whose QP failed): only
@@ -163,8 +163,7 @@ void Manager::Impl::abandon(Conn& c, std::string_view why) {
   if (c.has_qp())
     release_qp(c);
   auto f = fields(c);
-  log::event(spdlog::level::critical, f, "QPN {} to {} abandoned: {}", c.qpn,
-             c.peer_addr.to_string(), why);
+  log::event(spdlog::level::critical, f, "QPN {} to {} abandoned: {}", c.qpn, c.peer_addr, why);
   finish(c);
 }
 

@@ -296,7 +296,7 @@ void SimNode::crash() {
   Impl& n = *impl_;
   if (!n.up)
     return;
-  n.fab.trace(fmt::format("t={} {} CRASH", (n.fab.now - TimePoint()).count(), n.addr.to_string()));
+  n.fab.trace(n.addr, "CRASH");
   n.up = false;
   ++n.life;  // every closure scheduled for the old life is now void
   n.reset_device();
@@ -310,8 +310,7 @@ void SimNode::restart() {
   Impl& n = *impl_;
   if (n.up)
     return;
-  n.fab.trace(
-      fmt::format("t={} {} RESTART", (n.fab.now - TimePoint()).count(), n.addr.to_string()));
+  n.fab.trace(n.addr, "RESTART");
   n.up = true;
   ++n.life;
   n.reset_device();
@@ -440,7 +439,7 @@ void SimNode::Impl::schedule(TimePoint deadline) {
         if (gen != timer_gen || !up)
           return;
         timer_deadline = TimePoint::max();
-        fab.trace(fmt::format("t={} {} TIMER", (fab.now - TimePoint()).count(), addr.to_string()));
+        fab.trace(addr, "TIMER");
         if (timer_cb)
           timer_cb();
       },
@@ -570,9 +569,8 @@ void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
     ++stats.cm_events_for_destroyed_ids;
     return;
   }
-  fab.trace(fmt::format("t={} {} CM {} id={:#x} status={} pd={} rqpn={:#x}",
-                        (fab.now - TimePoint()).count(), addr.to_string(), rdma::to_string(ev.type),
-                        ev.id, ev.status, ev.private_data.size(), ev.remote_qpn));
+  fab.trace(addr, "CM {} id={:#x} status={} pd={} rqpn={:#x}", rdma::to_string(ev.type), ev.id,
+            ev.status, ev.private_data.size(), ev.remote_qpn);
   if (sink == nullptr) {
     ++stats.events_without_sink;
   } else {
@@ -586,8 +584,7 @@ void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
 }
 
 void SimNode::Impl::deliver_async(const rdma::AsyncEvent& ev) {
-  fab.trace(fmt::format("t={} {} ASYNC {} qpn={:#x}", (fab.now - TimePoint()).count(),
-                        addr.to_string(), rdma::to_string(ev.type), ev.qpn));
+  fab.trace(addr, "ASYNC {} qpn={:#x}", rdma::to_string(ev.type), ev.qpn);
   if (sink == nullptr) {
     ++stats.events_without_sink;
   } else {

@@ -4,6 +4,8 @@
 // faults), node_cm.cpp (rdma_cm) and node_verbs.cpp (QPs, data path).
 // Not part of the contract: include sim/fabric.hpp instead.
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -49,9 +51,14 @@ struct Fabric::Impl {
   void after(Duration d, std::function<void()> fn) { at(now + d, std::move(fn)); }
   // Runs the earliest item; false if none.
   bool step();
-  void trace(const std::string& line) {
-    if (tracer)
-      tracer(line);
+  // One trace line, "t=<ns> <node> <what>", formatted only when a tracer
+  // is set: a run without one formats nothing.
+  template <class... Args>
+  void trace(const IpAddr& node, fmt::format_string<Args...> what, Args&&... args) {
+    if (!tracer)
+      return;
+    tracer(fmt::format("t={} {} ", (now - TimePoint()).count(), node.to_string()) +
+           fmt::format(what, std::forward<Args>(args)...));
   }
 
   Rng rng;

@@ -423,13 +423,9 @@ void SimNode::Impl::poll_cq() {
   const std::size_t n = std::min(cq.size(), kCompletionBatch);
   std::vector<rdma::WorkCompletion> batch(cq.begin(), cq.begin() + static_cast<std::ptrdiff_t>(n));
   cq.erase(cq.begin(), cq.begin() + static_cast<std::ptrdiff_t>(n));
-  if (fab.tracer) {
-    for (const auto& wc : batch) {
-      fab.trace(fmt::format("t={} {} WC wr_id={:#x} {} op={} len={} imm={} qpn={:#x}",
-                            (fab.now - TimePoint()).count(), addr.to_string(), wc.wr_id,
-                            rdma::to_string(wc.status), static_cast<int>(wc.opcode), wc.byte_len,
-                            wc.imm, wc.qpn));
-    }
+  for (const auto& wc : batch) {
+    fab.trace(addr, "WC wr_id={:#x} {} op={} len={} imm={} qpn={:#x}", wc.wr_id,
+              rdma::to_string(wc.status), static_cast<int>(wc.opcode), wc.byte_len, wc.imm, wc.qpn);
   }
   if (!cq.empty()) {
     cq_poll_scheduled = true;

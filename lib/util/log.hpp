@@ -8,6 +8,7 @@
 // duration of the call and a journal sink reads log::current_fields().
 // Single-threaded by design (DESIGN.md): the pointer is a plain global.
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
@@ -15,11 +16,13 @@
 #include <string_view>
 #include <utility>
 
+#include "util/address.hpp"
+
 namespace rcnet::log {
 
 struct Fields {
   std::uint64_t peer_node = 0;  // 0 = not set
-  std::string peer_addr;        // underlay IP address (no port), "" = not set
+  IpAddr peer_addr;             // underlay IP address (no port), empty() = not set
   std::uint16_t peer_port = 0;  // underlay port (rcnet's rdma_cm port), 0 = not set
   std::uint32_t qpn = 0;
   std::uint32_t remote_qpn = 0;
@@ -60,3 +63,19 @@ inline constexpr std::string_view kMsgLastWqeTimeout = "a8bdde38780e488bb2e82e49
 inline constexpr std::string_view kMsgForcedDestroy = "505d15fe55d441d18c9305368757868d";
 
 }  // namespace rcnet::log
+
+// Addresses as log arguments: formatted only when the record is emitted, so a
+// disabled level costs no inet_ntop (a connection's state change logs at
+// debug; eager to_string() calls were most of the manager fuzzer's time).
+template <>
+struct fmt::formatter<rcnet::IpAddr> : fmt::formatter<std::string_view> {
+  auto format(const rcnet::IpAddr& a, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(a.to_string(), ctx);
+  }
+};
+template <>
+struct fmt::formatter<rcnet::Endpoint> : fmt::formatter<std::string_view> {
+  auto format(const rcnet::Endpoint& e, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(e.to_string(), ctx);
+  }
+};

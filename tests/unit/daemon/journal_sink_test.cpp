@@ -43,7 +43,7 @@ TEST_CASE("journal: a plain record has MESSAGE, PRIORITY and the identifier only
 TEST_CASE("journal: a connection event carries every structured field", "[ops][journal]") {
   log::Fields f;
   f.peer_node = 0x0a630002;
-  f.peer_addr = "10.99.0.2";
+  f.peer_addr = *IpAddr::parse("10.99.0.2");
   f.peer_port = 7471;
   f.qpn = 17;
   f.remote_qpn = 4242;
@@ -74,7 +74,7 @@ TEST_CASE("journal: a connection event carries every structured field", "[ops][j
 
 TEST_CASE("journal: unset fields are left out, not sent empty", "[ops][journal]") {
   log::Fields f;
-  f.peer_addr = "10.99.0.3";
+  f.peer_addr = *IpAddr::parse("10.99.0.3");
   f.conn_state = "CONNECTING";
   spdlog::details::log_msg msg("rcnetd", spdlog::level::debug, "REQ sent");
   auto m = as_map(journal_fields(msg, &f));
