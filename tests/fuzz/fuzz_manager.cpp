@@ -42,6 +42,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -185,6 +186,11 @@ class Cluster {
     base_.max_connections = h6 % 4;
     base_.peer_queue_depth = pick(std::array<std::uint32_t, 4>{1, 2, 4, 16}, h6 >> 2);
     apply_timeouts(base_, h7);
+    // RCNET_FUZZ_TRACE=1: the simulator's own trace (every CM event, async
+    // event, completion, timer, crash) on stderr, for a reproducer run.
+    if (std::getenv("RCNET_FUZZ_TRACE") != nullptr)
+      fabric_.set_tracer(
+          [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
     for (int i = 0; i < n; ++i) {
       auto node = std::make_unique<Node>();
       node->index = i;
@@ -377,6 +383,12 @@ bool clean(Node& n) {
   if (!n.mgr->live_qpns().empty() || n.mgr->live_cm_ids() != 0 || n.sim->live_qps() != 0 ||
       n.sim->live_cm_ids() != 0) {
     return false;
+  }
+  // Packets still queued for a peer mean a connect retry is pending (its
+  // backoff timer): not quiescent yet, however empty the QP table is now.
+  for (const cm::PeerSnapshot& p : n.mgr->snapshot().peers) {
+    if (p.queue_depth != 0)
+      return false;
   }
   if (n.shut_down)
     return n.mgr->stopped();

@@ -90,3 +90,39 @@ TEST_CASE("send capacity comes back when a blocked peer's QP is destroyed at dra
   CHECK(a.sink.capacity_on == 1);     // the true edge came back
   CHECK(b.sink.packets.size() == 3);  // and the waiting packet went out
 }
+
+// Found by the long `manager` fuzzer run of session 5 (input in
+// corpus/manager/regression-superseded-attempt-no-peer). A simultaneous open
+// leaves b's own attempt abandoned (out of service, CONNECTING until
+// connect_timeout). Its REQ reaches a late, after the connection that won was
+// torn down, so a accepts it. Meanwhile b forgot the peer (no connection, no
+// queue). When the REP comes, established() looked the peer up first and
+// returned when it was gone, before the "superseded attempt" teardown: the
+// QP stayed ESTABLISHED out of service, on no list and with no deadline, for
+// good (a leaked QP: the idle reaper never sees it, and only a DREQ from a
+// could end it; here a crashes, as in the fuzzer's input).
+TEST_CASE("an abandoned attempt that gets through after its peer was forgotten is torn down",
+          "[cm][fuzz]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  REQUIRE(a.mgr->node_id() < b.mgr->node_id());  // b abandons its own attempt
+  // b's REQ reaches a 600 ms late: within b's connect_timeout (2 s) and
+  // before the simulated CM gives up on an unanswered REQ (UNREACHABLE).
+  c.fabric.faults().cm(sim::FaultAction::kDelay, rdma::CmEventType::kConnectRequest, 1, a.addr,
+                       600ms);
+  a.mgr->send(b.ep(), packet(1));
+  b.mgr->send(a.ep(), packet(2));
+  c.run(50ms);
+  REQUIRE(b.ctr().collisions_merged == 1);
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(400ms);  // teardown on both sides (rxe: no Last WQE Reached, last_wqe_timeout)
+  REQUIRE(b.mgr->snapshot().peers.empty());  // b forgot a; its old attempt is still out there
+  c.run(300ms);
+  REQUIRE(b.ctr().connects_established == 2);  // the old attempt did get through
+  a.sim->crash();                              // and nothing will ever come from a again (no DREQ)
+  c.run(10s);
+  CHECK(b.mgr->live_qpns().empty());
+  CHECK(b.sim->live_qps() == 0);
+  CHECK(b.ctr().qps_created == b.ctr().qps_destroyed);
+}
