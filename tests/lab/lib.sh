@@ -470,6 +470,15 @@ lab_perf_anchors() {
     "lat ib_send_lat" "lat_e ib_send_lat -e"; do
     read -r name tool args <<<"$run"
     read -ra args <<<"-R -F $args"
+    # The previous run's server can hold its listening cm_id for a moment
+    # after it exited; lab_wait_listen would take that for the new server's,
+    # and the client's REQ would get REJ 8 (no listener; perftest's client
+    # then crashed and its server waited for the timeout). Wait it out.
+    local w
+    for ((w = 0; w < 100; w++)); do
+      rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*src-addr 0.0.0.0:18515 " || break
+      sleep 0.1
+    done
     timeout -k 5 "$LAB_CMD_TIMEOUT" "$tool" -d "$ddev" "${args[@]}" \
       >"$base-$tool-$name.server.txt" 2>&1 &
     src=$!
