@@ -10,7 +10,9 @@
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
 #   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
 #   rate and idle-scale phases, to find how many connections one guest holds,
-#   or "data": only anchors, throughput, latency, syscalls, teardown)
+#   or "data": only anchors, throughput, latency, syscalls, teardown;
+#   PROFILE "hub": perf record the hub during the N-connection connect phase,
+#   flat profile in $RCNET_RESULTS/hub-profile.txt)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -82,6 +84,7 @@ N=${1:-1000}
 # ARG 2: an rcnetd from another build tree (the guest sees no other variable).
 RCD_BIN=${2:-$RCD_BIN}
 PHASES=${3:-all}
+PROFILE=${4:-}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 # The clients' RC retry count: 7 (infinite on rxe), so that a hub slow to ACK
 # under TCG does not make them reap healthy connections (see load_gen.cpp).
@@ -361,6 +364,16 @@ if rcd_start 1; then
     done
   done
   lab_log "load generators ready: $(grep -h '^READY' "$RCNET_RESULTS"/load-*.txt | tr '\n' ';')"
+  perf_pid=""
+  if [[ $PROFILE == hub ]]; then
+    if command -v perf >/dev/null; then
+      perf record -F 499 -e cpu-clock -p "$hub" -o "$RCNET_RESULTS/hub.perf" \
+        >"$RCNET_RESULTS/hub-perf-record.txt" 2>&1 &
+      perf_pid=$!
+    else
+      lab_log "--profile-hub: no perf on this machine (Debian: linux-perf)"
+    fi
+  fi
   touch "$RCNET_RESULTS/go"
   for k in "${CLIENT_NODES[@]}"; do
     for ((w = 0; w < 2400; w++)); do
@@ -368,6 +381,13 @@ if rcd_start 1; then
       sleep 0.1
     done
   done
+  if [[ -n $perf_pid ]]; then
+    kill -INT "$perf_pid" 2>/dev/null
+    wait "$perf_pid"
+    perf report -i "$RCNET_RESULTS/hub.perf" --stdio --no-children --sort dso,symbol \
+      --percent-limit 0.5 >"$RCNET_RESULTS/hub-profile.txt" 2>&1
+    lab_log "hub profile of the connect phase: $RCNET_RESULTS/hub-profile.txt"
+  fi
   # "ESTABLISHED n of m in X ms go_realtime_ms G last_realtime_ms L in_service S":
   # G and L are epoch ms (13 digits); only shell arithmetic is used on them
   # (awk's printf %d clamps at 2^31 - 1, which made a negative rate before).
