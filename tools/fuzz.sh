@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Runs rcnet's libFuzzer fuzzers (tests/fuzz), one process at a time.
 #
-#   tools/fuzz.sh [--runs N | --seconds S] [--merge] [--build-all] [--build-only] [NAME...]
+#   tools/fuzz.sh [--runs N | --seconds S] [--jobs J] [--merge] [--build-all] [--build-only] [NAME...]
 #
 # NAME: wire, ctl, config, manager (default: all). Each fuzzer starts from its
 # in-tree corpus (tests/fuzz/corpus/NAME), copied to a temporary working
@@ -18,6 +18,9 @@
 # that tools/test.sh runs from this same dir), not only the fuzzers;
 # --build-only stops after building.
 #
+# --jobs J runs up to J fuzzers at once (default 1), each a single process
+# on one core; the budget is per fuzzer either way.
+#
 # Prints per fuzzer: execs, cov and ft (libFuzzer's final stats line),
 # crashes, exec/s; then "fuzz: N passed, N failed". Exits 1 if any fuzzer
 # crashed or did not run; crash inputs are kept in RCNET_FUZZ_ARTIFACTS
@@ -30,6 +33,7 @@ artifacts=${RCNET_FUZZ_ARTIFACTS:-$build/artifacts}
 
 runs=""
 seconds=60
+jobs=1
 merge=0
 build_all=0
 build_only=0
@@ -39,9 +43,10 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; seconds=""; shift 2 ;;
     --seconds) seconds=$2; runs=""; shift 2 ;;
     --merge) merge=1; shift ;;
+    --jobs) jobs=$2; shift 2 ;;
     --build-all) build_all=1; shift ;;
     --build-only) build_only=1; shift ;;
-    -h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -63,8 +68,12 @@ fi
 cc=${cxx/clang++/clang}
 # -fno-sanitize-recover=all: UBSan aborts instead of printing and going on,
 # in every target (the fuzzers add it themselves; the unit suite needs it here).
+# -fsanitize=fuzzer-no-link on every target: librcnet is compiled once, with
+# the coverage the fuzzers need, and serves the unit suite too (the ASan
+# runtime provides the coverage callbacks outside libFuzzer).
 opts=(-Dfuzz=true -Dlab_tests=false -Dwerror=true -Db_sanitize=address,undefined
-  -Db_lundef=false -Dman=disabled -Dcpp_args=-fno-sanitize-recover=all)
+  -Db_lundef=false -Dman=disabled
+  "-Dcpp_args=['-fno-sanitize-recover=all','-fsanitize=fuzzer-no-link']")
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx CC=$cc meson setup "$build" "${opts[@]}" >/dev/null
 else
@@ -84,19 +93,18 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 work=$(mktemp -d /tmp/rcnet-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-passed=0
-failed=0
-summary=()
-for n in "${names[@]}"; do
+# One fuzzer: its report goes to $work/NAME.report, its summary line (which
+# ends in "FAILED (exit N)" when it failed) to $work/NAME.line.
+run_one() {
+  local n=$1 bin corpus log rc=0 stats cov ft execs eps crashes line r
   bin=$build/tests/fuzz/fuzz-$n
   corpus=$work/$n
   mkdir -p "$corpus" "$artifacts/$n"
   cp "$src/tests/fuzz/corpus/$n/"* "$corpus/" 2>/dev/null || true
-  budget=(-max_total_time="${seconds:-0}")
+  local budget=(-max_total_time="${seconds:-0}")
   [ -n "$runs" ] && budget=(-runs="$runs")
   log=$work/$n.log
-  rc=0
-  # -fork is not used: one process, one core (the machine is shared).
+  # -fork is not used: one process per fuzzer, one core each (--jobs).
   "$bin" "${budget[@]}" -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/$n/" "$corpus" >"$log" 2>&1 || rc=$?
   stats=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -1 || true)
@@ -108,33 +116,56 @@ for n in "${names[@]}"; do
     -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   line=$(printf '%-8s execs %-10s cov %-6s ft %-7s crashes %-3s exec/s %s' "$n" "${execs:-?}" \
     "${cov:-?}" "${ft:-?}" "$crashes" "${eps:-?}")
-  if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ] || [ -z "$execs" ]; then
-    failed=$((failed + 1))
-    line+="  FAILED (exit $rc)"
-    echo "--- fuzz-$n: last lines of its log ---"
-    grep -v '^#[0-9]' "$log" | tail -40
-    ls "$artifacts/$n"/* 2>/dev/null | sed 's/^/artifact: /' | tail -5
-  else
-    passed=$((passed + 1))
+  {
+    if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ] || [ -z "$execs" ]; then
+      line+="  FAILED (exit $rc)"
+      echo "--- fuzz-$n: last lines of its log ---"
+      grep -v '^#[0-9]' "$log" | tail -40
+      ls "$artifacts/$n"/* 2>/dev/null | sed 's/^/artifact: /' | tail -5
+    fi
+    echo "$line"
+    if [ "$merge" = 1 ]; then
+      "$bin" -merge=1 "$src/tests/fuzz/corpus/$n" "$corpus" >"$work/$n.merge.log" 2>&1 ||
+        echo "fuzz.sh: merge of $n failed (see $work/$n.merge.log)" >&2
+    fi
+    local regs=$src/tests/fuzz/regressions/$n
+    if [ -d "$regs" ]; then
+      for r in "$regs"/*; do
+        case "$r" in *.md|*.txt) continue ;; esac
+        [ -f "$r" ] || continue
+        if RCNET_FUZZ_KNOWN_BUGS=1 "$bin" "$r" >"$work/$n.regression.log" 2>&1; then
+          echo "  regression $(basename "$r"): passes now (fixed? see its README)"
+        else
+          echo "  regression $(basename "$r"): still reproduces (known bug, see its README)"
+        fi
+      done
+    fi
+  } >"$work/$n.report" 2>&1
+  echo "$line" >"$work/$n.line"
+}
+
+running=0
+for n in "${names[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
   fi
+  run_one "$n" &
+  running=$((running + 1))
+done
+wait || true
+
+passed=0
+failed=0
+summary=()
+for n in "${names[@]}"; do
+  cat "$work/$n.report" 2>/dev/null || true
+  line=$(cat "$work/$n.line" 2>/dev/null || echo "$n  FAILED (no result)")
+  case "$line" in
+    *FAILED*) failed=$((failed + 1)) ;;
+    *) passed=$((passed + 1)) ;;
+  esac
   summary+=("$line")
-  echo "$line"
-  if [ "$merge" = 1 ]; then
-    "$bin" -merge=1 "$src/tests/fuzz/corpus/$n" "$corpus" >"$work/$n.merge.log" 2>&1 ||
-      echo "fuzz.sh: merge of $n failed (see $work/$n.merge.log)" >&2
-  fi
-  regs=$src/tests/fuzz/regressions/$n
-  if [ -d "$regs" ]; then
-    for r in "$regs"/*; do
-      case "$r" in *.md|*.txt) continue ;; esac
-      [ -f "$r" ] || continue
-      if RCNET_FUZZ_KNOWN_BUGS=1 "$bin" "$r" >"$work/$n.regression.log" 2>&1; then
-        echo "  regression $(basename "$r"): passes now (fixed? see its README)"
-      else
-        echo "  regression $(basename "$r"): still reproduces (known bug, see its README)"
-      fi
-    done
-  fi
 done
 
 echo "--- fuzz summary (${runs:+$runs runs}${seconds:+$seconds s} per fuzzer) ---"

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Runs every test of rcnet (unit + Soft-RoCE lab) on Debian 12, as root:
-# installs what it needs, builds warning-clean into ./build, runs meson test,
-# then two more steps:
+# installs what it needs, builds warning-clean into ./build, runs meson test
+# (unit, lab, package) and, in the background while it runs
+# (tools/test-extra.sh, at the lowest CPU weight: a lab test leaves about one
+# core idle), three more steps:
+#   - the Debian package, built once into ./build/deb for the package test
+#     and lab-systemd (they wait for it rather than build it themselves);
 #   - sanitizers: the unit suite again, built by clang with ASan + UBSan
 #     into ./build-fuzz (any sanitizer report aborts its test: a failure);
 #   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus,
 #     from that same build dir;
-# and ends with meson's summary and a plain "N passed, N failed, N skipped"
-# line counting all three steps (each sanitizer-built test and each fuzzer
-# is one result).
+# then prints their logs and ends with meson's summary and a plain
+# "N passed, N failed, N skipped" line counting meson's tests, the
+# sanitizer-built tests and the fuzzers (one result each).
 #
 # Environment: RCNET_BUILD_DIR (default ./build), RCNET_TEST_SUITES (e.g.
 # "unit" to run one suite; default all). The lab tests fail with the reason
@@ -17,7 +21,8 @@
 # RCNET_FUZZ_BUILD_DIR (default ./build-fuzz); RCNET_SANITIZE=0 skips the
 # sanitizer step; RCNET_FUZZ_SECONDS (default 30) per fuzzer, 0 skips the
 # fuzz step. With RCNET_TEST_SUITES set, the extra steps run only when it
-# names them: "asan" (or "unit"), "fuzz".
+# names them: "asan" (or "unit"), "fuzz", and the package build for "lab"
+# or "package".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -35,19 +40,10 @@ ninja -C "$build"
 suites=()
 for s in ${RCNET_TEST_SUITES:-}; do suites+=(--suite "$s"); done
 rc=0
-meson test -C "$build" --print-errorlogs --num-processes 1 "${suites[@]}" || rc=$?
 
-# --- sanitizers: the unit suite under ASan + UBSan -------------------------------
-# One clang build dir serves this step and the fuzz step (tools/fuzz.sh sets
-# it up: ASan + UBSan, -fno-sanitize-recover=all so that a UBSan report
-# aborts, -Werror: the clang warning gate beside g++'s). Building the whole
-# tree there once costs less than a g++ sanitizer build plus a clang fuzz
-# build (measured: 467 s against 577 s + the fuzzers' own librcnet).
-san=${RCNET_FUZZ_BUILD_DIR:-$src/build-fuzz}
-export RCNET_FUZZ_BUILD_DIR=$san
-san_build_failed=0
-# Which of the extra steps RCNET_TEST_SUITES asks for: all when it is empty;
-# "asan" (or "unit") the sanitizer step, "fuzz" the fuzz step.
+# Which steps RCNET_TEST_SUITES asks for: all when it is empty; "asan" (or
+# "unit") the sanitizer step, "fuzz" the fuzz step, "lab" or "package" the
+# package build.
 wants() {
   [ -z "${RCNET_TEST_SUITES:-}" ] && return 0
   for s in $RCNET_TEST_SUITES; do
@@ -57,31 +53,69 @@ wants() {
 }
 wants asan unit || export RCNET_SANITIZE=0
 wants fuzz || export RCNET_FUZZ_SECONDS=0
-if [ "${RCNET_SANITIZE:-1}" != 0 ] || [ "${RCNET_FUZZ_SECONDS:-30}" != 0 ]; then
-  t0=$SECONDS
-  "$src/tools/fuzz.sh" --build-all --build-only || san_build_failed=1
-  echo "clang build (ASan + UBSan, unit suite and fuzzers): $((SECONDS - t0)) s"
+want_deb=0
+wants lab package && want_deb=1
+want_san=1
+[ "${RCNET_SANITIZE:-1}" != 0 ] || want_san=0
+fuzz_seconds=${RCNET_FUZZ_SECONDS:-30}
+
+# --- in the background, while the lab runs: package, clang build, ASan, fuzz ---
+# tools/test-extra.sh: the package that lab-systemd and the package test
+# reuse, then one clang build dir (ASan + UBSan, -fno-sanitize-recover=all so
+# that a UBSan report aborts, -Werror: the clang warning gate beside g++'s)
+# for the unit suite under sanitizers and for the fuzzers. At the lowest CPU
+# weight it only takes the cycles the lab's QEMU leaves idle.
+san=${RCNET_FUZZ_BUILD_DIR:-$src/build-fuzz}
+extra_logs=$(mktemp -d /tmp/rcnet-test-extra.XXXXXX)
+bg=""
+cleanup() {
+  [ -z "$bg" ] || kill -- -"$bg" 2>/dev/null || true
+  rm -rf "$extra_logs"
+}
+trap cleanup EXIT
+if [ "$want_deb" = 1 ] || [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+  setsid "$src/tools/test-extra.sh" "$src" "$build" "$san" "$extra_logs" \
+    "$want_deb" "$want_san" "$fuzz_seconds" </dev/null &
+  bg=$!
 fi
-if [ "${RCNET_SANITIZE:-1}" != 0 ]; then
-  t1=$SECONDS
-  if [ "$san_build_failed" = 0 ]; then
-    ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C "$san" --no-rebuild --print-errorlogs --num-processes 1 --suite unit || rc=1
-  else
+
+t0=$SECONDS
+meson test -C "$build" --print-errorlogs --num-processes 1 "${suites[@]}" || rc=$?
+echo "meson test: $((SECONDS - t0)) s"
+
+if [ -n "$bg" ]; then
+  t0=$SECONDS
+  wait "$bg" || true
+  bg=""
+  echo "background steps: waited $((SECONDS - t0)) s after meson test"
+fi
+step_rc() { awk -v n="$1" '$1 == n { print $2 }' "$extra_logs/status" 2>/dev/null; }
+step_s() { awk -v n="$1" '$1 == n { print $3 }' "$extra_logs/status" 2>/dev/null; }
+san_build_failed=0
+if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+  if [ "$(step_rc clang)" != 0 ]; then
+    san_build_failed=1
+    tail -n 60 "$extra_logs/clang.log" 2>/dev/null || true
     echo "test.sh: the clang build (ASan + UBSan) failed" >&2
     rc=1
   fi
-  echo "sanitizers: run $((SECONDS - t1)) s"
+  echo "clang build (ASan + UBSan, unit suite and fuzzers): $(step_s clang) s"
 fi
-
-# --- fuzz: every fuzzer for a bounded time on its corpus ---------------------------
-fuzz_log=$(mktemp /tmp/rcnet-test-fuzz.XXXXXX)
-trap 'rm -f "$fuzz_log"' EXIT
-if [ "${RCNET_FUZZ_SECONDS:-30}" != 0 ] && [ "$san_build_failed" = 0 ]; then
-  t0=$SECONDS
-  "$src/tools/fuzz.sh" --seconds "${RCNET_FUZZ_SECONDS:-30}" 2>&1 | tee "$fuzz_log" || rc=1
-  echo "fuzz: $((SECONDS - t0)) s"
+if [ "$want_deb" = 1 ]; then
+  echo "package build: $(step_s deb) s (rc $(step_rc deb); its tests report it)"
+fi
+if [ "$want_san" = 1 ] && [ "$san_build_failed" = 0 ]; then
+  echo "--- sanitizers: the unit suite under ASan + UBSan ($san)"
+  cat "$extra_logs/asan.log" 2>/dev/null || true
+  [ "$(step_rc asan)" = 0 ] || rc=1
+  echo "sanitizers: run $(step_s asan) s"
+fi
+fuzz_log=$extra_logs/fuzz.log
+if [ "$fuzz_seconds" != 0 ] && [ "$san_build_failed" = 0 ]; then
+  echo "--- fuzz: each fuzzer ${fuzz_seconds} s on its corpus"
+  cat "$fuzz_log" 2>/dev/null || true
+  [ "$(step_rc fuzz)" = 0 ] || rc=1
+  echo "fuzz: $(step_s fuzz) s"
 fi
 
 # A plain closing line any reader understands.
@@ -104,7 +138,7 @@ if os.environ.get("RCNET_SANITIZE", "1") != "0":
         count(sys.argv[2])
 if os.environ.get("RCNET_FUZZ_SECONDS", "30") != "0":
     m = None
-    for line in open(sys.argv[4]):
+    for line in (open(sys.argv[4]) if os.path.exists(sys.argv[4]) else []):
         m = re.match(r"fuzz: (\d+) passed, (\d+) failed", line) or m
     if m:
         ok += int(m.group(1)); fail += int(m.group(2))

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The steps of tools/test.sh that need CPU but not the lab, run in the
+# background while the lab tests run (a lab test leaves about one of the two
+# cores idle: 45% busy over lab-daemon-mesh3, measured from /proc/stat):
+#   1. the Debian package (tests/package/ensure-deb.sh into BUILD/deb), which
+#      the package test and lab-systemd then reuse instead of building it
+#      inside their own run (they wait on its lock if it is not done);
+#   2. the clang build (ASan + UBSan) of the unit suite and the fuzzers;
+#   3. the unit suite from that build (any sanitizer report fails it);
+#   4. each fuzzer for FUZZ_SECONDS on its in-tree corpus, two at a time.
+#
+#   tools/test-extra.sh SRC BUILD SAN_BUILD LOGDIR DEB(0|1) SANITIZE(0|1) FUZZ_SECONDS
+#
+# It lowers its own CPU weight first, so that the lab's QEMU keeps the cores
+# whenever it wants them: a session of its own (setsid, by the caller) with
+# autogroup nice 19 (with autogroups on, a task's nice alone does not yield
+# to another session), SCHED_IDLE, and nice 19 where autogroups are off.
+# Writes LOGDIR/{deb,clang,asan,fuzz}.log and LOGDIR/status (one line per
+# step: "<step> <rc> <seconds>"); exits 0.
+set -uo pipefail
+src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7
+
+[ -w /proc/self/autogroup ] && echo 19 >/proc/self/autogroup 2>/dev/null
+chrt -i -p 0 $$ >/dev/null 2>&1
+renice -n 19 -p $$ >/dev/null 2>&1
+
+status=$logdir/status
+: >"$status"
+step() {  # step NAME CMD...: runs CMD with its output in LOGDIR/NAME.log
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  "$@" >"$logdir/$name.log" 2>&1 || rc=$?
+  echo "$name $rc $((SECONDS - t0))" >>"$status"
+  return "$rc"
+}
+
+if [ "$want_deb" = 1 ]; then
+  step deb "$src/tests/package/ensure-deb.sh" "$src" "$build/deb"
+fi
+if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+  if step clang env RCNET_FUZZ_BUILD_DIR="$san" "$src/tools/fuzz.sh" --build-all --build-only; then
+    if [ "$want_san" = 1 ]; then
+      step asan env ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
+        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C "$san" --no-rebuild --print-errorlogs --num-processes 1 --suite unit
+    fi
+    if [ "$fuzz_seconds" != 0 ]; then
+      # Two at a time: the lab is usually over by now and both cores are free.
+      step fuzz env RCNET_FUZZ_BUILD_DIR="$san" "$src/tools/fuzz.sh" --seconds "$fuzz_seconds" \
+        --jobs 2
+    fi
+  fi
+fi
+exit 0
