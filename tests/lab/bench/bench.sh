@@ -92,6 +92,16 @@ LOAD_RETRY=${RCNET_BENCH_LOAD_RETRY:-7}
 RAW=$RCNET_RESULTS/bench-raw.txt
 : >"$RAW"
 raw() { echo "$1 $2" >>"$RAW"; }
+# softnet_drops: packets the guest dropped because a CPU's input backlog was
+# full (net.core.netdev_max_backlog), summed over CPUs (/proc/net/softnet_stat
+# column 2, hex). A veth hands every frame to that backlog: a burst over it is
+# lost there, and rxe logs "Failed sending" for its own sends that hit it.
+softnet_drops() {
+  local s=0 _p d _r
+  while read -r _p d _r; do s=$((s + 16#$d)); done </proc/net/softnet_stat
+  echo "$s"
+}
+rxe_send_failures() { dmesg | grep -c 'rdma_rxe: Failed sending' || true; }
 PER_NODE_MAX=250
 NCLIENT=$(((N + PER_NODE_MAX - 1) / PER_NODE_MAX))
 ((NCLIENT >= 1 && NCLIENT <= 31)) || lab_die "CONNECTIONS must be 1..$((31 * PER_NODE_MAX)), got $N"
@@ -374,6 +384,7 @@ if rcd_start 1; then
       lab_log "--profile-hub: no perf on this machine (Debian: linux-perf)"
     fi
   fi
+  drops0=$(softnet_drops) rxefail0=$(rxe_send_failures)
   touch "$RCNET_RESULTS/go"
   for k in "${CLIENT_NODES[@]}"; do
     for ((w = 0; w < 2400; w++)); do
@@ -403,6 +414,9 @@ if rcd_start 1; then
     ((last > end)) && end=$last
     ((start == 0 || go < start)) && start=$go
   done
+  raw connect_softnet_drops $(($(softnet_drops) - drops0))
+  raw connect_rxe_send_failures $(($(rxe_send_failures) - rxefail0))
+  "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-connected.json" 2>&1 || true
   raw rcnet_established "$est"
   raw rcnet_in_service "$ins"
   ((end > 0 && start > 0)) && raw rcnet_connect_ms $((end - start))
