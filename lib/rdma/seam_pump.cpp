@@ -11,7 +11,7 @@ std::array<int, 3> SeamPump::fds() const {
 }
 
 void SeamPump::on_cm_readable() {
-  seam_.dispatch_cm_events();
+  (void)seam_.dispatch_cm_events(kCmEventBudget);
 }
 
 void SeamPump::on_async_readable() {

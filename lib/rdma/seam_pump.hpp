@@ -17,6 +17,7 @@
 // Thread: the loop's, like the seam. No errors: the seam logs and counts its
 // own (VerbsSeam::dispatch_*).
 #include <array>
+#include <cstddef>
 
 #include "rdma/verbs_seam.hpp"
 
@@ -27,6 +28,14 @@ class SeamPump {
   // Work completions handed to the sink per drain, so that a busy CQ cannot
   // starve the other sources (TUN, timers, the ctl socket).
   static constexpr int kCompletionBudget = 1024;
+  // rdma_cm events handled per wakeup of the cm fd. A passive side's
+  // CONNECT_REQUEST costs a QP creation and an rdma_accept; drained to
+  // EAGAIN, a storm of 1,000 REQs kept the CQ unpolled for seconds, the SRQ
+  // ran dry and every client's SEND was answered by RNR NAKs every
+  // min_rnr_timer (lab, 1,000 connections: 222,150 RNR NAKs sent by the hub,
+  // 14,529 frames dropped by the guest's input backlog in the retry storm).
+  // The fd is level-triggered: the rest waits for the next loop iteration.
+  static constexpr std::size_t kCmEventBudget = 16;
 
   // Which of fds() the caller's poller found readable (EPOLLIN / POLLIN).
   struct Ready {
@@ -44,7 +53,8 @@ class SeamPump {
   std::array<int, 3> fds() const;
 
   // For a caller with one callback per fd (rcnetd).
-  // rdma_cm fd readable: every CM event, until EAGAIN.
+  // rdma_cm fd readable: up to kCmEventBudget CM events (the fd stays
+  // readable while more are queued).
   void on_cm_readable();
   // async fd readable: every async event, until EAGAIN.
   void on_async_readable();

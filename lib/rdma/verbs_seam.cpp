@@ -609,17 +609,19 @@ Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
 
 // --- event dispatch ----------------------------------------------------------
 
-void VerbsSeam::dispatch_cm_events() {
+bool VerbsSeam::dispatch_cm_events(std::size_t max_events) {
   if (!channel_)
-    return;
-  for (;;) {
+    return false;
+  for (std::size_t n = 0;; ++n) {
+    if (n == max_events)
+      return true;
     rdma_cm_event* raw = nullptr;
     if (rdma_get_cm_event(channel_.get(), &raw) != 0) {
       const int err = errno;
       if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
         spdlog::error("rdma_get_cm_event: {}", std::generic_category().message(err));
       }
-      return;
+      return false;
     }
     CmEvent ev;
     ev.type = map_cm_event(raw->event);

@@ -48,11 +48,16 @@ class VerbsSeam final : public Seam {
   int async_fd() const;  // device async-event fd; valid after open()
   int cq_fd() const;     // completion channel fd; valid after open()
 
-  // Each reads until EAGAIN; every event is copied and acknowledged before it
-  // is handed to the sink (seam.hpp "Event delivery"). Event loops call these
-  // through rdma::SeamPump (rdma/seam_pump.hpp), which keeps the budget and
-  // the "completions pending" state.
-  void dispatch_cm_events();
+  // Every event is copied and acknowledged before it is handed to the sink
+  // (seam.hpp "Event delivery"). Event loops call these through
+  // rdma::SeamPump (rdma/seam_pump.hpp), which keeps the budgets and the
+  // "completions pending" state.
+  // dispatch_cm_events reads until EAGAIN or `max_events` events (> 0), and
+  // returns true when it stopped at the budget: the channel fd stays
+  // readable (ucma polls readable while its event list is not empty), so a
+  // level-triggered poller comes back to it after its other sources.
+  bool dispatch_cm_events(std::size_t max_events = SIZE_MAX);
+  // Reads until EAGAIN (async events are rare).
   void dispatch_async_events();
   // Consumes completion-channel events (acknowledged in batches), polls the
   // CQ in batches of up to 64 WCs and hands each batch to the sink, then

@@ -102,6 +102,25 @@ softnet_drops() {
   echo "$s"
 }
 rxe_send_failures() { dmesg | grep -c 'rdma_rxe: Failed sending' || true; }
+# netsnap TAG: the hub's network view into $RCNET_RESULTS/net-TAG.txt: rxe's
+# per-device counters, node 1's ARP cache statistics and neighbour count,
+# and every node's underlay link counters (drops, errors).
+# rxe_counter TAG DEV NAME: one counter of `rdma statistic show` from netsnap TAG.
+rxe_counter() {
+  awk -v d="$2/1" -v n="$3" '$1 == "link" && $2 == d { for (i = 3; i < NF; i++) if ($i == n) print $(i + 1) }' \
+    "$RCNET_RESULTS/net-$1.txt"
+}
+netsnap() {
+  {
+    echo "softnet_drops $(softnet_drops)"
+    echo "--- rdma statistic"; rdma statistic show 2>&1
+    echo "--- node1 arp_cache"; ip netns exec node1 cat /proc/net/stat/arp_cache 2>&1
+    echo "--- node1 neighbours $(ip -n node1 neigh show | wc -l)"
+    for ((k = 1; k <= NCLIENT + 1; k++)); do
+      echo "--- v_$k"; ip -n "node$k" -s link show "v_$k" 2>&1
+    done
+  } >"$RCNET_RESULTS/net-$1.txt"
+}
 PER_NODE_MAX=250
 NCLIENT=$(((N + PER_NODE_MAX - 1) / PER_NODE_MAX))
 ((NCLIENT >= 1 && NCLIENT <= 31)) || lab_die "CONNECTIONS must be 1..$((31 * PER_NODE_MAX)), got $N"
@@ -324,6 +343,7 @@ stamp() { while IFS= read -r line; do echo "$(rcd_now_ms) $line"; done; }
 ucm_srv=$!
 if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
   ucm_pids=()
+  netsnap ucm-before
   t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
     (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
@@ -344,6 +364,9 @@ if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
     raw ucmatose_connect_from_launch_ms $((conn_end - t0))
     [[ $ucm_start =~ ^[0-9]+$ ]] && raw ucmatose_connect_ms $((conn_end - ucm_start))
   fi
+  netsnap ucm-after
+  raw ucmatose_connect_hub_rnr_naks_sent $(($(rxe_counter ucm-after rxe_1 send_rnr_err) - $(rxe_counter ucm-before rxe_1 send_rnr_err)))
+  raw ucmatose_connect_softnet_drops $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-ucm-before.txt")))
   lab_expect "ucmatose $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
   raw ucmatose_ok $((rc == 0))
   lab_log "ucmatose done"
@@ -384,7 +407,13 @@ if rcd_start 1; then
       lab_log "--profile-hub: no perf on this machine (Debian: linux-perf)"
     fi
   fi
+  netsnap rcnet-before
   drops0=$(softnet_drops) rxefail0=$(rxe_send_failures)
+  # Who is busy while the storm runs: the hub's and each load generator's
+  # CPU time over the connect phase, beside its wall time.
+  hubcpu0=$(cpu_ticks "$hub")
+  loadcpu0=()
+  for p in "${load_pids[@]}"; do loadcpu0+=("$(cpu_ticks "$p")"); done
   touch "$RCNET_RESULTS/go"
   for k in "${CLIENT_NODES[@]}"; do
     for ((w = 0; w < 2400; w++)); do
@@ -415,6 +444,15 @@ if rcd_start 1; then
     ((start == 0 || go < start)) && start=$go
   done
   raw connect_softnet_drops $(($(softnet_drops) - drops0))
+  netsnap rcnet-after
+  raw connect_hub_rnr_naks_sent $(($(rxe_counter rcnet-after rxe_1 send_rnr_err) - $(rxe_counter rcnet-before rxe_1 send_rnr_err)))
+  raw connect_hub_cpu_s "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
+  lc=""
+  for i in "${!load_pids[@]}"; do
+    c1=$(cpu_ticks "${load_pids[$i]}" 2>/dev/null || echo "${loadcpu0[$i]}")
+    lc+="${lc:+,}$(awk -v a="${loadcpu0[$i]}" -v b="$c1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
+  done
+  raw connect_load_cpu_s "$lc"
   raw connect_rxe_send_failures $(($(rxe_send_failures) - rxefail0))
   "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-connected.json" 2>&1 || true
   raw rcnet_established "$est"
