@@ -70,10 +70,12 @@ cc=${cxx/clang++/clang}
 # in every target (the fuzzers add it themselves; the unit suite needs it here).
 # -fsanitize=fuzzer-no-link on every target: librcnet is compiled once, with
 # the coverage the fuzzers need, and serves the unit suite too (the ASan
-# runtime provides the coverage callbacks outside libFuzzer).
+# runtime provides the coverage callbacks outside libFuzzer);
+# tests/fuzz/coverage-ignorelist.txt keeps the simulator and the logging
+# libraries out of the coverage instrumentation.
 opts=(-Dfuzz=true -Dlab_tests=false -Dwerror=true -Db_sanitize=address,undefined
   -Db_lundef=false -Dman=disabled
-  "-Dcpp_args=['-fno-sanitize-recover=all','-fsanitize=fuzzer-no-link']")
+  "-Dcpp_args=['-fno-sanitize-recover=all','-fsanitize=fuzzer-no-link','-fsanitize-coverage-ignorelist=$src/tests/fuzz/coverage-ignorelist.txt']")
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx CC=$cc meson setup "$build" "${opts[@]}" >/dev/null
 else
