@@ -125,6 +125,10 @@ Result<void> Daemon::start() {
           },
           .send = [this](const Endpoint& ep,
                          std::span<const std::byte> p) { return manager_->send(ep, p); },
+          .lend = [this] { return manager_->lend_send_buffer(); },
+          .send_lent = [this](const Endpoint& ep,
+                              std::size_t len) { return manager_->send_lent(ep, len); },
+          .return_lent = [this] { manager_->return_lent(); },
       },
       cfg_.manager.offload ? wire::kVnetHdrLen : 0);
 

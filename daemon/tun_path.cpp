@@ -66,11 +66,25 @@ void TunPath::on_readable() {
   // epoll_wait) serves many packets.
   int i = 0;
   for (; i < read_budget_ && reading(); ++i) {
+    // Into a lent send buffer when the manager has one (the packet then
+    // goes out from there), else into our own.
+    std::span<std::byte> into(buf_);
+    const bool lent = hooks_.lend && [&] {
+      const auto b = hooks_.lend();
+      if (!b.empty())
+        into = b;
+      return !b.empty();
+    }();
+    auto give_back = [&] {
+      if (lent)
+        hooks_.return_lent();
+    };
     ssize_t n = 0;
     do {
-      n = ::read(fd_, buf_.data(), buf_.size());
+      n = ::read(fd_, into.data(), into.size());
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
+      give_back();
       if (errno != EAGAIN)
         spdlog::warn("TUN: read failed: {}", std::generic_category().message(errno));
       ++counters_.read_empty;
@@ -78,23 +92,32 @@ void TunPath::on_readable() {
       full_passes_ = 0;
       return;
     }
-    const std::span<const std::byte> pkt(buf_.data(), static_cast<std::size_t>(n));
+    const std::span<const std::byte> pkt(into.data(), static_cast<std::size_t>(n));
     ++counters_.tun_rx_packets;
     counters_.tun_rx_bytes += pkt.size();
+    if (lent && pkt.size() == into.size()) {
+      // A lent buffer is larger than any packet the manager accepts: one
+      // that fills it may be cut short, and is oversize either way.
+      give_back();
+      ++counters_.drops_refused;
+      continue;
+    }
 
     const auto dst =
         pkt.size() < vnet_hdr_len_ ? std::nullopt : ip_destination(pkt.subspan(vnet_hdr_len_));
     if (!dst) {
+      give_back();
       ++counters_.drops_not_ip;
       continue;
     }
     const auto peer = hooks_.route(*dst);
     if (!peer) {
+      give_back();
       ++counters_.drops_unmapped;
       spdlog::debug("TUN: no peer for {}, dropped", dst->to_string());
       continue;
     }
-    switch (hooks_.send(*peer, pkt)) {
+    switch (lent ? hooks_.send_lent(*peer, pkt.size()) : hooks_.send(*peer, pkt)) {
       case cm::SendResult::kSent:
       case cm::SendResult::kQueued:
       case cm::SendResult::kDroppedOldest:

@@ -66,6 +66,13 @@ class TunPath final : public cm::PacketSink {
     std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
     // cm::Manager::send.
     std::function<cm::SendResult(const Endpoint& peer, std::span<const std::byte> packet)> send;
+    // Optional, all three or none: cm::Manager::lend_send_buffer,
+    // send_lent and return_lent. A packet is then read straight into a
+    // registered send buffer (no copy on the way to the wire); when lend
+    // gives nothing, it is read into this path's own buffer and send() used.
+    std::function<std::span<std::byte>()> lend = {};
+    std::function<cm::SendResult(const Endpoint& peer, std::size_t len)> send_lent = {};
+    std::function<void()> return_lent = {};
   };
 
   // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read

@@ -81,6 +81,78 @@ SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> p
   return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
 }
 
+std::span<std::byte> Manager::Impl::lend_send_buffer() {
+  if (!lent_slot_) {
+    const std::size_t largest =
+        cfg_.offload ? wire::kVnetHdrLen + std::max<std::size_t>(wire::kGsoMaxPacket, cfg_.mtu)
+                     : cfg_.mtu;
+    if (!started_ || send_pool_.buffer_size() <= largest)
+      return {};
+    const auto slot = send_pool_.take();
+    if (!slot)
+      return {};
+    lent_slot_ = *slot;
+  }
+  return {send_pool_.data(*lent_slot_), send_pool_.buffer_size()};
+}
+
+void Manager::Impl::return_lent() {
+  if (lent_slot_)
+    send_pool_.give(*lent_slot_);
+  lent_slot_.reset();
+}
+
+SendResult Manager::Impl::send_lent(const Endpoint& dst, std::size_t len) {
+  if (!lent_slot_)
+    return SendResult::kRefused;
+  const std::uint32_t slot = *lent_slot_;
+  lent_slot_.reset();
+  const std::span<const std::byte> frame(send_pool_.data(slot),
+                                         std::min<std::size_t>(len, send_pool_.buffer_size()));
+  if (Conn* c = direct_target(dst, frame)) {
+    if (cfg_.offload && wire::parse_vnet_hdr(frame)->is_gso())
+      ++ctr_.gso_sent;
+    ++ctr_.sends_zero_copy;
+    post_slot(*c, slot, frame.size());
+    return SendResult::kSent;
+  }
+  // Anything else (a queue, no connection yet, a peer without offload, no
+  // SQ room, a bad frame): exactly send()'s path, from a copy, with the
+  // buffer back in the pool first so that send() can take it.
+  lent_copy_.assign(frame.begin(), frame.end());
+  send_pool_.give(slot);
+  return send(dst, lent_copy_);
+}
+
+// send()'s checks for the one case posted without a copy: an established
+// connection with nothing queued, SQ room, and a frame that goes whole.
+Conn* Manager::Impl::direct_target(const Endpoint& dst, std::span<const std::byte> frame) {
+  if (!started_ || shutting_down_ || !link_up_)
+    return nullptr;
+  if (cfg_.offload) {
+    const auto h = wire::parse_vnet_hdr(frame);
+    if (!h || frame.size() > wire::kVnetHdrLen + (h->is_gso() ? wire::kGsoMaxPacket : cfg_.mtu))
+      return nullptr;
+  } else if (frame.size() > cfg_.mtu) {
+    return nullptr;
+  }
+  const NodeId node = node_id_for(dst.addr);
+  if (node == 0 || node == self_)
+    return nullptr;
+  Peer* p = table_.find_peer(node);
+  if (p == nullptr || !p->queue.empty())
+    return nullptr;
+  Conn* c = table_.conn_of(*p);
+  if (c == nullptr || c->state != QpState::kEstablished || too_big_for(*c, frame))
+    return nullptr;
+  if (cfg_.offload && !c->gso)
+    return nullptr;  // plain packets: post_packet() strips, cuts, completes
+  // room_for(c, 1) without the pool check: the slot is taken already.
+  if (c->sends.size() + 3 > cfg_.qp_send_depth)
+    return nullptr;
+  return c;
+}
+
 // Returns true when the oldest packet had to be dropped.
 bool Manager::Impl::enqueue(Peer& p, std::span<const std::byte> packet) {
   bool dropped = false;

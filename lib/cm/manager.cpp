@@ -356,6 +356,18 @@ SendResult Manager::send(const Endpoint& peer, std::span<const std::byte> packet
   impl_->settle();
   return r;
 }
+std::span<std::byte> Manager::lend_send_buffer() {
+  return impl_->lend_send_buffer();
+}
+SendResult Manager::send_lent(const Endpoint& peer, std::size_t len) {
+  const SendResult r = impl_->send_lent(peer, len);
+  impl_->settle();
+  return r;
+}
+void Manager::return_lent() {
+  impl_->return_lent();
+  impl_->settle();
+}
 void Manager::on_cm_event(const rdma::CmEvent& ev) {
   impl_->on_cm_event(ev);
   impl_->settle();

@@ -137,6 +137,24 @@ class Manager final : public rdma::EventSink {
   // `peer` (underlay). Starts a connection on demand. Back-pressure is signalled only through
   // PacketSink::send_capacity().
   SendResult send(const Endpoint& peer, std::span<const std::byte> packet);
+  // Zero-copy send (DESIGN.md "Data path"): lends a free registered send
+  // buffer to read the next packet into, so that one which goes out at once
+  // is posted from where it was read, without a copy. Empty when no buffer
+  // is free, before start(), or when a buffer is not larger than the
+  // largest packet send() accepts (offload off: buffers are exactly mtu
+  // bytes), so that a read which fills the whole buffer is always oversize.
+  // One buffer is lent at a time (asking again returns the same one) until
+  // send_lent() or return_lent(); the caller must call one of them before
+  // it returns to the event loop.
+  std::span<std::byte> lend_send_buffer();
+  // send() of the first `len` bytes of the lent buffer (len < its size).
+  // Posted from the buffer itself when it can go out at once, whole, on an
+  // established connection (offload off, or the peer negotiated it);
+  // otherwise copied and handled exactly as send() would. The buffer is no
+  // longer lent afterwards. kRefused when nothing is lent.
+  SendResult send_lent(const Endpoint& peer, std::size_t len);
+  // Gives the lent buffer back unused (nothing read, or nothing to send).
+  void return_lent();
 
   // --- events (rdma::EventSink) ------------------------------------------------
   void on_cm_event(const rdma::CmEvent& ev) override;

@@ -16,6 +16,7 @@
 // the facade; nothing inside reschedules on its own.
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +97,12 @@ class Manager::Impl {
 
   // --- datapath.cpp -----------------------------------------------------------------
   SendResult send(const Endpoint& dst, std::span<const std::byte> packet);
+  std::span<std::byte> lend_send_buffer();
+  SendResult send_lent(const Endpoint& dst, std::size_t len);
+  void return_lent();
+  // The connection a lent buffer can be posted on as it is, or nullptr
+  // (then send_lent() copies and goes through send()).
+  Conn* direct_target(const Endpoint& dst, std::span<const std::byte> frame);
   void on_completions(std::span<const rdma::WorkCompletion> wcs);
 
   // --- limits.cpp -------------------------------------------------------------------
@@ -246,7 +253,9 @@ class Manager::Impl {
   bool capacity_ = true;  // the last edge told to sink_.send_capacity()
   std::deque<NodeId> blocked_;
   BufferPool send_pool_;
-  std::vector<std::uint64_t> slot_owner_;  // send slot -> conn id (0 = free)
+  std::optional<std::uint32_t> lent_slot_;  // send slot lent by lend_send_buffer()
+  std::vector<std::byte> lent_copy_;        // send_lent() fallback, reused
+  std::vector<std::uint64_t> slot_owner_;   // send slot -> conn id (0 = free)
   BufferPool srq_pool_;
   std::vector<std::uint32_t> srq_reposts_;
   std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch

@@ -97,6 +97,7 @@ echo "node1 -> node2 connection: $c12"
 lab_expect "node1's connection to node2 negotiated offload" [ "$(jq .offload <<<"$c12")" = true ]
 lab_expect "node2's connection to node1 negotiated offload" [ "$(jq .offload <<<"$c21")" = true ]
 sent0=$(counter 1 gso_sent)
+zc0=$(counter 1 sends_zero_copy)
 tx0=$(jq .tx_bytes <<<"$c12")
 iperf 1 2
 c12=$(conn_json 1 2)
@@ -107,6 +108,9 @@ lab_expect "node1 -> node2: the QP moved at least what iperf3 received ($moved >
   [ "$moved" -ge "$IPERF_BYTES" -a "$IPERF_BYTES" -gt 0 ]
 lab_expect "node1 -> node2: TCP went as GSO super-packets, one SEND each (gso_sent +$sent)" \
   [ "$sent" -gt 0 ]
+zc=$(($(counter 1 sends_zero_copy) - zc0))
+lab_expect "node1 -> node2: packets posted from the buffer the TUN read them into (sends_zero_copy +$zc)" \
+  [ "$zc" -gt 0 ]
 lab_expect "node2 wrote every frame into its TUN (drops_tun_write 0)" \
   [ "$("$CTL" -s "$(sock 2)" -j stats | jq '[.counters[] | select(.name == "drops_tun_write")][0].value // 0')" -eq 0 ]
 

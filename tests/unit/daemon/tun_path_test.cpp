@@ -247,3 +247,76 @@ TEST_CASE("with IFF_VNET_HDR frames are routed by the IP header after the vnet h
   CHECK(f.sent[0].second == 60010);  // the whole frame goes to the manager
   CHECK(f.path->counters().drops_not_ip == 2);
 }
+
+TEST_CASE("with a lent send buffer a packet is read straight into it and sent from there",
+          "[daemon][tun]") {
+  EventLoop loop = make_loop();
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+  UniqueFd tun_end(sv[0]), world_end(sv[1]);
+  // A stand-in for the manager's lending: one 200-byte buffer, larger than
+  // any packet it accepts (so a read that fills it is oversize).
+  std::vector<std::byte> lent_buf(200);
+  bool lend_empty = false;
+  int lends = 0, returns = 0;
+  std::vector<std::pair<std::size_t, std::vector<std::byte>>> sent_lent;  // len, bytes
+  std::vector<std::size_t> sent_copied;
+  TunPath path(loop, TunPath::Hooks{
+                         .route = [](const IpAddr&) -> std::optional<Endpoint> {
+                           return Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+                         },
+                         .send =
+                             [&](const Endpoint&, std::span<const std::byte> p) {
+                               sent_copied.push_back(p.size());
+                               return cm::SendResult::kSent;
+                             },
+                         .lend = [&]() -> std::span<std::byte> {
+                           if (lend_empty)
+                             return {};
+                           ++lends;
+                           return lent_buf;
+                         },
+                         .send_lent =
+                             [&](const Endpoint&, std::size_t len) {
+                               sent_lent.emplace_back(
+                                   len, std::vector<std::byte>(
+                                            lent_buf.begin(),
+                                            lent_buf.begin() + static_cast<std::ptrdiff_t>(len)));
+                               return cm::SendResult::kSent;
+                             },
+                         .return_lent = [&] { ++returns; },
+                     });
+  REQUIRE(path.attach(tun_end.get()).ok());
+  auto inject = [&](const std::vector<std::byte>& p) {
+    REQUIRE(::send(world_end.get(), p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()));
+  };
+  const auto p1 = ipv4_to(*IpAddr::parse("10.100.0.2"), 100);
+  inject(p1);
+  path.on_readable();
+  REQUIRE(sent_lent.size() == 1);
+  CHECK(sent_lent[0].first == 100);
+  CHECK(sent_lent[0].second == p1);  // the bytes were read into the lent buffer
+  CHECK(sent_copied.empty());
+
+  inject(std::vector<std::byte>(30, std::byte{0x10}));  // not IP: the buffer goes back
+  path.on_readable();
+  CHECK(path.counters().drops_not_ip == 1);
+  CHECK(returns == 1);
+
+  inject(ipv4_to(*IpAddr::parse("10.100.0.2"), 200));  // fills the buffer: oversize
+  path.on_readable();
+  CHECK(path.counters().drops_refused == 1);
+  CHECK(returns == 2);
+  CHECK(sent_lent.size() == 1);
+
+  path.on_readable();  // nothing to read: EAGAIN gives the buffer back
+  CHECK(path.counters().read_empty >= 1);
+  CHECK(returns == 3);
+  CHECK(lends == 4);
+
+  lend_empty = true;  // none free: read into the path's own buffer, send() copies
+  inject(ipv4_to(*IpAddr::parse("10.100.0.2"), 60));
+  path.on_readable();
+  CHECK(sent_copied == std::vector<std::size_t>{60});
+  CHECK(sent_lent.size() == 1);
+}
