@@ -224,21 +224,15 @@ Result<void> Daemon::start_ctl_server() {
 }
 
 Result<void> Daemon::setup_tun() {
-  auto tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload);
+  auto tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
   if (!tun) {
-    if (!cfg_.manager.offload)
-      return tun.error();
-    return Error{tun.error().code, "cannot set up TUN " + cfg_.tun_name +
-                                       " with offloads (transport.offload = false turns them "
-                                       "off): " +
-                                       tun.error().context};
-  }
-  if (!cfg_.tun_netns.empty()) {
-    if (auto r = tun->move_to_netns(cfg_.tun_netns); !r) {
-      // The operator needs the config key, not only the path that failed.
-      return Error{r.error().code, "cannot move TUN " + cfg_.tun_name + " into tun.netns \"" +
-                                       cfg_.tun_netns + "\": " + r.error().context};
-    }
+    // The operator needs the config key, not only the call that failed.
+    std::string ctx = "cannot create TUN " + cfg_.tun_name;
+    if (!cfg_.tun_netns.empty())
+      ctx += " in tun.netns \"" + cfg_.tun_netns + "\" (setns needs CAP_SYS_ADMIN)";
+    if (cfg_.manager.offload)
+      ctx += " with offloads (transport.offload = false turns them off)";
+    return Error{tun.error().code, ctx + ": " + tun.error().context};
   }
   if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r) {
     if (cfg_.tun_netns.empty())

@@ -49,19 +49,27 @@ Result<std::string> enable_offloads(int fd, const std::string& name) {
 
 }  // namespace
 
-Result<TunDevice> TunDevice::open(const std::string& name, bool offload) {
+Result<TunDevice> TunDevice::open(const std::string& name, bool offload, const std::string& netns) {
   if (name.empty() || name.size() >= IFNAMSIZ)
     return Error::invalid("TUN name '" + name + "'");
-  UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
-  if (!fd)
-    return Error::from_errno(errno, "open /dev/net/tun");
+  const std::string where = netns.empty() ? name : name + " in netns " + netns;
+  UniqueFd fd;
   ifreq ifr{};
-  ifr.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0));
-  std::memcpy(ifr.ifr_name, name.data(), name.size());
-  if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
-    return Error::from_errno(errno, "TUNSETIFF " + name);
+  {
+    auto in_ns = NetnsSwitch::enter(netns);
+    if (!in_ns)
+      return in_ns.error();
+    fd = UniqueFd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+    if (!fd)
+      return Error::from_errno(errno, "open /dev/net/tun");
+    ifr.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0));
+    std::memcpy(ifr.ifr_name, name.data(), name.size());
+    if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
+      return Error::from_errno(errno, "TUNSETIFF " + where);
+  }  // back home: the device stays in the namespace its fd was opened in
   // The kernel fills in the final name when `name` was a template.
   TunDevice dev(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)));
+  dev.netns_ = netns;
   if (offload) {
     auto what = enable_offloads(dev.fd(), dev.name());
     if (!what)
@@ -70,29 +78,6 @@ Result<TunDevice> TunDevice::open(const std::string& name, bool offload) {
     dev.offloads_ = std::move(*what);
   }
   return dev;
-}
-
-Result<void> TunDevice::move_to_netns(const std::string& netns) {
-  auto ns = open_netns(netns);
-  if (!ns)
-    return ns.error();
-  auto sock = open_route_socket();
-  if (!sock)
-    return sock.error();
-  rtnl_link* raw = nullptr;
-  if (int r = rtnl_link_get_kernel(sock->get(), 0, name_.c_str(), &raw); r < 0) {
-    return nl_error(r, "look up link " + name_);
-  }
-  RtnlLinkPtr link(raw);
-  RtnlLinkPtr change(rtnl_link_alloc());
-  if (!change)
-    return Error::from_errno(ENOMEM, "rtnl_link_alloc");
-  rtnl_link_set_ns_fd(change.get(), ns->get());
-  if (int r = rtnl_link_change(sock->get(), link.get(), change.get(), 0); r < 0) {
-    return nl_error(r, "move " + name_ + " into network namespace " + netns);
-  }
-  netns_ = netns;
-  return {};
 }
 
 Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu) {

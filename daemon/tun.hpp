@@ -53,14 +53,17 @@ class TunDevice {
   // device disappears when the fd is closed. `offload`: IFF_VNET_HDR, header
   // size 10, little-endian, and TUNSETOFFLOAD with TUN_F_CSUM, TSO4, TSO6,
   // TSO_ECN and USO4|USO6, or without USO where the kernel refuses it
-  // (EINVAL before Linux 6.2); offloads() says what was enabled. Errors:
-  // open(2), ioctl(2) (EPERM without CAP_NET_ADMIN, EBUSY when the name is
-  // taken, EINVAL from TUNSETOFFLOAD even without USO).
-  static Result<TunDevice> open(const std::string& name, bool offload = false);
-
-  // Moves the device into /run/netns/<netns> (RTM_NEWLINK with
-  // IFLA_NET_NS_FD). Later configure() calls act there.
-  Result<void> move_to_netns(const std::string& netns);
+  // (EINVAL before Linux 6.2); offloads() says what was enabled. `netns`
+  // non-empty: the device is created inside /run/netns/<netns> (the fd is
+  // opened there, after setns(2), and a TUN is born in its fd's namespace),
+  // so the name is only ever taken in that namespace: daemons of one host
+  // that all call their device rc0 cannot collide (they did while creating
+  // it in the shared namespace and moving it). Later configure() calls act
+  // there. Errors: open(2), setns(2) (EPERM without CAP_SYS_ADMIN), ioctl(2)
+  // (EPERM without CAP_NET_ADMIN, EBUSY when the name is taken, EINVAL from
+  // TUNSETOFFLOAD even without USO).
+  static Result<TunDevice> open(const std::string& name, bool offload = false,
+                                const std::string& netns = {});
 
   // Sets `address` (the prefix length is the on-link subnet), the MTU in
   // bytes, and IFF_UP, in the device's namespace. An address that is already

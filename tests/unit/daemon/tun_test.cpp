@@ -127,6 +127,41 @@ TEST_CASE("TUN device: configured by netlink, packets flow both ways", "[daemon]
   CHECK(std::string(got, 14) == "hello over rc0");
 }
 
+TEST_CASE("TUN in a named netns: created there, never in the daemon's own namespace",
+          "[daemon][tun][netns]") {
+  // Daemons of one host, one per node namespace, all name their device rc0.
+  // Creating it in the shared namespace and moving it let two starting at
+  // once collide (TUNSETIFF: EBUSY, seen under systemd in the lab).
+  test::PrivateNetns home;
+  REQUIRE(home.entered());
+  const std::string tag = std::to_string(::getpid());
+  test::NamedNetns a("rcnet-unit-" + tag + "-a");
+  test::NamedNetns b("rcnet-unit-" + tag + "-b");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  auto ta = TunDevice::open("rcs0", false, "rcnet-unit-" + tag + "-a");
+  INFO((ta.ok() ? "" : ta.error().message()));
+  REQUIRE(ta.ok());
+  // The name is still free here, while the first device exists.
+  auto tb = TunDevice::open("rcs0", true, "rcnet-unit-" + tag + "-b");
+  INFO((tb.ok() ? "" : tb.error().message()));
+  REQUIRE(tb.ok());
+  CHECK(ta->netns() == "rcnet-unit-" + tag + "-a");
+  CHECK(tb->vnet_hdr_len() == 10);
+  REQUIRE(ta->configure(*IpPrefix::parse("10.100.0.1/24"), 1500).ok());
+  REQUIRE(tb->configure(*IpPrefix::parse("10.100.0.2/24"), 1500).ok());
+
+  auto sock = open_route_socket();
+  REQUIRE(sock.ok());
+  rtnl_link* raw = nullptr;
+  CHECK(rtnl_link_get_kernel(sock->get(), 0, "rcs0", &raw) < 0);
+  RtnlLinkPtr none(raw);
+  // A namespace that does not exist: the error names it.
+  auto missing = TunDevice::open("rcs1", false, "rcnet-unit-" + tag + "-none");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message().find("rcnet-unit-" + tag + "-none") != std::string::npos);
+}
+
 TEST_CASE("TUN names are validated before any syscall", "[daemon][tun]") {
   CHECK_FALSE(TunDevice::open("").ok());
   CHECK_FALSE(TunDevice::open("a-name-that-is-too-long").ok());
