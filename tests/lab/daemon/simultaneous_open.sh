@@ -14,8 +14,13 @@ for i in 1 2; do
   rcd_start "$i" || lab_die "start node$i"
 done
 
-# One UDP receiver per node, bound before anything is sent: the datagram that
-# triggered each side's REQ must arrive through whichever QP survives.
+# A trial: both nodes send one UDP datagram at the same instant. Whether the
+# two REQs cross depends on the guest's scheduling: a sender delayed by more
+# than a handshake makes an ordinary connect (the other side's REQ arrived
+# first), which proves nothing about the merge. Such a trial is inconclusive
+# and repeated with fresh daemons (no connection, new incarnations), at most
+# 4 times; the assertions below are made on the trial that collided.
+# The receiver (bound before anything is sent) and the sender of a trial.
 recv_one='import socket,sys
 s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)
 s.bind((sys.argv[1],9999))
@@ -23,24 +28,6 @@ open(sys.argv[2],"w").close()
 s.settimeout(30)
 d,a=s.recvfrom(64)
 print(d.decode(),a[0])'
-rpids=()
-for i in 1 2; do
-  rm -f "$RCNET_RESULTS/udp-ready-$i"
-  lab_in_node "$i" python3 -c "$recv_one" "10.100.0.$i" "$RCNET_RESULTS/udp-ready-$i" \
-    >"$RCNET_RESULTS/udp-recv-$i.txt" 2>&1 &
-  rpids+=($!)
-done
-for ((k = 0; k < 300; k++)); do
-  [[ -f $RCNET_RESULTS/udp-ready-1 && -f $RCNET_RESULTS/udp-ready-2 ]] && break
-  sleep 0.1
-done
-
-# Python starts slowly under TCG (seconds, and unevenly): each sender says
-# it is up, then both busy-wait for one shared deadline written once both are
-# ready, and send one UDP datagram each: the two REQs leave within about a
-# millisecond of each other. The handshake files live on the guest's tmpfs.
-hs=/tmp/simopen
-rm -rf "$hs" && mkdir -p "$hs"
 send_at='import os,socket,sys,time
 hs,me=sys.argv[1],sys.argv[2]
 open(f"{hs}/ready-{me}","w").close()
@@ -50,19 +37,58 @@ t=int(open(f"{hs}/go").read())/1e9
 while time.time()<t: pass
 socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(sys.argv[4].encode(),(sys.argv[3],9999))
 print(f"sent at {time.time():.6f}, deadline {t:.6f}")'
-lab_in_node 1 python3 -c "$send_at" "$hs" 1 10.100.0.2 from-node1 >"$RCNET_RESULTS/udp-send-1.txt" 2>&1 &
-s1=$!
-lab_in_node 2 python3 -c "$send_at" "$hs" 2 10.100.0.1 from-node2 >"$RCNET_RESULTS/udp-send-2.txt" 2>&1 &
-s2=$!
-for ((k = 0; k < 600; k++)); do
-  [[ -f $hs/ready-1 && -f $hs/ready-2 ]] && break
-  sleep 0.1
+trial() {
+  # One UDP receiver per node, bound before anything is sent: the datagram that
+  # triggered each side's REQ must arrive through whichever QP survives.
+  rpids=()
+  for i in 1 2; do
+    rm -f "$RCNET_RESULTS/udp-ready-$i"
+    lab_in_node "$i" python3 -c "$recv_one" "10.100.0.$i" "$RCNET_RESULTS/udp-ready-$i" \
+      >"$RCNET_RESULTS/udp-recv-$i.txt" 2>&1 &
+    rpids+=($!)
+  done
+  for ((k = 0; k < 300; k++)); do
+    [[ -f $RCNET_RESULTS/udp-ready-1 && -f $RCNET_RESULTS/udp-ready-2 ]] && break
+    sleep 0.1
+  done
+
+  # Python starts slowly under TCG (seconds, and unevenly): each sender says
+  # it is up, then both busy-wait for one shared deadline written once both are
+  # ready, and send one UDP datagram each: the two REQs leave within about a
+  # millisecond of each other. The handshake files live on the guest's tmpfs.
+  hs=/tmp/simopen
+  rm -rf "$hs" && mkdir -p "$hs"
+  lab_in_node 1 python3 -c "$send_at" "$hs" 1 10.100.0.2 from-node1 >"$RCNET_RESULTS/udp-send-1.txt" 2>&1 &
+  s1=$!
+  lab_in_node 2 python3 -c "$send_at" "$hs" 2 10.100.0.1 from-node2 >"$RCNET_RESULTS/udp-send-2.txt" 2>&1 &
+  s2=$!
+  for ((k = 0; k < 600; k++)); do
+    [[ -f $hs/ready-1 && -f $hs/ready-2 ]] && break
+    sleep 0.1
+  done
+  echo $(($(date +%s%N) + 1000000000)) >"$hs/go.tmp" && mv "$hs/go.tmp" "$hs/go"
+  # Not a bare `wait`: that would also wait for the daemons.
+  wait "$s1" "$s2"
+  lab_log "senders: node1 $(cat "$RCNET_RESULTS/udp-send-1.txt"); node2 $(cat "$RCNET_RESULTS/udp-send-2.txt")"
+  wait "${rpids[@]}"
+}
+collided() {
+  grep -q "REJ collision to REQ" "$RCNET_RESULTS/rcnetd-1.log" ||
+    grep -q "simultaneous open with" "$RCNET_RESULTS/rcnetd-2.log"
+}
+for ((t = 1; t <= 4; t++)); do
+  trial
+  if collided; then
+    lab_log "trial $t: the REQs crossed"
+    break
+  fi
+  lab_log "trial $t: no collision (one REQ arrived before the other left): fresh daemons, again"
+  rcd_stop_all
+  for i in 1 2; do mv "$RCNET_RESULTS/rcnetd-$i.log" "$RCNET_RESULTS/rcnetd-$i.trial$t.log"; done
+  for i in 1 2; do rcd_start "$i" || lab_die "restart node$i"; done
 done
-echo $(($(date +%s%N) + 1000000000)) >"$hs/go.tmp" && mv "$hs/go.tmp" "$hs/go"
-# Not a bare `wait`: that would also wait for the daemons.
-wait "$s1" "$s2"
-lab_log "senders: node1 $(cat "$RCNET_RESULTS/udp-send-1.txt"); node2 $(cat "$RCNET_RESULTS/udp-send-2.txt")"
-wait "${rpids[@]}"
+lab_expect "the REQs crossed in one of $((t > 4 ? 4 : t)) trials" collided
+
 lab_expect "node2 got node1's datagram sent during the collision ($(cat "$RCNET_RESULTS/udp-recv-2.txt"))" \
   grep -q "^from-node1 10.100.0.1$" "$RCNET_RESULTS/udp-recv-2.txt"
 lab_expect "node1 got node2's datagram sent during the collision ($(cat "$RCNET_RESULTS/udp-recv-1.txt"))" \
