@@ -123,13 +123,23 @@ python3 - "$build/meson-logs/testlog.json" "$san/meson-logs/testlog.json" \
   "$san_build_failed" "$fuzz_log" <<'PY' || true
 import json, os, re, sys
 ok = fail = skip = 0
+why = []
 def count(path):
     global ok, fail, skip
     for line in open(path):
-        r = json.loads(line).get("result", "")
+        t = json.loads(line)
+        r = t.get("result", "")
         if r in ("OK", "EXPECTEDFAIL"): ok += 1
         elif r == "SKIP": skip += 1
-        else: fail += 1
+        else:
+            fail += 1
+            # The failed checks of each failed test, repeated at the very end
+            # (the only part of a long log some CI views keep).
+            out = (t.get("stdout") or "") + (t.get("stderr") or "")
+            lines = [l.strip() for l in out.splitlines()
+                     if "LAB FAIL" in l or "FAILED:" in l or l.startswith("rcnet-lab: FAIL")]
+            why.append(f"{t.get('name', '?')}: {r}")
+            why.extend("    " + l[-300:] for l in lines[:12])
 count(sys.argv[1])
 if os.environ.get("RCNET_SANITIZE", "1") != "0":
     if sys.argv[3] == "1" or not os.path.exists(sys.argv[2]):
@@ -144,6 +154,9 @@ if os.environ.get("RCNET_FUZZ_SECONDS", "30") != "0":
         ok += int(m.group(1)); fail += int(m.group(2))
     else:
         fail += 1  # fuzz.sh did not get as far as running them
+if why:
+    print("--- failed tests, their failed checks")
+    print("\n".join(why))
 print(f"{ok} passed, {fail} failed, {skip} skipped")
 PY
 exit "$rc"
