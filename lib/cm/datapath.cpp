@@ -276,8 +276,9 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   if (signaled)
     c.unsignaled_run = 0;
   const std::uint64_t wr = make_wr(kTagSend, slot);
+  // c.gso: every SEND on c carries a frame (post_packet, the lent path).
   if (auto r = seam_.post_send(c.cm_id, wr, send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
-                               kImmData, signaled);
+                               c.gso ? kImmFrame : kImmData, signaled);
       !r) {
     send_pool_.give(slot);
     ++ctr_.send_errors;
@@ -482,7 +483,7 @@ void Manager::Impl::on_qp_recv(const rdma::WorkCompletion& wc) {
 }
 
 void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
-  if (!wc.has_imm || wc.imm != kImmData)
+  if (!wc.has_imm || (wc.imm != kImmData && wc.imm != kImmFrame))
     return;  // control (fence) or foreign
   if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
     ++ctr_.recv_errors;
@@ -490,21 +491,15 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* 
   }
   std::byte* data = buf + headroom_;
   std::size_t len = wc.byte_len;
-  if (cfg_.offload) {
-    // The framing depends on what the sending connection negotiated; a
-    // completion of a QP already gone cannot tell.
-    if (c == nullptr) {
-      ++ctr_.completions_ignored;
-      return;
-    }
-    if (!c->gso) {
-      data = buf;
-      len += wire::kVnetHdrLen;
-      wire::put_vnet_hdr(wire::VnetHdr{}, std::span(data, wire::kVnetHdrLen));
-    } else if (len < wire::kVnetHdrLen) {
-      ++ctr_.recv_errors;
-      return;
-    }
+  const bool framed = wc.imm == kImmFrame;
+  if (framed && (!cfg_.offload || len <= wire::kVnetHdrLen)) {
+    ++ctr_.recv_errors;  // a frame we never negotiated, or one without a packet
+    return;
+  }
+  if (cfg_.offload && !framed) {
+    data = buf;
+    len += wire::kVnetHdrLen;
+    wire::put_vnet_hdr(wire::VnetHdr{}, std::span(data, wire::kVnetHdrLen));
   }
   ++ctr_.packets_rx;
   ctr_.bytes_rx += wc.byte_len;

@@ -54,6 +54,13 @@ constexpr std::uint64_t wr_low(std::uint64_t wr) {
 // The immediate says what a SEND carries (DESIGN.md "Data path").
 inline constexpr std::uint32_t kImmData = 0x52430001;     // one IP packet
 inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, ignored
+// A virtio_net_hdr + IP packet (a frame), sent only on a connection that
+// negotiated kCapGso. The receiver frames by the immediate, not by its own
+// record of the negotiation: the active side learns the peer's capability
+// from the REP, in its ESTABLISHED event, and the passive side may already
+// send once the RTU arrives, so the first frames can complete on the shared
+// CQ before that event is read (found by the manager fuzzer).
+inline constexpr std::uint32_t kImmFrame = 0x52430003;
 
 // With offload, receive buffers keep this much headroom: a plain packet from
 // a peer without offload gets a zeroed virtio_net_hdr written in front of it

@@ -2,8 +2,9 @@
 // Fuzzer `manager`: the input drives 2-4 connection managers (lib/cm) on the
 // simulated fabric (lib/sim), deterministically, on its virtual clock.
 //
-// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed,
-// pool sizes, depths, retries, limits, timeouts), then 4-byte steps
+// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed
+// and offload per node, pool sizes, depths, retries, limits, timeouts), then
+// 4-byte steps
 // {op, a, b, c}: sends and bursts, clock advances, rdma_cm / async event
 // faults (drop, duplicate, delay, reorder), QP FATAL, retry exceeded, Last WQE
 // Reached, RNR (starved receives), partitions, isolation, crashes and
@@ -25,7 +26,8 @@
 //     destroy_id inside its own event, unknown handles);
 //   - the manager logged no "BUG:" (an illegal state transition);
 //   - every delivered packet is one that was sent, intact, from the node its
-//     bytes name;
+//     bytes name; to a node with offload, as a frame with an empty header
+//     (from a capable peer as sent, from any other one added on receipt);
 //   - send_capacity() edges alternate (edges only, DESIGN.md "Data path").
 // At the end (quiesce): every fault is healed (rules cleared, partitions and
 // isolation lifted, receives fed, links up, crashed nodes restarted with a
@@ -57,6 +59,7 @@
 #include "cm/manager.hpp"
 #include "fuzz_check.hpp"
 #include "sim/fabric.hpp"
+#include "wire/vnet_hdr.hpp"
 
 using namespace rcnet;
 using sim::Profile;
@@ -169,7 +172,10 @@ class Cluster {
   // `in` holds at least kHeaderSize bytes; byte 2 seeds the fabric.
   explicit Cluster(Input& in) : fabric_(1 + std::uint64_t{in.bytes[2]}) {
     const std::uint8_t h0 = in.u8(), h1 = in.u8();
-    (void)in.u8();
+    // Byte 2 seeds the fabric and also says which nodes run with offload
+    // (bit i: node i): GSO frames with a virtio_net_hdr, mixed with nodes
+    // that take plain packets, and sends from a lent send buffer.
+    offload_mask_ = in.u8();
     const std::uint8_t h3 = in.u8(), h4 = in.u8(), h5 = in.u8(), h6 = in.u8(), h7 = in.u8();
     profile_ = static_cast<Profile>(h0 % 3);
     const int n = 2 + (h1 % 3);
@@ -246,6 +252,7 @@ class Cluster {
     n.cfg.incarnation = n.incarnation;
     n.cfg.overlay = IpAddr::v4(0x0a640001u + static_cast<std::uint32_t>(n.index));
     n.cfg.mtu = vary_mtu_ ? 576 + 512 * static_cast<std::uint32_t>(n.index) : 1024;
+    n.cfg.offload = ((offload_mask_ >> n.index) & 1) != 0;
     n.sink = Sink{};
     n.sink.on_packet = [this, &n](NodeId from, std::span<const std::byte> p) {
       check_packet(n, from, p);
@@ -280,6 +287,14 @@ class Cluster {
   std::uint32_t next_seq() { return seq_++; }
 
   void check_packet(const Node& to, NodeId from, std::span<const std::byte> p) {
+    if (to.cfg.offload) {
+      // A frame: the header the sender's TUN gave (the harness sends none
+      // with GSO), or an empty one for a packet from a node without offload.
+      FUZZ_CHECK_MSG(p.size() > wire::kVnetHdrLen, "frame without a packet");
+      const auto h = wire::parse_vnet_hdr(p);
+      FUZZ_CHECK_MSG(h && !h->is_gso(), "frame header changed on the way");
+      p = p.subspan(wire::kVnetHdrLen);
+    }
     FUZZ_CHECK(!p.empty());
     FUZZ_CHECK(p.size() <= to.cfg.mtu);
     const auto idx = static_cast<std::size_t>(p[0]);
@@ -302,6 +317,7 @@ class Cluster {
   bool vary_mtu_ = false;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::uint32_t seq_ = 0;
+  std::uint8_t offload_mask_ = 0;
 };
 
 // ------------------------------------------------------------------ invariants
@@ -494,11 +510,26 @@ constexpr std::array<rdma::AsyncEventType, 5> kAsyncTypes = {
 constexpr std::array<Duration, 4> kFaultDelay = {1ms, 50ms, 300ms, 2s};
 constexpr std::array<Duration, 4> kReapIdle = {0ns, 10ms, 200ms, 5s};
 
-void send(Cluster& c, Node& from, Node& to, std::size_t size) {
+// One packet of `size` bytes (IP packet, without a vnet header); with
+// `lent`, read into a lent send buffer first, as the daemon's TUN path does.
+void send(Cluster& c, Node& from, Node& to, std::size_t size, bool lent = false) {
   if (!from.up || size == 0)
     return;
-  const auto p = make_packet(from.index, c.next_seq(), size);
-  const cm::SendResult r = from.mgr->send(to.ep(), p);
+  auto p = make_packet(from.index, c.next_seq(), size);
+  if (from.cfg.offload)
+    p.insert(p.begin(), wire::kVnetHdrLen, std::byte{0});  // a frame: empty header
+  cm::SendResult r{};
+  const auto buf = lent ? from.mgr->lend_send_buffer() : std::span<std::byte>{};
+  if (!buf.empty() && buf.size() > p.size()) {
+    std::memcpy(buf.data(), p.data(), p.size());
+    r = from.mgr->send_lent(to.ep(), p.size());
+  } else {
+    if (!buf.empty())
+      from.mgr->return_lent();
+    r = from.mgr->send(to.ep(), p);
+  }
+  const auto s = from.mgr->snapshot();
+  FUZZ_CHECK_MSG(s.send_slots_free <= s.send_slots_total, where(from, "send slots after a send"));
   if (size > from.cfg.mtu)
     FUZZ_CHECK_MSG(r == cm::SendResult::kOversize, where(from, "oversize packet accepted"));
   // Above the peer's mtu (known from its private data once connected) a
@@ -525,7 +556,7 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
         size = na.cfg.mtu - (x - 200u);
       else
         size = na.cfg.mtu + 1;
-      send(c, na, nb, size);
+      send(c, na, nb, size, (op & 0x80) != 0);
       break;
     }
     case 6:  // a burst: runs the send slots and SQs out

@@ -183,3 +183,48 @@ TEST_CASE("offload: without SRQ the per-QP receive buffers hold a frame too", "[
   CHECK(b.sim->stats().length_errors == 0);
   CHECK(b.mgr->snapshot().srq.buffer_size == 20 + 65536);
 }
+
+// Found by the manager fuzzer with offload on: the active side learns the
+// peer's capability from the REP, in its ESTABLISHED event, but its QP is
+// ready to receive before that event is read, and the passive side sends as
+// soon as the RTU arrives. A frame that completed on the shared CQ first was
+// taken for a plain packet (the connection's gso not yet set) and went to
+// the TUN with a second, empty header in front: a garbled packet. The
+// immediate now says which it is (kImmFrame).
+TEST_CASE("offload: a frame that arrives before the active side's ESTABLISHED keeps its framing",
+          "[cm][gso][fuzz]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1, offload_on);
+  auto& b = c.add(2, offload_on);
+  auto& old = c.add(3);
+  c.fabric.faults().cm(sim::FaultAction::kDelay, rdma::CmEventType::kEstablished, 2, a.addr, 50ms);
+  const auto frame = frame_of(tso_hdr(false, 1448), tcp_super_packet(false, 20000));
+  a.mgr->send(b.ep(), plain_frame(1));
+  a.mgr->send(old.ep(), plain_frame(2));
+  // Until b's connection is established (the RTU arrived); a's event waits.
+  for (int i = 0;
+       i < 40 && (b.ctr().connects_established == 0 || old.ctr().connects_established == 0); ++i)
+    c.run(1ms);
+  REQUIRE(b.ctr().connects_established == 1);
+  REQUIRE(old.ctr().connects_established == 1);
+  REQUIRE(a.ctr().connects_established == 0);
+  CHECK(b.mgr->send(a.ep(), frame) == cm::SendResult::kSent);
+  CHECK(b.mgr->send(a.ep(), plain_frame(3)) == cm::SendResult::kSent);
+  CHECK(old.mgr->send(a.ep(), packet(4, 300)) == cm::SendResult::kSent);
+  c.run(10ms);
+  REQUIRE(a.ctr().connects_established == 0);  // the frames came first
+  REQUIRE(a.sink.packets.size() == 3);
+  std::vector<std::vector<std::byte>> got;
+  for (auto& p : a.sink.packets)
+    got.push_back(p.bytes);
+  CHECK(std::count(got.begin(), got.end(), frame) == 1);
+  CHECK(std::count(got.begin(), got.end(), plain_frame(3)) == 1);
+  CHECK(std::count(got.begin(), got.end(), plain_frame(4, 300)) == 1);
+  c.run(100ms);
+  CHECK(a.ctr().connects_established == 2);
+  CHECK(a.ctr().recv_errors == 0);
+  REQUIRE(b.sink.packets.size() == 1);
+  CHECK(b.sink.packets[0].bytes == plain_frame(1));
+  REQUIRE(old.sink.packets.size() == 1);
+  CHECK(old.sink.packets[0].bytes == packet(2));
+}
