@@ -129,6 +129,8 @@ Result<void> Daemon::start() {
           .send_lent = [this](const Endpoint& ep,
                               std::size_t len) { return manager_->send_lent(ep, len); },
           .return_lent = [this] { manager_->return_lent(); },
+          .batch_begin = [this] { manager_->begin_send_batch(); },
+          .batch_end = [this] { manager_->end_send_batch(); },
       },
       cfg_.manager.offload ? wire::kVnetHdrLen : 0);
 
@@ -226,13 +228,17 @@ Result<void> Daemon::start_ctl_server() {
 Result<void> Daemon::setup_tun() {
   auto tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
   if (!tun) {
-    // The operator needs the config key, not only the call that failed.
+    // The operator needs the config key, not only the call that failed; a
+    // hint only where it is the likely cause.
+    const auto& e = tun.error();
     std::string ctx = "cannot create TUN " + cfg_.tun_name;
     if (!cfg_.tun_netns.empty())
-      ctx += " in tun.netns \"" + cfg_.tun_netns + "\" (setns needs CAP_SYS_ADMIN)";
-    if (cfg_.manager.offload)
+      ctx += " in tun.netns \"" + cfg_.tun_netns + "\"";
+    if (e.code == std::errc::operation_not_permitted && e.context.rfind("setns", 0) == 0)
+      ctx += " (setns needs CAP_SYS_ADMIN)";
+    if (e.context.rfind("TUNSETOFFLOAD", 0) == 0 || e.context.rfind("TUNSETVNET", 0) == 0)
       ctx += " with offloads (transport.offload = false turns them off)";
-    return Error{tun.error().code, ctx + ": " + tun.error().context};
+    return Error{e.code, ctx + ": " + e.context};
   }
   if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r) {
     if (cfg_.tun_netns.empty())

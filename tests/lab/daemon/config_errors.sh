@@ -40,7 +40,7 @@ lab_expect "one error line for the missing device" [ "$(wc -l <"$RCNET_RESULTS/n
 # A failure after rc0 exists (created here, then moved): the namespace is
 # missing. The daemon has a listener by then; all of it must go.
 sed 's/^netns = .*/netns = "rcnosuchns"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-netns.toml"
-run 1 'cannot move TUN rc0 into tun.netns "rcnosuchns"' "$RCNET_RESULTS/no-netns.toml"
+run 1 'cannot create TUN rc0 in tun.netns "rcnosuchns": open /run/netns/rcnosuchns' "$RCNET_RESULTS/no-netns.toml"
 lab_expect "no TUN left behind (root netns or node1's)" \
   [ -z "$(ip -o link show rc0 2>/dev/null)" -a -z "$(ip -n node1 -o link show rc0 2>/dev/null)" ]
 lab_expect "no rdma_cm id left listening on 10.99.0.1" \
