@@ -53,6 +53,14 @@ void TunPath::send_capacity(bool available) {
 }
 
 void TunPath::on_readable() {
+  if (hooks_.batch_begin)
+    hooks_.batch_begin();
+  read_packets();
+  if (hooks_.batch_end)
+    hooks_.batch_end();
+}
+
+void TunPath::read_packets() {
   // reading() turns false inside hooks_.send() when the manager signals
   // send_capacity(false): the packet just handed over is held, the rest wait
   // in the kernel's queue.

@@ -73,6 +73,11 @@ class TunPath final : public cm::PacketSink {
     std::function<std::span<std::byte>()> lend = {};
     std::function<cm::SendResult(const Endpoint& peer, std::size_t len)> send_lent = {};
     std::function<void()> return_lent = {};
+    // Optional, both or none: cm::Manager::begin_send_batch and
+    // end_send_batch around each wakeup's reads, so that the packets of one
+    // wakeup go to each peer with one doorbell.
+    std::function<void()> batch_begin = {};
+    std::function<void()> batch_end = {};
   };
 
   // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read
@@ -104,6 +109,7 @@ class TunPath final : public cm::PacketSink {
   const TunCounters& counters() const { return counters_; }
 
  private:
+  void read_packets();  // one wakeup's reads, inside the send batch
   EventLoop& loop_;
   Hooks hooks_;
   std::size_t vnet_hdr_len_ = 0;

@@ -19,6 +19,7 @@
 // headroom in front of it.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "cm/manager_impl.hpp"
 #include "wire/gso.hpp"
@@ -256,6 +257,7 @@ bool Manager::Impl::post_segments(Conn& c, const wire::VnetHdr& h,
   }
   if (!room_for(c, plan->segments))
     return false;
+  BatchScope batch(*this);  // the segments of one super-packet: one doorbell
   for (std::uint32_t i = 0; i < plan->segments; ++i) {
     const std::uint32_t slot = *send_pool_.take();
     const std::size_t len = wire::build_segment(
@@ -275,19 +277,34 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   const bool signaled = scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
   if (signaled)
     c.unsignaled_run = 0;
-  const std::uint64_t wr = make_wr(kTagSend, slot);
   // c.gso: every SEND on c carries a frame (post_packet, the lent path).
-  if (auto r = seam_.post_send(c.cm_id, wr, send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
-                               c.gso ? kImmFrame : kImmData, signaled);
-      !r) {
-    send_pool_.give(slot);
-    ++ctr_.send_errors;
-    auto f = fields(c);
-    log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
-    return;  // consumed (dropped); do not retry this packet
+  const rdma::SendWr w{make_wr(kTagSend, slot),
+                       send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
+                       c.gso ? kImmFrame : kImmData, signaled};
+  if (batch_depth_ > 0) {
+    std::size_t i = 0;
+    while (i < chains_used_ && chains_[i].conn != c.id)
+      ++i;
+    if (i == chains_used_) {
+      if (chains_used_ == chains_.size())
+        chains_.emplace_back();
+      chains_[chains_used_].conn = c.id;
+      chains_[chains_used_].wrs.clear();
+      ++chains_used_;
+    }
+    chains_[i].wrs.push_back(w);
+  } else {
+    ++ctr_.send_doorbells;
+    if (auto r = seam_.post_send(c.cm_id, w.wr_id, w.sge, w.imm, w.signaled); !r) {
+      send_pool_.give(slot);
+      ++ctr_.send_errors;
+      auto f = fields(c);
+      log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
+      return;  // consumed (dropped); do not retry this packet
+    }
   }
   slot_owner_[slot] = c.id;
-  c.sends.push_back({wr, signaled});
+  c.sends.push_back({w.wr_id, signaled});
   const TimePoint t = coarse_now();
   table_.sq_tail_posted(c, signaled, t);
   table_.touch(c, t);
@@ -297,9 +314,50 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   ctr_.bytes_tx += len;
 }
 
+void Manager::Impl::flush_sends() {
+  // Cleared first: nothing below appends, but a chain must never be posted
+  // twice.
+  const std::size_t used = std::exchange(chains_used_, 0);
+  for (std::size_t i = 0; i < used; ++i) {
+    auto& ch = chains_[i];
+    Conn* c = table_.find(ch.conn);
+    if (ch.wrs.empty() || c == nullptr || !c->has_qp())
+      continue;  // cannot happen: every teardown step flushes first
+    ++ctr_.send_doorbells;
+    const auto r = seam_.post_sends(c->cm_id, ch.wrs);
+    if (r.error)
+      unpost_tail(*c, ch.wrs, r.posted, *r.error);
+    ch.wrs.clear();
+  }
+}
+
+void Manager::Impl::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
+                                const Error& why) {
+  const std::size_t lost = wrs.size() - posted;
+  for (std::size_t k = wrs.size(); k-- > posted;) {
+    // The chain is c.sends' tail, in order (see flush_sends' callers).
+    if (c.sends.empty() || c.sends.back().wr_id != wrs[k].wr_id)
+      break;
+    c.sends.pop_back();
+    free_slot(static_cast<std::uint32_t>(wr_low(wrs[k].wr_id)));
+    --c.tx_packets;
+    c.tx_bytes -= wrs[k].sge.length;
+    --ctr_.packets_tx;
+    ctr_.bytes_tx -= wrs[k].sge.length;
+    ++ctr_.send_errors;
+  }
+  // What is now the SQ's tail decides the fence list; when unsure (nothing of
+  // the chain went), list c: a needless fence costs one WR.
+  table_.sq_tail_posted(c, posted > 0 && wrs[posted - 1].signaled, coarse_now());
+  auto f = fields(c);
+  log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {} WRs not posted: {}", c.qpn, lost,
+             why.message());
+}
+
 // A zero-length signaled control SEND: completes the unsignaled tail of an
 // idle QP so its send slots come back. Not traffic: last_activity stays.
 void Manager::Impl::post_fence(Conn& c) {
+  flush_sends();
   const std::uint64_t wr = make_wr(kTagFence, c.id);
   if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true)) {
     table_.sq_tail_posted(c, false, now());  // the tail is still unsignaled: next tick
@@ -311,6 +369,7 @@ void Manager::Impl::post_fence(Conn& c) {
 }
 
 void Manager::Impl::flush_queue(Peer& p, Conn& c) {
+  BatchScope batch(*this);  // one doorbell for the whole queue
   while (!p.queue.empty()) {
     const auto& pkt = p.queue.front();
     if (too_big_for(c, pkt)) {

@@ -368,6 +368,13 @@ void Manager::return_lent() {
   impl_->return_lent();
   impl_->settle();
 }
+void Manager::begin_send_batch() {
+  impl_->begin_batch();
+}
+void Manager::end_send_batch() {
+  impl_->end_batch();
+  impl_->settle();
+}
 void Manager::on_cm_event(const rdma::CmEvent& ev) {
   impl_->on_cm_event(ev);
   impl_->settle();

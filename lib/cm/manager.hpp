@@ -155,6 +155,14 @@ class Manager final : public rdma::EventSink {
   SendResult send_lent(const Endpoint& peer, std::size_t len);
   // Gives the lent buffer back unused (nothing read, or nothing to send).
   void return_lent();
+  // Doorbell batching (DESIGN.md "Data path"): the data SENDs that send()
+  // and send_lent() post between begin_send_batch() and the matching
+  // end_send_batch() are chained per connection and posted at the end, one
+  // ibv_post_send(3) (one doorbell) per connection (counter send_doorbells).
+  // Nestable. A packet in a chain is on no SQ yet: the caller ends every
+  // batch it began before it returns to the event loop.
+  void begin_send_batch();
+  void end_send_batch();
 
   // --- events (rdma::EventSink) ------------------------------------------------
   void on_cm_event(const rdma::CmEvent& ev) override;

@@ -106,6 +106,11 @@ class Manager::Impl {
   SendResult send(const Endpoint& dst, std::span<const std::byte> packet);
   std::span<std::byte> lend_send_buffer();
   SendResult send_lent(const Endpoint& dst, std::size_t len);
+  void begin_batch() { ++batch_depth_; }
+  void end_batch() {
+    if (--batch_depth_ == 0)
+      flush_sends();
+  }
   void return_lent();
   // The connection a lent buffer can be posted on as it is, or nullptr
   // (then send_lent() copies and goes through send()).
@@ -206,8 +211,30 @@ class Manager::Impl {
   // counted); false when send slots or SQ room are short.
   bool post_packet(Conn& c, std::span<const std::byte> frame);
   bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
-  // Posts the first `len` bytes of send slot `slot` as one data SEND.
+  // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
+  // a send batch, appends it to c's chain instead (posted by flush_sends()).
   void post_slot(Conn& c, std::uint32_t slot, std::size_t len);
+  // Doorbell batching (DESIGN.md "Data path"): between begin_batch() and the
+  // matching end_batch() (nestable), data SENDs are chained per connection
+  // and each chain is posted with one ibv_post_send. A chain's WRs are
+  // accounted as posted when appended (slot owner, c.sends, counters), so
+  // room_for() and selective signalling see them. Anything else that touches
+  // a QP's SQ or state (fence, disconnect, Error, drain, destroy) calls
+  // flush_sends() first, so the SQ order is c.sends' order.
+  void flush_sends();
+  struct BatchScope {
+    explicit BatchScope(Impl& m) : m_(m) { m_.begin_batch(); }
+    ~BatchScope() { m_.end_batch(); }
+    BatchScope(const BatchScope&) = delete;
+    BatchScope& operator=(const BatchScope&) = delete;
+
+   private:
+    Impl& m_;
+  };
+  // Undoes the accounting of c's WRs [posted, n) of a chain that
+  // ibv_post_send did not take (they are c.sends' tail).
+  void unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
+                   const Error& why);
   void post_fence(Conn& c);
   void flush_queue(Peer& p, Conn& c);
   void mark_blocked(Peer& p);
@@ -267,6 +294,15 @@ class Manager::Impl {
   std::vector<std::uint32_t> srq_reposts_;
   std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
   std::vector<rdma::Sge> repost_sges_;
+  // Send batching: chains_[0, chains_used_) hold the unposted WRs of one
+  // connection each (kept, with their capacity, across batches).
+  struct Chain {
+    std::uint64_t conn = 0;
+    std::vector<rdma::SendWr> wrs;
+  };
+  std::uint32_t batch_depth_ = 0;
+  std::vector<Chain> chains_;
+  std::size_t chains_used_ = 0;
   std::uint32_t srq_posted_ = 0;
   bool srq_limit_armed_ = false;
   std::uint64_t srq_limit_events_ = 0;

@@ -67,6 +67,7 @@ namespace rcnet::cm {
   X(drops_shutting_down, "packets dropped: stopping, link down, device lost")             \
   X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")            \
   X(sends_zero_copy, "packets posted from the send buffer they were read into (no copy)") \
+  X(send_doorbells, "ibv_post_send calls for data SENDs (a chain of WRs counts once)")    \
   X(gso_segmented, "GSO super-packets cut in software for peers without offload")         \
   X(drops_gso_to_legacy_peer,                                                             \
     "packets for a peer without offload that could not be segmented or checksummed")      \

@@ -3,6 +3,18 @@
 
 namespace rcnet::rdma {
 
+PostSendsResult Seam::post_sends(CmIdHandle id, std::span<const SendWr> wrs) {
+  PostSendsResult r;
+  for (const auto& w : wrs) {
+    if (auto p = post_send(id, w.wr_id, w.sge, w.imm, w.signaled); !p) {
+      r.error = p.error();
+      return r;
+    }
+    ++r.posted;
+  }
+  return r;
+}
+
 std::string_view to_string(CmEventType t) {
   switch (t) {
     case CmEventType::kAddrResolved:

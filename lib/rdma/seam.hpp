@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -190,6 +191,21 @@ struct Sge {
   std::uint32_t lkey = 0;
 };
 
+// One SEND with immediate of a chain (Seam::post_sends).
+struct SendWr {
+  std::uint64_t wr_id = 0;
+  Sge sge;
+  std::uint32_t imm = 0;  // host order
+  bool signaled = false;
+};
+
+// What Seam::post_sends did: WRs [0, posted) are on the SQ; on error (the
+// provider's, or the seam's own when the id has no QP) the rest are not.
+struct PostSendsResult {
+  std::size_t posted = 0;
+  std::optional<Error> error;
+};
+
 class Seam {
  public:
   virtual ~Seam() = default;
@@ -237,6 +253,12 @@ class Seam {
   // One signaled-or-not SEND (with immediate when `imm` is set) of one SGE.
   virtual Result<void> post_send(CmIdHandle id, std::uint64_t wr_id, const Sge& sge,
                                  std::uint32_t imm, bool signaled) = 0;
+  // `wrs` as one chain (ibv_send_wr::next) in one ibv_post_send(3): one
+  // doorbell for all of them (on rxe one write(2) to the uverbs fd, on a
+  // hardware HCA one MMIO doorbell). On failure ibv_post_send names the first
+  // WR not posted (bad_wr); the ones before it are on the SQ and will
+  // complete. The default posts them one by one with post_send().
+  virtual PostSendsResult post_sends(CmIdHandle id, std::span<const SendWr> wrs);
   // The drain WR: a zero-length signaled SEND on a QP in ERR; it completes
   // with kFlushErr after every earlier WR of that QP (IB spec 10.3.1 step 3).
   virtual Result<void> post_drain(CmIdHandle id, std::uint64_t wr_id) = 0;

@@ -526,6 +526,44 @@ Result<void> VerbsSeam::post_send(CmIdHandle h, std::uint64_t wr_id, const Sge& 
   return check_ibv_rc(ibv_post_send(*qp, &wr, &bad), "ibv_post_send");
 }
 
+PostSendsResult VerbsSeam::post_sends(CmIdHandle h, std::span<const SendWr> wrs) {
+  PostSendsResult res;
+  if (wrs.empty())
+    return res;
+  auto qp = qp_of(h, "ibv_post_send");
+  if (!qp) {
+    res.error = qp.error();
+    return res;
+  }
+  const std::size_t n = wrs.size();
+  send_chain_.assign(n, ibv_send_wr{});
+  send_sges_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    send_sges_[i] = ibv_sge{wrs[i].sge.addr, wrs[i].sge.length, wrs[i].sge.lkey};
+    ibv_send_wr& w = send_chain_[i];
+    w.wr_id = wrs[i].wr_id;
+    w.sg_list = &send_sges_[i];
+    w.num_sge = 1;
+    w.opcode = IBV_WR_SEND_WITH_IMM;
+    w.imm_data = htonl(wrs[i].imm);
+    w.send_flags = wrs[i].signaled ? IBV_SEND_SIGNALED : 0;
+    w.next = i + 1 < n ? &send_chain_[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(*qp, send_chain_.data(), &bad);
+  if (rc == 0) {
+    res.posted = n;
+    return res;
+  }
+  // bad_wr: the first WR not posted (ibv_post_send(3)); a provider that
+  // leaves it unset posted none we can vouch for.
+  res.posted = bad != nullptr ? static_cast<std::size_t>(bad - send_chain_.data()) : 0;
+  res.error =
+      Error::from_errno(rc < 0 ? -rc : rc, "ibv_post_send: posted " + std::to_string(res.posted) +
+                                               " of " + std::to_string(n) + " WRs");
+  return res;
+}
+
 Result<void> VerbsSeam::post_drain(CmIdHandle h, std::uint64_t wr_id) {
   auto qp = qp_of(h, "ibv_post_send(drain)");
   if (!qp)

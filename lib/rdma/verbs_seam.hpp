@@ -89,6 +89,7 @@ class VerbsSeam final : public Seam {
   Result<void> destroy_qp(CmIdHandle id) override;
   Result<void> destroy_id(CmIdHandle id) override;
   Result<void> modify_qp_to_error(CmIdHandle id) override;
+  PostSendsResult post_sends(CmIdHandle id, std::span<const SendWr> wrs) override;
   Result<void> post_send(CmIdHandle id, std::uint64_t wr_id, const Sge& sge, std::uint32_t imm,
                          bool signaled) override;
   Result<void> post_drain(CmIdHandle id, std::uint64_t wr_id) override;
@@ -140,6 +141,9 @@ class VerbsSeam final : public Seam {
   // Scratch for building receive WR chains without allocating per call.
   std::vector<ibv_recv_wr> recv_wrs_;
   std::vector<ibv_sge> recv_sges_;
+  // And send WR chains (post_sends).
+  std::vector<ibv_send_wr> send_chain_;
+  std::vector<ibv_sge> send_sges_;
 };
 
 }  // namespace rcnet::rdma

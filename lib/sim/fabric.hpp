@@ -130,6 +130,7 @@ struct SimStats {
   std::uint64_t on_crashed_node = 0;  // calls while crashed (ENODEV)
 
   std::uint64_t sends_posted = 0;
+  std::uint64_t post_send_calls = 0;    // post_send/post_sends calls (one doorbell each)
   std::uint64_t packets_delivered = 0;  // receive completions with success
   std::uint64_t bytes_delivered = 0;
   std::uint64_t rnr_naks = 0;  // RNR NAKs this node received as sender

@@ -164,6 +164,9 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   Result<void> modify_qp_to_error(rdma::CmIdHandle id) override;
   Result<void> post_send(rdma::CmIdHandle id, std::uint64_t wr_id, const rdma::Sge& sge,
                          std::uint32_t imm, bool signaled) override;
+  rdma::PostSendsResult post_sends(rdma::CmIdHandle id, std::span<const rdma::SendWr> wrs) override;
+  Result<void> post_one_send(rdma::CmIdHandle id, std::uint64_t wr_id, const rdma::Sge& sge,
+                             std::uint32_t imm, bool signaled);
   Result<void> post_drain(rdma::CmIdHandle id, std::uint64_t wr_id) override;
   Result<void> post_srq_recv(std::span<const std::uint64_t> wr_ids,
                              std::span<const rdma::Sge> sges) override;

@@ -129,6 +129,28 @@ void SimNode::Impl::qp_to_error(SimQp& qp) {
 
 Result<void> SimNode::Impl::post_send(rdma::CmIdHandle h, std::uint64_t wr_id, const rdma::Sge& sge,
                                       std::uint32_t imm, bool signaled) {
+  ++stats.post_send_calls;
+  return post_one_send(h, wr_id, sge, imm, signaled);
+}
+
+// A chain: WR by WR as the HCA would take them, stopping at the first one
+// refused (bad_wr); one call, one doorbell.
+rdma::PostSendsResult SimNode::Impl::post_sends(rdma::CmIdHandle h,
+                                                std::span<const rdma::SendWr> wrs) {
+  ++stats.post_send_calls;
+  rdma::PostSendsResult r;
+  for (const auto& w : wrs) {
+    if (auto p = post_one_send(h, w.wr_id, w.sge, w.imm, w.signaled); !p) {
+      r.error = p.error();
+      return r;
+    }
+    ++r.posted;
+  }
+  return r;
+}
+
+Result<void> SimNode::Impl::post_one_send(rdma::CmIdHandle h, std::uint64_t wr_id,
+                                          const rdma::Sge& sge, std::uint32_t imm, bool signaled) {
   auto qpr = lookup_qp(h, "ibv_post_send");
   if (!qpr)
     return qpr.error();

@@ -5,7 +5,7 @@
 // Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed
 // and offload per node, pool sizes, depths, retries, limits, timeouts), then
 // 4-byte steps
-// {op, a, b, c}: sends and bursts, clock advances, rdma_cm / async event
+// {op, a, b, c}: sends and bursts (some as one send batch), clock advances, rdma_cm / async event
 // faults (drop, duplicate, delay, reorder), QP FATAL, retry exceeded, Last WQE
 // Reached, RNR (starved receives), partitions, isolation, crashes and
 // restarts, CQ overflow, lost drain completions, the ctl actions
@@ -559,10 +559,23 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       send(c, na, nb, size, (op & 0x80) != 0);
       break;
     }
-    case 6:  // a burst: runs the send slots and SQs out
-      for (int i = 0; i <= x % 48; ++i)
-        send(c, na, nb, 64);
+    case 6: {  // a burst: runs the send slots and SQs out
+      // With op & 0x80: one send batch (chained, one doorbell per peer, as
+      // the TUN path does per wakeup) to two peers from lent buffers; with
+      // op & 0x40 too, an operator disconnect in the middle of it.
+      const bool batch = (op & 0x80) != 0 && na.up;
+      if (batch)
+        na.mgr->begin_send_batch();
+      const int n = x % 48;
+      for (int i = 0; i <= n; ++i) {
+        send(c, na, i % 2 == 0 ? nb : c.other(na, static_cast<std::uint8_t>(b + 1)), 64, batch);
+        if (batch && (op & 0x40) != 0 && i == n / 2)
+          (void)na.mgr->disconnect_peer(node_id_for(nb.addr), "fuzz: disconnect in a batch");
+      }
+      if (batch)
+        na.mgr->end_send_batch();
       break;
+    }
     case 7:
     case 8:
     case 9:

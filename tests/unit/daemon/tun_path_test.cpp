@@ -38,6 +38,9 @@ struct TunFixture {
   cm::SendResult next_result = cm::SendResult::kSent;
   bool capacity = true;
   std::size_t pause_after = 0;  // signal the pause at this many sent (0 = never)
+  int batch_open = 0;           // begin_send_batch minus end_send_batch
+  int batches = 0;
+  std::vector<int> open_at_send;  // batch_open when each packet was sent
   std::unique_ptr<TunPath> path;
 
   explicit TunFixture(std::size_t vnet_hdr_len = 0) {
@@ -62,12 +65,19 @@ struct TunFixture {
                                       .send =
                                           [this](const Endpoint& ep, std::span<const std::byte> p) {
                                             sent.emplace_back(ep, p.size());
+                                            open_at_send.push_back(batch_open);
                                             if (!capacity || sent.size() == pause_after) {
                                               path->send_capacity(false);
                                               return cm::SendResult::kQueued;
                                             }
                                             return next_result;
                                           },
+                                      .batch_begin =
+                                          [this] {
+                                            ++batch_open;
+                                            ++batches;
+                                          },
+                                      .batch_end = [this] { --batch_open; },
                                   },
                                   vnet_hdr_len);
     REQUIRE(path->attach(tun_end.get()).ok());
@@ -150,6 +160,22 @@ TEST_CASE("under load the read budget doubles up to one batch per wakeup", "[dae
   CHECK(f.sent.size() == injected);
   CHECK(f.path->counters().read_empty == 1);
   CHECK(f.path->read_budget() == 1);
+}
+
+TEST_CASE("the packets of one wakeup are sent inside one send batch", "[daemon][tun]") {
+  TunFixture f;
+  for (int i = 0; i < 3; ++i)
+    f.inject(ipv4_to(*IpAddr::parse(i == 1 ? "10.100.0.3" : "10.100.0.2")));
+  f.inject(ipv4_to(*IpAddr::parse("192.0.2.1")));  // unmapped: dropped inside the batch
+  for (int pass = 0; pass < 6; ++pass) {
+    f.path->on_readable();
+    CHECK(f.batch_open == 0);  // ended before the pass returns, on every path
+  }
+  CHECK(f.batches == 6);
+  REQUIRE(f.sent.size() == 3);
+  for (int open : f.open_at_send)
+    CHECK(open == 1);
+  CHECK(f.path->counters().drops_unmapped == 1);
 }
 
 TEST_CASE("no send slot stops reading until capacity returns", "[daemon][tun]") {
