@@ -535,7 +535,9 @@ for mtu in "${MTUS[@]}"; do
     s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
     r0=$(cpu_ticks "${RCD_PID[1]}")
     r20=$(cpu_ticks "${RCD_PID[2]}")
+    mapfile -t b0 < <(counters 1 packets_tx send_doorbells)
     iperf3_run "$key" 10.100.0.2 10.100.0.1
+    mapfile -t b1 < <(counters 1 packets_tx send_doorbells)
     r1=$(cpu_ticks "${RCD_PID[1]}")
     r21=$(cpu_ticks "${RCD_PID[2]}")
     s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
@@ -546,6 +548,9 @@ for mtu in "${MTUS[@]}"; do
     raw "cpu_${key}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
     mapfile -t g < <(counters 1 gso_sent gso_segmented)
     raw "gso_${key}_sent_segmented" "${g[0]:-}/${g[1]:-}"
+    # Doorbell batching: data SENDs and ibv_post_send calls of the iperf3
+    # client's daemon over the run (one chain per peer per TUN wakeup).
+    raw "doorbells_${key}_sends_calls" "$((${b1[0]:-0} - ${b0[0]:-0}))/$((${b1[1]:-0} - ${b0[1]:-0}))"
     lab_log "mtu $mtu offload $off: iperf3 $(awk -v k="iperf3_${key}_MBps" '$1 == k { print $2 }' "$RAW") MB/s"
     if [[ $mtu == 65520 && $off == true ]]; then
       # --- latency over rc0: warm (ping -A, the goal row), cold (-i 0.2) ---
