@@ -21,8 +21,9 @@
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
-//    43   1 capabilities     (bit 0 kCapGso; other bits reserved: sent as 0,
-//                            ignored on receipt; absent = 0)
+//    43   1 capabilities     (bit 1 kCapGso; bit 0 retired, see kCapGso;
+//                            other bits reserved: sent as 0, ignored on
+//                            receipt; absent = 0)
 //    44     = kEncodedSize
 //
 // Capabilities sit in a byte of their own because v1 receivers refuse any
@@ -54,11 +55,17 @@ inline constexpr std::uint32_t kMaxMtu = 65520;  // IPoIB-CM's connected-mode ma
 enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
 
 // Capability bits (byte 43).
-// kCapGso: the sender's SENDs and receive buffers carry GSO frames: every
-// SEND payload is a virtio_net_hdr (wire/vnet_hdr.hpp, little-endian, 10
-// bytes) followed by one IP packet of at most kGsoMaxPacket bytes, maybe a
-// GSO super-packet; its receive buffers hold kVnetHdrLen + kGsoMaxPacket.
-inline constexpr std::uint8_t kCapGso = 0x01;
+// kCapGso: the sender's receive buffers hold GSO frames (kVnetHdrLen +
+// kGsoMaxPacket) and, on a connection where both ends advertise it, its data
+// SENDs may carry one: a virtio_net_hdr (wire/vnet_hdr.hpp, little-endian,
+// 10 bytes) followed by one IP packet of at most kGsoMaxPacket bytes, maybe a
+// GSO super-packet, marked by its immediate (lib/cm kImmFrame; a plain
+// packet keeps kImmData). Bit 0 meant the same without the marking (the
+// receiver framed by the negotiation alone, which loses the first frames when
+// they complete before the active side's ESTABLISHED): builds that set it are
+// not understood on this point, so it is never sent and ignored on receipt,
+// and such a peer gets plain packets.
+inline constexpr std::uint8_t kCapGso = 0x02;
 inline constexpr std::uint8_t kKnownCaps = kCapGso;
 
 // Why a connection request was refused. Carried in REJ private data.

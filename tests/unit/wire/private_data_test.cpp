@@ -310,8 +310,14 @@ TEST_CASE("wire: a first-version peer without capabilities is understood both wa
 
 TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso]") {
   auto b = bytes_of(sample(Kind::kReq));
-  b[kBaseSize] = 0xFE;  // a later version's bits, without ours
+  b[kBaseSize] = static_cast<std::uint8_t>(~kCapGso);  // a later version's bits, without ours
   Decoded d = decode(b, Kind::kReq);
+  REQUIRE(d.ok);
+  CHECK_FALSE(d.data.gso);
+  // The retired bit 0 (GSO frames without the immediate marking) alone: a
+  // peer that sets it gets plain packets.
+  b[kBaseSize] = 0x01;
+  d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK_FALSE(d.data.gso);
   b[kBaseSize] = 0xFF;
