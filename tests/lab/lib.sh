@@ -479,17 +479,36 @@ lab_perf_anchors() {
       rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*src-addr 0.0.0.0:18515 " || break
       sleep 0.1
     done
-    timeout -k 5 "$LAB_CMD_TIMEOUT" "$tool" -d "$ddev" "${args[@]}" \
-      >"$base-$tool-$name.server.txt" 2>&1 &
-    src=$!
-    rc=0
-    if lab_wait_listen 0.0.0.0 18515 20 >>"$base-$tool-$name.server.txt"; then
-      lab_timeout "$LAB_CMD_TIMEOUT" "$tool" -d "$sdev" "${args[@]}" "$daddr" \
-        >"$base-$tool-$name.client.txt" 2>&1 || rc=$?
-    else
-      rc=1
-    fi
-    wait "$src" || rc=$?
+    # A client REQ answered by REJ 8 (no listener) although the server's
+    # listener was visible: the kernel CM can still be replacing the previous
+    # server's listener for the same port (seen once in CI: the client
+    # crashed, its server waited for its timeout). That attempt measured
+    # nothing; the pair runs again, at most 3 times, and says so.
+    local attempt
+    for ((attempt = 1; attempt <= 3; attempt++)); do
+      timeout -k 5 "$LAB_CMD_TIMEOUT" "$tool" -d "$ddev" "${args[@]}" \
+        >"$base-$tool-$name.server.txt" 2>&1 &
+      src=$!
+      rc=0
+      if lab_wait_listen 0.0.0.0 18515 20 >>"$base-$tool-$name.server.txt"; then
+        lab_timeout "$LAB_CMD_TIMEOUT" "$tool" -d "$sdev" "${args[@]}" "$daddr" \
+          >"$base-$tool-$name.client.txt" 2>&1 || rc=$?
+      else
+        rc=1
+      fi
+      if ((rc != 0)) && grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$base-$tool-$name.client.txt"; then
+        kill "$src" 2>/dev/null
+        wait "$src" 2>/dev/null
+        lab_log "$tool $name: REJ 8 (no listener yet) on attempt $attempt, again"
+        for ((w = 0; w < 100; w++)); do
+          rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*src-addr 0.0.0.0:18515 " || break
+          sleep 0.1
+        done
+        continue
+      fi
+      wait "$src" || rc=$?
+      break
+    done
     # The old names (one run per tool) stay for readers of earlier results.
     [[ $name == bw_64k || $name == lat ]] && cp "$base-$tool-$name.client.txt" "$base-$tool.client.txt"
     if ((rc != 0)); then
