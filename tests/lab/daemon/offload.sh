@@ -123,6 +123,8 @@ echo "node1 -> node3 connection: $c13"
 lab_expect "node1's connection to node3 did not negotiate offload" [ "$(jq .offload <<<"$c13")" = false ]
 lab_expect "node3's connection to node1 did not negotiate offload" [ "$(jq .offload <<<"$c31")" = false ]
 seg0=$(counter 1 gso_segmented)
+pk0=$(counter 1 packets_tx)
+bell0=$(counter 1 send_doorbells)
 tx0=$(jq .tx_bytes <<<"$c13")
 rx0=$(jq .rx_bytes <<<"$c31")
 iperf 1 3
@@ -137,6 +139,11 @@ lab_expect "node1 -> node3: bytes moved ($moved sent, $got received, iperf3 $IPE
   [ "$moved" -ge "$IPERF_BYTES" -a "$got" -ge "$IPERF_BYTES" -a "$IPERF_BYTES" -gt 0 ]
 lab_expect "node1 -> node3: super-packets were segmented in software for the peer without offload ($seg)" \
   [ "$seg" -gt 0 ]
+# The segments of one super-packet are one chain: one ibv_post_send each.
+pk=$(($(counter 1 packets_tx) - pk0))
+bells=$(($(counter 1 send_doorbells) - bell0))
+lab_expect "node1: chained SENDs, fewer doorbells than SENDs ($pk SENDs, $bells ibv_post_send calls)" \
+  [ "$bells" -gt 0 -a "$bells" -lt "$pk" ]
 # Every SEND node3 received was one plain packet of at most the MTU: its
 # receive buffers are exactly MTU bytes (offload off), so a larger SEND
 # would have failed as a receive error (recv_errors) and broken the QP.
