@@ -76,13 +76,10 @@ void TunPath::read_packets() {
   for (; i < read_budget_ && reading(); ++i) {
     // Into a lent send buffer when the manager has one (the packet then
     // goes out from there), else into our own.
-    std::span<std::byte> into(buf_);
-    const bool lent = hooks_.lend && [&] {
-      const auto b = hooks_.lend();
-      if (!b.empty())
-        into = b;
-      return !b.empty();
-    }();
+    std::span<std::byte> into = hooks_.lend ? hooks_.lend() : std::span<std::byte>{};
+    const bool lent = !into.empty();
+    if (!lent)
+      into = buf_;
     auto give_back = [&] {
       if (lent)
         hooks_.return_lent();

@@ -78,7 +78,7 @@ TEST_CASE("batch: the packets of one batch go to each peer with one doorbell", "
 TEST_CASE("batch: a queue flushed on ESTABLISHED and a cut super-packet are one chain each",
           "[cm][batch][gso]") {
   Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
-  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.offload = true; });
+  auto& a = c.add(1, offload_on);
   auto& old = c.add(2);  // no offload: super-packets are cut for it
   for (std::uint32_t i = 0; i < 6; ++i)
     CHECK(a.mgr->send(old.ep(), frame_of(wire::VnetHdr{}, packet(i))) != cm::SendResult::kRefused);

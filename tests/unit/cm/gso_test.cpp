@@ -19,10 +19,6 @@ using sim::Profile;
 
 namespace {
 
-void offload_on(cm::ManagerConfig& c) {
-  c.offload = true;
-}
-
 const cm::QpSnapshot& only_qp(const cm::Snapshot& s) {
   REQUIRE(s.qps.size() == 1);
   return s.qps[0];

@@ -59,6 +59,11 @@ struct Node {
   const cm::Counters& ctr() const { return mgr->counters(); }
 };
 
+// For Cluster::add: a node with offload (GSO frames, kCapGso).
+inline void offload_on(cm::ManagerConfig& c) {
+  c.offload = true;
+}
+
 inline IpAddr node_addr(int i) {
   return IpAddr::v4(0x0a630000u + static_cast<std::uint32_t>(i));
 }

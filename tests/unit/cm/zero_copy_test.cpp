@@ -19,10 +19,6 @@ using sim::Profile;
 
 namespace {
 
-void offload_on(cm::ManagerConfig& c) {
-  c.offload = true;
-}
-
 // What TunPath does: the frame read straight into the lent buffer.
 cm::SendResult send_via_lent(cm::Manager& m, const Endpoint& to,
                              const std::vector<std::byte>& frame) {
