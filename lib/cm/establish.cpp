@@ -111,8 +111,8 @@ void Manager::Impl::comm_established(rdma::Qpn qpn) {
 
 void Manager::Impl::start_connect(Peer& p) {
   if (!make_room()) {
-    spdlog::warn("cannot connect to {}: {} connections in setup, none evictable", p.underlay,
-                 cfg_.max_connections);
+    spdlog::warn("cannot connect to {}: max_connections {} in use, none older than {:.0f} ms",
+                 p.underlay, cfg_.max_connections, to_ms(kEvictMinAge));
     drop_queue(p, ctr_.drops_connect_failed);
     return;
   }
@@ -480,7 +480,9 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     }
   }
   if (!make_room()) {
-    reject(ev.id, wire::RejectReason::kFull, ev.src, "max_connections reached, nothing evictable");
+    reject(ev.id, wire::RejectReason::kFull, ev.src,
+           fmt::format("max_connections {} in use, none older than {:.0f} ms", cfg_.max_connections,
+                       to_ms(kEvictMinAge)));
     // Our own attempt may have been given up above for this REQ: packets
     // queued for the peer get a new attempt (start_connect() drops them,
     // counted, if there is still no room), never stay stranded.

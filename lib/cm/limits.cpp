@@ -10,13 +10,15 @@
 namespace rcnet::cm {
 
 // Makes room for one more connection: evicts the least recently used
-// ESTABLISHED connection (the idle list's front). False when nothing can be
-// evicted.
+// ESTABLISHED connection (the idle list's front), if it has been ESTABLISHED
+// for kEvictMinAge. False when nothing can be evicted: the REQ gets REJ
+// full and its sender backs off, or our own packets for the new peer are
+// dropped (counted).
 bool Manager::Impl::make_room() {
   if (table_.in_service() < cfg_.max_connections)
     return true;
   Conn* lru = table_.idle_front();
-  if (lru == nullptr)
+  if (lru == nullptr || now() - lru->state_since < kEvictMinAge)
     return false;
   ++ctr_.evictions;
   std::string why =

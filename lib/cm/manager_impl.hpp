@@ -67,6 +67,16 @@ inline constexpr std::uint32_t kImmFrame = 0x52430003;
 // and goes to the sink without a copy (datapath.cpp receive()).
 inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
 
+// A connection ESTABLISHED less than this long ago is not evicted at
+// max_connections. Without it, more peers with traffic than max_connections
+// churn at the handshake's rate: each REQ evicts a connection a moment old,
+// whose peer reconnects at once for its queued packets, and QPs in teardown
+// pile up beyond any limit (found by the manager fuzzer: 1,806 QPs on a
+// node at max_connections 2). With it, each slot changes hands at most once
+// per kEvictMinAge, and the peers take turns: an age, not an idle time, so
+// that busy connections cannot shut a peer out for good.
+inline constexpr Duration kEvictMinAge = 1s;
+
 // Wait for the winning REQ this long before retrying after REJ collision.
 inline constexpr Duration kCollisionBackoff = 50ms;
 // A failed attempt is retried after kRetryBase * 2^(attempt-1), capped at

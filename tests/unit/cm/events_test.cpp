@@ -167,7 +167,7 @@ TEST_CASE("events: an LRU eviction, then its teardown", "[cm][events]") {
   a.mgr->send(c[2].ep(), packet(1));
   c.run(50ms);
   a.mgr->send(c[3].ep(), packet(1));
-  c.run(50ms);
+  c.run(1s);  // both older than kEvictMinAge: evictable
   Recorder ra;
   ra.attach(a);
   a.mgr->send(c[4].ep(), packet(1));

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -488,7 +489,7 @@ TEST_CASE("max_connections with SRQ: LRU evicted, new peer gets through", "[cm][
   // Touch 2 and 4 so that 3 is least recently used.
   a.mgr->send(c[2].ep(), packet(2));
   a.mgr->send(c[4].ep(), packet(2));
-  c.run(50ms);
+  c.run(1s);  // older than kEvictMinAge: evictable
   a.mgr->send(c[5].ep(), packet(1));
   c.run(1s);
   CHECK(a.ctr().evictions == 1);
@@ -504,13 +505,18 @@ TEST_CASE("non-SRQ mode: LRU eviction at the limit, teardown without Last WQE", 
   auto no_srq = [](cm::ManagerConfig& m) {
     m.use_srq = false;
     m.max_connections = 4;
+    m.idle_timeout = 30s;  // evicted, never reaped, in the 8 s this test runs
   };
   auto& a = c.add(1, no_srq);
-  for (int i = 2; i <= 7; ++i)
-    c.add(i, [](cm::ManagerConfig& m) { m.use_srq = false; });
+  for (int i = 2; i <= 7; ++i) {
+    c.add(i, [](cm::ManagerConfig& m) {
+      m.use_srq = false;
+      m.idle_timeout = 30s;
+    });
+  }
   for (int i = 2; i <= 7; ++i) {
     a.mgr->send(c[i].ep(), packet(static_cast<std::uint32_t>(i)));
-    c.run(50ms);
+    c.run(1s);  // each connection is older than kEvictMinAge when 6 and 7 come
   }
   CHECK(in_service(a) == 4);
   CHECK(a.ctr().evictions == 2);
@@ -529,6 +535,56 @@ TEST_CASE("non-SRQ mode: LRU eviction at the limit, teardown without Last WQE", 
     m.max_connections = 0;
   });
   CHECK(x.mgr->config().max_connections == 128);
+}
+
+// Found by the manager fuzzer (its REQs got slow): 4 nodes at
+// max_connections 2, each with traffic for all 3 others. LRU eviction took
+// connections a moment old, so every REQ evicted one, every evicted peer
+// reconnected at once for its queued packets, and the cluster churned at the
+// handshake's rate: one node held 1,806 QPs in teardown (and as many cm ids)
+// within 0.4 s of virtual time, at max_connections 2. A connection
+// ESTABLISHED less than kEvictMinAge (1 s) ago is not evictable: the REQ gets
+// REJ full, the peer backs off, and the peers take turns.
+TEST_CASE("max_connections below the peers with traffic: no eviction churn, QPs bounded",
+          "[cm][limits]") {
+  const auto profile = GENERATE(Profile::kMlx, Profile::kEhca, Profile::kRxe);
+  Cluster c(profile);
+  for (int i = 1; i <= 4; ++i)
+    c.add(i, [](cm::ManagerConfig& m) { m.max_connections = 2; });
+  std::map<int, std::size_t> peak_qps;
+  std::uint32_t seq = 0;
+  const Duration run_time = 3s;
+  for (Duration t{}; t < run_time; t += 10ms) {
+    for (int i = 1; i <= 4; ++i) {
+      for (int j = 1; j <= 4; ++j) {
+        if (i != j)
+          (void)c[i].mgr->send(c[j].ep(), packet(seq++));
+      }
+    }
+    c.run(10ms);
+    for (int i = 1; i <= 4; ++i)
+      peak_qps[i] = std::max(peak_qps[i], c[i].sim->live_qps());
+  }
+  for (int i = 1; i <= 4; ++i) {
+    INFO("node " << i << " (" << sim::to_string(profile) << "): peak QPs " << peak_qps[i]
+                 << ", QPs created " << c[i].ctr().qps_created << ", evictions "
+                 << c[i].ctr().evictions);
+    // In service: at most 2. In teardown: what the node evicted (2 per
+    // kEvictMinAge at most), what its peers evicted (DREQs) and abandoned
+    // attempts, each for at most last_wqe + drain + disconnect timeouts.
+    CHECK(peak_qps[i] <= 12);
+    // Each of the 2 slots is evicted at most once per kEvictMinAge (1 s).
+    CHECK(c[i].ctr().evictions <= 2 * (3 + 1));
+    CHECK(c[i].ctr().qps_created <= 40);
+    // Traffic still flows: the 2 connections in service carry packets.
+    CHECK(c[i].sink.packets.size() > 100);
+  }
+  // And it all ends: nothing left once the traffic stops.
+  c.run(20s);
+  for (int i = 1; i <= 4; ++i) {
+    CHECK(c[i].sim->live_qps() == 0);
+    CHECK(c[i].sim->stats().misuse == 0);
+  }
 }
 
 TEST_CASE("malformed REQ private data: REJ malformed, counted, nothing leaked", "[cm][wire]") {

@@ -183,6 +183,7 @@ TEST_CASE("LRU eviction takes the least recently active connection, sent or rece
   c.run(50ms);
   a.mgr->send(c[3].ep(), packet(2));
   c.run(50ms);
+  c.run(1s);  // every connection older than kEvictMinAge: all evictable
   for (int i = 6; i <= 8; ++i) {
     a.mgr->send(c[i].ep(), packet(1));
     c.run(50ms);
