@@ -261,7 +261,9 @@ Result<void> Daemon::setup_tun() {
 int Daemon::run() {
   last_status_ = status_text();
   sd_notifyf(0, "READY=1\nSTATUS=%s", last_status_.c_str());
-  auto r = loop_.run();
+  if (cfg_.poll_us != 0)
+    spdlog::info("busy-poll: {} us after each burst of events (transport.poll_us)", cfg_.poll_us);
+  auto r = loop_.run(std::chrono::microseconds(cfg_.poll_us));
   // One line with every nonzero counter, so that a run's totals survive in
   // the journal after the ctl socket is gone.
   std::string totals;
@@ -271,6 +273,10 @@ int Daemon::run() {
   };
   manager_->counters().for_each(add);
   tun_path_->counters().for_each(add);
+  if (cfg_.poll_us != 0) {
+    add("loop_sleeps", loop_.stats().sleeps, "");
+    add("loop_empty_polls", loop_.stats().empty_polls, "");
+  }
   spdlog::info("counters at exit: {}", totals.empty() ? "all zero" : totals);
   if (!r) {
     spdlog::critical("event loop failed: {}", r.error().message());

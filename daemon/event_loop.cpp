@@ -216,11 +216,34 @@ Result<void> EventLoop::enable_watchdog() {
   return {};
 }
 
-Result<int> EventLoop::run() {
-  const int r = sd_event_loop(get());
-  if (r < 0)
-    return sd_error(r, "sd_event_loop");
-  return r;
+Result<int> EventLoop::run(Duration busy_poll) {
+  if (busy_poll <= Duration::zero()) {
+    const int r = sd_event_loop(get());
+    if (r < 0)
+      return sd_error(r, "sd_event_loop");
+    return r;
+  }
+  // sd_event_loop(3) is this loop with every wait blocking; sd_event_run(3)
+  // returns > 0 when it dispatched a source, 0 when the wait timed out.
+  // The window's clock is a fresh CLOCK_MONOTONIC read (vDSO), not the
+  // loop's cached time, which stands still while nothing is dispatched.
+  TimePoint active = Clock::now();
+  while (sd_event_get_state(get()) != SD_EVENT_FINISHED) {
+    const bool spin = Clock::now() - active < busy_poll;
+    if (!spin)
+      ++stats_.sleeps;
+    const int r = sd_event_run(get(), spin ? 0 : UINT64_MAX);
+    if (r < 0)
+      return sd_error(r, "sd_event_run");
+    if (r > 0 || !spin)
+      active = Clock::now();
+    else
+      ++stats_.empty_polls;
+  }
+  int code = 0;
+  if (const int r = sd_event_get_exit_code(get(), &code); r < 0)
+    return sd_error(r, "sd_event_get_exit_code");
+  return code;
 }
 
 Result<void> EventLoop::run_once(Duration timeout) {

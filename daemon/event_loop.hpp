@@ -100,8 +100,22 @@ class EventLoop {
   // sd_event_set_watchdog(3): WATCHDOG=1 from the loop when WATCHDOG_USEC is set.
   Result<void> enable_watchdog();
 
-  // sd_event_loop(3): runs until exit(); returns the exit code.
-  Result<int> run();
+  // Runs until exit(); returns the exit code. With `busy_poll` 0:
+  // sd_event_loop(3). Otherwise, after every iteration that dispatched
+  // something, the loop keeps running non-blocking iterations
+  // (sd_event_run(3) with timeout 0, one epoll_wait each) until `busy_poll`
+  // passed without an event, and only then blocks: an event that comes
+  // within the window is handled without a sleep and a wakeup, at the cost
+  // of a core spinning for at most `busy_poll` after each burst of work (an
+  // idle daemon wakes rarely and spins little).
+  Result<int> run(Duration busy_poll = Duration::zero());
+  // Iterations that ended in a blocking wait / non-blocking iterations that
+  // found nothing, since create() (run() with busy_poll only).
+  struct Stats {
+    std::uint64_t sleeps = 0;
+    std::uint64_t empty_polls = 0;
+  };
+  const Stats& stats() const { return stats_; }
   // One iteration, waiting at most `timeout` (sd_event_run(3)); for tests.
   Result<void> run_once(Duration timeout);
   void exit(int code);
@@ -111,6 +125,7 @@ class EventLoop {
   explicit EventLoop(SdEventPtr e) : event_(std::move(e)) {}
   static EventSource wrap(std::unique_ptr<EventSource::Handler> h, sd_event_source* s);
   SdEventPtr event_;
+  Stats stats_;
 };
 
 // Blocks `sigs` in the calling (the only) thread so that sd_event_add_signal

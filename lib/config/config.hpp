@@ -56,6 +56,11 @@ struct Config {
   // incarnation stays 0: the daemon draws it at each start.
   cm::ManagerConfig manager = default_manager();
 
+  // transport.poll_us: after an event loop iteration that dispatched
+  // anything, keep polling every source without sleeping for this long
+  // (microseconds) before blocking in epoll_wait; 0 = never (the default).
+  std::uint32_t poll_us = 0;
+
   std::string tun_name = "rc0";
   IpPrefix tun_address;  // our overlay address with the overlay prefix length
   std::string tun_netns;

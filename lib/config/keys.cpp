@@ -525,6 +525,11 @@ constexpr Key kKeys[] = {
         "TUN with IFF_VNET_HDR, TSO and checksum offload; GSO super-packets up to 64 KiB travel "
         "as one SEND to peers that negotiate it; receive buffers and send slots become 64 KiB"),
 
+    integer<&Config::poll_us>(
+        "transport.poll_us", Apply::kRestart, 0, 100000, "microseconds",
+        "busy-poll: after handling events, keep polling (TUN, CQ, every source) this long "
+        "before sleeping; trades a core's time for wakeup latency; 0 = off"),
+
     enumeration<kLevelNames, &Config::log_level>(
         "log.level", Apply::kLive,
         "log level; rcnetctl log-level changes it until the next reload"),

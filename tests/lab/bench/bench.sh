@@ -85,6 +85,8 @@ N=${1:-1000}
 RCD_BIN=${2:-$RCD_BIN}
 PHASES=${3:-all}
 PROFILE=${4:-}
+# ARG 5: transport.poll_us for every rcnetd bench_config writes (0: off).
+POLL_US=${5:-0}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 # The clients' RC retry count: 7 (infinite on rxe), so that a hub slow to ACK
 # under TCG does not make them reap healthy connections (see load_gen.cpp).
@@ -92,6 +94,7 @@ LOAD_RETRY=${RCNET_BENCH_LOAD_RETRY:-7}
 RAW=$RCNET_RESULTS/bench-raw.txt
 : >"$RAW"
 raw() { echo "$1 $2" >>"$RAW"; }
+raw poll_us "$POLL_US"
 # softnet_drops: packets the guest dropped because a CPU's input backlog was
 # full (net.core.netdev_max_backlog), summed over CPUs (/proc/net/softnet_stat
 # column 2, hex). A veth hands every frame to that backlog: a burst over it is
@@ -151,6 +154,7 @@ mtu = $2
 underlay_prefix = "10.99.0.0/24"
 [transport]
 offload = ${4:-true}
+poll_us = $POLL_US
 [timeouts]
 idle = "$3"
 reaper_interval = "500ms"

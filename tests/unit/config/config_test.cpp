@@ -68,6 +68,7 @@ rnr_retry_count = 6
 rnr_timer = 14
 connect_retries = 4
 offload = false
+poll_us = 50
 [log]
 level = "debug"
 target = "journal"
@@ -538,6 +539,7 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "transport.ack_timeout",
                                          "transport.rnr_timer",
                                          "transport.offload",
+                                         "transport.poll_us",
                                          "log.target",
                                          "ctl.socket",
                                          "ctl.group"};
@@ -783,6 +785,7 @@ TEST_CASE("config: restart_required follows each row's reload flag", "[config]")
       {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
       {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
       {"transport.offload", "\noffload = false", "\noffload = true"},
+      {"transport.poll_us", "\npoll_us = 50", "\npoll_us = 0"},
       {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
       {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
       {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},

@@ -154,3 +154,34 @@ TEST_CASE("post source runs after an iteration that dispatched something", "[dae
   CHECK(order[0] == "work");
   CHECK(order[1] == "post");
 }
+
+// transport.poll_us: after activity the loop polls without sleeping for the
+// window; an event within it is handled with no blocking wait at all, one
+// after it only after the loop slept.
+TEST_CASE("busy-poll: an event within the window needs no sleep, one after it does",
+          "[daemon][loop]") {
+  struct Case {
+    Duration window, event_after;
+    bool slept;
+  };
+  const auto c = GENERATE(Case{std::chrono::seconds(2), std::chrono::milliseconds(20), false},
+                          Case{std::chrono::milliseconds(1), std::chrono::milliseconds(300), true});
+  auto loop = make_loop();
+  std::uint64_t sleeps_at_event = 99, empty_polls_at_event = 0;
+  auto t = loop.add_time(Clock::now() + c.event_after, std::chrono::microseconds(1), "event", [&] {
+    sleeps_at_event = loop.stats().sleeps;
+    empty_polls_at_event = loop.stats().empty_polls;
+    loop.exit(7);
+  });
+  REQUIRE(t.ok());
+  auto code = loop.run(c.window);
+  REQUIRE(code.ok());
+  CHECK(*code == 7);
+  INFO("window " << c.window.count() << " ns, event after " << c.event_after.count() << " ns");
+  if (c.slept) {
+    CHECK(sleeps_at_event >= 1);
+  } else {
+    CHECK(sleeps_at_event == 0);
+    CHECK(empty_polls_at_event > 0);  // it polled, not slept, until the event
+  }
+}
