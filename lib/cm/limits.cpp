@@ -18,8 +18,12 @@ bool Manager::Impl::make_room() {
   if (table_.in_service() < cfg_.max_connections)
     return true;
   Conn* lru = table_.idle_front();
-  if (lru == nullptr || now() - lru->state_since < kEvictMinAge)
+  if (lru == nullptr)
     return false;
+  if (now() - lru->state_since < kEvictMinAge) {
+    ++ctr_.evictions_refused;
+    return false;
+  }
   ++ctr_.evictions;
   std::string why =
       fmt::format("evicted: least recently used at max_connections {}", cfg_.max_connections);

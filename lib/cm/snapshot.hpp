@@ -48,6 +48,8 @@ namespace rcnet::cm {
   X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")      \
   X(link_down_teardowns, "connections torn down because the underlay link went down")     \
   X(evictions, "LRU evictions at max_connections")                                        \
+  X(evictions_refused,                                                                    \
+    "at max_connections with every connection younger than 1 s: REJ full or drops")       \
   X(reaper_visits, "conns the reaper looked at (acted on, +1 where it stopped)")          \
   X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                            \
   X(async_events_ignored, "duplicate, late or unknown async events ignored")              \
