@@ -259,10 +259,10 @@ Result<void> Daemon::setup_tun() {
 }
 
 int Daemon::run() {
-  last_status_ = status_text();
-  sd_notifyf(0, "READY=1\nSTATUS=%s", last_status_.c_str());
   if (cfg_.poll_us != 0)
     spdlog::info("busy-poll: {} us after each burst of events (transport.poll_us)", cfg_.poll_us);
+  last_status_ = status_text();
+  sd_notifyf(0, "READY=1\nSTATUS=%s", last_status_.c_str());
   auto r = loop_.run(std::chrono::microseconds(cfg_.poll_us));
   // One line with every nonzero counter, so that a run's totals survive in
   // the journal after the ctl socket is gone.

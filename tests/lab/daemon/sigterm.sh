@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # SIGTERM with live connections: every daemon exits 0 and no QP of any
-# rcnetd is left in the kernel.
+# rcnetd is left in the kernel. node3 runs with busy-poll
+# (transport.poll_us): it forwards, sleeps when idle, and stops the same way.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 lab_setup_nodes 3 || lab_die "node setup"
 for i in 1 2 3; do
-  rcd_config "$i" "[timeouts]" 'idle = "60s"'
+  if ((i == 3)); then
+    rcd_config "$i" "[timeouts]" 'idle = "60s"' "[transport]" "poll_us = 500"
+  else
+    rcd_config "$i" "[timeouts]" 'idle = "60s"'
+  fi
   rcd_start "$i" || lab_die "start node$i"
 done
+lab_expect "node3 runs with busy-poll" rcd_wait_log 3 "busy-poll: 500 us" 10
 rcd_ping 1 2 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node2"
 rcd_ping 1 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node1 -> node3"
 rcd_ping 2 3 -c 1 -W 5 >/dev/null 2>&1 || lab_fail "ping node2 -> node3"
@@ -55,6 +61,13 @@ rcd_wait_exit 2 10
 rcd_wait_exit 3 10
 rc2=${RCD_EXIT[2]} rc3=${RCD_EXIT[3]}
 lab_expect "node2 and node3 exit 0 (exit $rc2, $rc3)" [ "$rc2" = 0 -a "$rc3" = 0 ]
+# Busy-poll on the real stack: node3 polled without sleeping after its
+# bursts (loop_empty_polls) and still slept when idle (loop_sleeps), and
+# it forwarded (the pings above).
+exit3=$(grep "counters at exit" "$RCNET_RESULTS/rcnetd-3.log" | tail -n 1)
+lab_log "node3 (poll_us 500): loop_sleeps=$(grep -o 'loop_sleeps=[0-9]*' <<<"$exit3" | cut -d= -f2) loop_empty_polls=$(grep -o 'loop_empty_polls=[0-9]*' <<<"$exit3" | cut -d= -f2)"
+lab_expect "node3 busy-polled (loop_empty_polls > 0)" grep -q "loop_empty_polls=[1-9]" <<<"$exit3"
+lab_expect "node3 slept when idle (loop_sleeps > 0)" grep -q "loop_sleeps=[1-9]" <<<"$exit3"
 lab_collect sigterm-after
 lab_expect "no QP of any rcnetd left ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
 grep -h "STOPP\|stopped\|stopping" "$RCNET_RESULTS"/rcnetd-*.log
