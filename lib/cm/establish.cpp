@@ -111,8 +111,19 @@ void Manager::Impl::comm_established(rdma::Qpn qpn) {
 
 void Manager::Impl::start_connect(Peer& p) {
   if (!make_room()) {
-    spdlog::warn("cannot connect to {}: max_connections {} in use, none older than {:.0f} ms",
-                 p.underlay, cfg_.max_connections, to_ms(kEvictMinAge));
+    if (const Conn* lru = table_.idle_front(); lru != nullptr) {
+      // Every connection is younger than kEvictMinAge: the packets wait in
+      // the peer's queue (bounded, oldest dropped) until the least recently
+      // used one may be evicted, and meanwhile each new packet joins the
+      // queue instead of trying again (and logging) per packet.
+      const Duration wait = lru->state_since + kEvictMinAge - now();
+      spdlog::debug("connect to {} waits {:.0f} ms: max_connections {} in use", p.underlay,
+                    to_ms(wait), cfg_.max_connections);
+      retry_later(p, wait + jitter(kCollisionBackoff));
+      return;
+    }
+    spdlog::warn("cannot connect to {}: max_connections {} in use, all of them in setup",
+                 p.underlay, cfg_.max_connections);
     drop_queue(p, ctr_.drops_connect_failed);
     return;
   }

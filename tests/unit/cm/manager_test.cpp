@@ -589,6 +589,37 @@ TEST_CASE("max_connections below the peers with traffic: no eviction churn, QPs 
   }
 }
 
+// At max_connections with every connection younger than kEvictMinAge, a
+// packet for a new peer waits in that peer's queue until the oldest
+// connection may be evicted: no packet-by-packet connect attempt (each was
+// a warning and a drop), and the queued packets get through afterwards.
+TEST_CASE("max_connections, all connections young: a new peer's packets wait, then go",
+          "[cm][limits]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.max_connections = 1; });
+  c.add(2);
+  c.add(3);
+  a.mgr->send(c[2].ep(), packet(1));
+  c.run(50ms);
+  REQUIRE(c[2].sink.packets.size() == 1);
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+  auto logger = std::make_shared<spdlog::logger>("capture", ring);
+  logger->set_level(spdlog::level::warn);
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  for (std::uint32_t i = 0; i < 20; ++i) {
+    a.mgr->send(c[3].ep(), packet(100 + i));
+    c.run(10ms);
+  }
+  spdlog::set_default_logger(old);
+  CHECK(ring->last_formatted().empty());  // no warning per packet
+  CHECK(a.ctr().drops_connect_failed == 0);
+  CHECK(c[3].sink.packets.empty());  // 2's connection is 0.25 s old: not evictable yet
+  c.run(1500ms);
+  CHECK(a.ctr().evictions == 1);
+  CHECK(c[3].sink.packets.size() == 20);  // all of them, once 2's connection could go
+}
+
 TEST_CASE("malformed REQ private data: REJ malformed, counted, nothing leaked", "[cm][wire]") {
   Cluster c(Profile::kRxe);
   auto& a = c.add(1);
