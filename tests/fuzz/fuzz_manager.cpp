@@ -28,7 +28,9 @@
 //   - every delivered packet is one that was sent, intact, from the node its
 //     bytes name; to a node with offload, as a frame with an empty header
 //     (from a capable peer as sent, from any other one added on receipt);
-//   - send_capacity() edges alternate (edges only, DESIGN.md "Data path").
+//   - send_capacity() edges alternate (edges only, DESIGN.md "Data path");
+//   - LRU evictions no faster than max_connections per second of the
+//     manager's life (kEvictMinAge: no eviction churn).
 // At the end (quiesce): every fault is healed (rules cleared, partitions and
 // isolation lifted, receives fed, links up, crashed nodes restarted with a
 // new incarnation), and the clock runs until every timer ran out. Then on
@@ -147,6 +149,10 @@ struct Node {
   bool link_down = false;    // link_changed(false) told to the manager
   bool device_lost = false;  // CQ overflowed: its CQEs are gone
   bool shut_down = false;
+  // For the eviction-rate bound: when this manager started, and the largest
+  // max_connections it has run with (reloads may change it).
+  TimePoint started{};
+  std::uint32_t max_connections_seen = 0;
   Endpoint ep() const { return Endpoint{addr, kPort}; }
 };
 
@@ -262,6 +268,8 @@ class Cluster {
     n.sim->set_timer_callback([m = n.mgr.get()] { m->on_timer(); });
     const auto r = n.mgr->start();
     FUZZ_CHECK_MSG(r.ok(), r.ok() ? std::string() : r.error().message());
+    n.started = fabric_.now();
+    n.max_connections_seen = n.mgr->config().max_connections;
     n.up = true;
     n.link_down = false;
     n.device_lost = false;
@@ -326,7 +334,7 @@ std::string where(const Node& n, const char* what) {
          std::string(sim::to_string(n.sim->profile())) + ")";
 }
 
-void check_node(Node& n) {
+void check_node(Node& n, TimePoint now) {
   if (!n.up)
     return;
   const sim::SimStats& st = n.sim->stats();
@@ -335,6 +343,18 @@ void check_node(Node& n) {
                      (n.sim->misuse_log().empty() ? "" : n.sim->misuse_log().back()));
   FUZZ_CHECK_MSG(g_log->bugs == 0, where(n, "manager BUG") + ": " + g_log->last);
   FUZZ_CHECK_MSG(n.sink.edge_errors == 0, where(n, "send_capacity edges do not alternate"));
+  // Eviction takes only connections ESTABLISHED for kEvictMinAge (1 s), and
+  // at most max_connections are in service at once: so at most
+  // max_connections evictions per second of the manager's life (plus one
+  // round). More is the churn this rule exists for (DESIGN.md "Reaping and
+  // limits"; the fuzzer once saw 1,806 QPs on a node at max_connections 2).
+  const auto lived = std::chrono::duration_cast<std::chrono::seconds>(now - n.started);
+  const std::uint64_t eviction_bound =
+      std::uint64_t{n.max_connections_seen} * (static_cast<std::uint64_t>(lived.count()) + 1);
+  FUZZ_CHECK_MSG(n.mgr->counters().evictions <= eviction_bound,
+                 where(n, "evictions faster than max_connections per second") + ": " +
+                     std::to_string(n.mgr->counters().evictions) + " in " +
+                     std::to_string(lived.count()) + " s");
 
   const cm::Snapshot s = n.mgr->snapshot();
   std::map<NodeId, int> in_service;
@@ -392,7 +412,7 @@ void check_node(Node& n) {
 
 void check_all(Cluster& c) {
   for (std::size_t i = 0; i < c.size(); ++i)
-    check_node(c.node(static_cast<std::uint8_t>(i)));
+    check_node(c.node(static_cast<std::uint8_t>(i)), c.fabric().now());
 }
 
 bool clean(Node& n) {
@@ -664,6 +684,7 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       if (x & 0x80)  // only nb's /32: everyone else gets REJ not_allowed
         n.allowed_peers.push_back(IpPrefix{nb.addr, 32});
       na.mgr->reconfigure(n);
+      na.max_connections_seen = std::max(na.max_connections_seen, na.mgr->config().max_connections);
       break;
     }
     case 24:  // neighbour FAILED / link down or up
