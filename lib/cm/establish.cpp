@@ -495,8 +495,8 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
            fmt::format("max_connections {} in use, none older than {:.0f} ms", cfg_.max_connections,
                        to_ms(kEvictMinAge)));
     // Our own attempt may have been given up above for this REQ: packets
-    // queued for the peer get a new attempt (start_connect() drops them,
-    // counted, if there is still no room), never stay stranded.
+    // queued for the peer get a new attempt (start_connect() waits for room
+    // or drops them, counted), never stay stranded.
     if (p.conn == 0 && !p.queue.empty() && p.retry_at == TimePoint::max() && !shutting_down_ &&
         link_up_)
       retry_later(p, jitter(kRetryBase));

@@ -12,8 +12,8 @@ namespace rcnet::cm {
 // Makes room for one more connection: evicts the least recently used
 // ESTABLISHED connection (the idle list's front), if it has been ESTABLISHED
 // for kEvictMinAge. False when nothing can be evicted: the REQ gets REJ
-// full and its sender backs off, or our own packets for the new peer are
-// dropped (counted).
+// full and its sender backs off, or our own connect waits until the LRU
+// connection is old enough (start_connect()).
 bool Manager::Impl::make_room() {
   if (table_.in_service() < cfg_.max_connections)
     return true;

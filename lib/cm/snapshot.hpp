@@ -49,7 +49,7 @@ namespace rcnet::cm {
   X(link_down_teardowns, "connections torn down because the underlay link went down")     \
   X(evictions, "LRU evictions at max_connections")                                        \
   X(evictions_refused,                                                                    \
-    "at max_connections with every connection younger than 1 s: REJ full or drops")       \
+    "at max_connections, all connections under 1 s old: REJ full or connect deferred")    \
   X(reaper_visits, "conns the reaper looked at (acted on, +1 where it stopped)")          \
   X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                            \
   X(async_events_ignored, "duplicate, late or unknown async events ignored")              \
