@@ -9,7 +9,7 @@
 #     and lab-systemd (they wait for it rather than build it themselves);
 #   - sanitizers: the unit suite again, built by clang with ASan + UBSan
 #     into ./build-fuzz (any sanitizer report aborts its test: a failure);
-#   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus,
+#   - fuzz: tools/fuzz.sh --seconds 60, each fuzzer on its in-tree corpus,
 #     from that same build dir;
 # then prints their logs and ends with meson's summary and a plain
 # "N passed, N failed, N skipped" line counting meson's tests, the
@@ -19,7 +19,7 @@
 # "unit" to run one suite; default all). The lab tests fail with the reason
 # when the lab cannot boot; only RCNET_LAB_SKIP=1 turns them into skips.
 # RCNET_FUZZ_BUILD_DIR (default ./build-fuzz); RCNET_SANITIZE=0 skips the
-# sanitizer step; RCNET_FUZZ_SECONDS (default 30) per fuzzer, 0 skips the
+# sanitizer step; RCNET_FUZZ_SECONDS (default 60) per fuzzer, 0 skips the
 # fuzz step. With RCNET_TEST_SUITES set, the extra steps run only when it
 # names them: "asan" (or "unit"), "fuzz", and the package build for "lab"
 # or "package".
@@ -57,7 +57,7 @@ want_deb=0
 wants lab package && want_deb=1
 want_san=1
 [ "${RCNET_SANITIZE:-1}" != 0 ] || want_san=0
-fuzz_seconds=${RCNET_FUZZ_SECONDS:-30}
+fuzz_seconds=${RCNET_FUZZ_SECONDS:-60}
 
 # --- in the background, while the lab runs: package, clang build, ASan, fuzz ---
 # tools/test-extra.sh: the package that lab-systemd and the package test
@@ -146,7 +146,7 @@ if os.environ.get("RCNET_SANITIZE", "1") != "0":
         fail += 1  # the sanitizer build itself
     else:
         count(sys.argv[2])
-if os.environ.get("RCNET_FUZZ_SECONDS", "30") != "0":
+if os.environ.get("RCNET_FUZZ_SECONDS", "60") != "0":
     m = None
     for line in (open(sys.argv[4]) if os.path.exists(sys.argv[4]) else []):
         m = re.match(r"fuzz: (\d+) passed, (\d+) failed", line) or m
