@@ -10,7 +10,10 @@
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
 #   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
 #   rate and idle-scale phases, to find how many connections one guest holds,
-#   or "data": only anchors, throughput, latency, syscalls, teardown;
+#   "data": only anchors, throughput, latency, syscalls, teardown, or
+#   "latency": only anchors, latency and syscalls (rc0 at MTU 65520 with
+#   offload; the underlay's ping and UDP RR, without its iperf3), a quick
+#   A/B of a latency change such as transport.poll_us;
 #   PROFILE "hub": perf record the hub during the N-connection connect phase,
 #   flat profile in $RCNET_RESULTS/hub-profile.txt)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
@@ -295,7 +298,7 @@ MEASURE_IDLE=120s
 
 # PHASES "data" skips everything from here to the end of the setup/scale
 # phase (not indented: it holds a heredoc and the helpers used later).
-if [[ $PHASES != data ]]; then
+if [[ $PHASES != data && $PHASES != latency ]]; then
 # --- secondary underlay addresses: node k holds 10.99.(10+k).1..m (m <= 250) ---
 per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
 left=$N
@@ -500,7 +503,7 @@ for k in "${CLIENT_NODES[@]}"; do
   sed 's/^addr add/addr del/; /^neigh/d; /^route/d' "$RCNET_RESULTS/addrs-$k.ip" >"$RCNET_RESULTS/addrs-del-$k.ip"
   ip -batch "$RCNET_RESULTS/addrs-del-$k.ip" >/dev/null 2>&1
 done
-fi # PHASES != data
+fi # PHASES != data && PHASES != latency
 
 # --- underlay reference: a veth pair per node netns on the same bridge ------
 # The node addresses 10.99.0.i live in one namespace, where a reply to a
@@ -523,39 +526,46 @@ if [[ $PHASES != setup ]]; then
   raw ping_underlay_A_min_ms "${mn:-}"
   raw ping_underlay_A_count "${cnt:-0}"
   udp_rr underlay 10.98.0.1 10.98.0.2
-  iperf3_run underlay 10.98.0.2 10.98.0.1
+  [[ $PHASES == latency ]] || iperf3_run underlay 10.98.0.2 10.98.0.1
   lab_log "underlay reference done (ping -A, UDP RR, iperf3)"
 fi
 
 # --- throughput (iperf3 TCP over rc0): MTU x offload ------------------------
 LOG1=$RCNET_RESULTS/rcnetd-1.log
 MTUS=(1500 9000 65520)
+OFFLOADS=(true false)
 [[ $PHASES != setup ]] || MTUS=()
+if [[ $PHASES == latency ]]; then
+  MTUS=(65520)
+  OFFLOADS=(true)
+fi
 for mtu in "${MTUS[@]}"; do
-  for off in true false; do
+  for off in "${OFFLOADS[@]}"; do
     start_pair "$mtu" "$off" "$MEASURE_IDLE" || continue
     key=mtu${mtu}_offload_$off
-    measure_begin
-    s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
-    r0=$(cpu_ticks "${RCD_PID[1]}")
-    r20=$(cpu_ticks "${RCD_PID[2]}")
-    mapfile -t b0 < <(counters 1 packets_tx send_doorbells)
-    iperf3_run "$key" 10.100.0.2 10.100.0.1
-    mapfile -t b1 < <(counters 1 packets_tx send_doorbells)
-    r1=$(cpu_ticks "${RCD_PID[1]}")
-    r21=$(cpu_ticks "${RCD_PID[2]}")
-    s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
-    measure_end "iperf3 mtu $mtu offload $off" "iperf3_$key"
-    # top-style CPU split over the run: user, system, idle, irq+softirq (ticks)
-    # of the guest, and each rcnetd's own utime+stime.
-    raw "cpu_${key}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
-    raw "cpu_${key}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
-    mapfile -t g < <(counters 1 gso_sent gso_segmented)
-    raw "gso_${key}_sent_segmented" "${g[0]:-}/${g[1]:-}"
-    # Doorbell batching: data SENDs and ibv_post_send calls of the iperf3
-    # client's daemon over the run (one chain per peer per TUN wakeup).
-    raw "doorbells_${key}_sends_calls" "$((${b1[0]:-0} - ${b0[0]:-0}))/$((${b1[1]:-0} - ${b0[1]:-0}))"
-    lab_log "mtu $mtu offload $off: iperf3 $(awk -v k="iperf3_${key}_MBps" '$1 == k { print $2 }' "$RAW") MB/s"
+    if [[ $PHASES != latency ]]; then
+      measure_begin
+      s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+      r0=$(cpu_ticks "${RCD_PID[1]}")
+      r20=$(cpu_ticks "${RCD_PID[2]}")
+      mapfile -t b0 < <(counters 1 packets_tx send_doorbells)
+      iperf3_run "$key" 10.100.0.2 10.100.0.1
+      mapfile -t b1 < <(counters 1 packets_tx send_doorbells)
+      r1=$(cpu_ticks "${RCD_PID[1]}")
+      r21=$(cpu_ticks "${RCD_PID[2]}")
+      s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
+      measure_end "iperf3 mtu $mtu offload $off" "iperf3_$key"
+      # top-style CPU split over the run: user, system, idle, irq+softirq (ticks)
+      # of the guest, and each rcnetd's own utime+stime.
+      raw "cpu_${key}_guest_user_sys_idle_irq" "$(paste -d' ' <(echo "$s0") <(echo "$s1") | awk '{ printf "%d/%d/%d/%d", $5 - $1, $6 - $2, $7 - $3, $8 - $4 }')"
+      raw "cpu_${key}_rcnetd_sender_receiver_ticks" "$((r1 - r0))/$((r21 - r20))"
+      mapfile -t g < <(counters 1 gso_sent gso_segmented)
+      raw "gso_${key}_sent_segmented" "${g[0]:-}/${g[1]:-}"
+      # Doorbell batching: data SENDs and ibv_post_send calls of the iperf3
+      # client's daemon over the run (one chain per peer per TUN wakeup).
+      raw "doorbells_${key}_sends_calls" "$((${b1[0]:-0} - ${b0[0]:-0}))/$((${b1[1]:-0} - ${b0[1]:-0}))"
+      lab_log "mtu $mtu offload $off: iperf3 $(awk -v k="iperf3_${key}_MBps" '$1 == k { print $2 }' "$RAW") MB/s"
+    fi
     if [[ $mtu == 65520 && $off == true ]]; then
       # --- latency over rc0: warm (ping -A, the goal row), cold (-i 0.2) ---
       measure_begin
@@ -607,7 +617,7 @@ for mtu in "${MTUS[@]}"; do
 done
 
 # --- teardown (own config: idle 3 s, the SIGKILL path is an idle reap) -------
-if [[ $PHASES != setup ]] && start_pair 65520 true 3s; then
+if [[ $PHASES != setup && $PHASES != latency ]] && start_pair 65520 true 3s; then
   # Teardown, DREQ path: node 2 stops gracefully (DREQ to node 1); node 1's
   # stage log gives the time from DISCONNECTING to DESTROYED.
   mark=$(wc -l <"$LOG1")
