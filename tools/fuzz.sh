@@ -16,7 +16,11 @@
 # compiler, default clang++-14 or clang++). --build-all builds the whole tree
 # there too (the clang -Werror check, and the unit suite under ASan + UBSan
 # that tools/test.sh runs from this same dir), not only the fuzzers;
-# --build-only stops after building.
+# --build-only stops after building. RCNET_FUZZ_OPTIMIZATION sets the
+# build's -O level (meson's optimization: 0, 1, 2, 3, g or s; default 2, for
+# long runs); tools/test.sh builds the same dir at 0, which compiles in less
+# than half the time (the CI build is mostly compiling; its fuzz runs are
+# 60 s smoke runs).
 #
 # --jobs J runs up to J fuzzers at once (default 1), each a single process
 # on one core; the budget is per fuzzer either way.
@@ -74,7 +78,7 @@ cc=${cxx/clang++/clang}
 # tests/fuzz/coverage-ignorelist.txt keeps the simulator and the logging
 # libraries out of the coverage instrumentation.
 opts=(-Dfuzz=true -Dlab_tests=false -Dwerror=true -Db_sanitize=address,undefined
-  -Db_lundef=false -Dman=disabled
+  -Db_lundef=false -Dman=disabled "-Doptimization=${RCNET_FUZZ_OPTIMIZATION:-2}"
   "-Dcpp_args=['-fno-sanitize-recover=all','-fsanitize=fuzzer-no-link','-fsanitize-coverage-ignorelist=$src/tests/fuzz/coverage-ignorelist.txt']")
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx CC=$cc meson setup "$build" "${opts[@]}" >/dev/null
