@@ -209,12 +209,12 @@ void SimNode::Impl::on_req(const PeerRef& from, const Endpoint& src, const Endpo
   // Counting the unanswered REQs walks every id: only worth it once there
   // are enough ids to reach the backlog. (A churn of connections can hold
   // hundreds of ids in teardown, and the fuzzer paid for the walk per REQ.)
-  const auto unanswered =
-      ids.size() < static_cast<std::size_t>(cfg.listen_backlog)
-          ? std::ptrdiff_t{0}
-          : std::count_if(ids.begin(), ids.end(), [](const auto& kv) {
-              return kv.second.state == IdState::kReqReceived;
-            });
+  std::ptrdiff_t unanswered = 0;
+  if (ids.size() >= static_cast<std::size_t>(cfg.listen_backlog)) {
+    unanswered = std::count_if(ids.begin(), ids.end(), [](const auto& kv) {
+      return kv.second.state == IdState::kReqReceived;
+    });
+  }
   if (unanswered >= cfg.listen_backlog) {
     // The CM drops the REQ; the active side's retries run out.
     ++stats.reqs_over_backlog;
