@@ -58,6 +58,7 @@ wants lab package && want_deb=1
 want_san=1
 [ "${RCNET_SANITIZE:-1}" != 0 ] || want_san=0
 fuzz_seconds=${RCNET_FUZZ_SECONDS:-60}
+export RCNET_FUZZ_SECONDS=$fuzz_seconds # the summary below reads it: one default
 
 # --- in the background, while the lab runs: package, clang build, ASan, fuzz ---
 # tools/test-extra.sh: the package that lab-systemd and the package test
@@ -146,7 +147,7 @@ if os.environ.get("RCNET_SANITIZE", "1") != "0":
         fail += 1  # the sanitizer build itself
     else:
         count(sys.argv[2])
-if os.environ.get("RCNET_FUZZ_SECONDS", "60") != "0":
+if os.environ["RCNET_FUZZ_SECONDS"] != "0":
     m = None
     for line in (open(sys.argv[4]) if os.path.exists(sys.argv[4]) else []):
         m = re.match(r"fuzz: (\d+) passed, (\d+) failed", line) or m
