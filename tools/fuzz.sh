@@ -80,11 +80,15 @@ cc=${cxx/clang++/clang}
 opts=(-Dfuzz=true -Dlab_tests=false -Dwerror=true -Db_sanitize=address,undefined
   -Db_lundef=false -Dman=disabled "-Doptimization=${RCNET_FUZZ_OPTIMIZATION:-2}"
   "-Dcpp_args=['-fno-sanitize-recover=all','-fsanitize=fuzzer-no-link','-fsanitize-coverage-ignorelist=$src/tests/fuzz/coverage-ignorelist.txt']")
+# meson configure regenerates the build files even when nothing changed: it
+# runs only when the options differ from the last configuration's.
+opts_stamp=$build/.rcnet-fuzz-options
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx CC=$cc meson setup "$build" "${opts[@]}" >/dev/null
-else
+elif [ "$(cat "$opts_stamp" 2>/dev/null)" != "${opts[*]}" ]; then
   meson configure "$build" "${opts[@]}" >/dev/null
 fi
+echo "${opts[*]}" >"$opts_stamp"
 if [ "$build_all" = 1 ]; then
   ninja -C "$build"
 else

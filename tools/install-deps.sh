@@ -17,6 +17,8 @@ packages=(
   # tools/bench/rcnet-bench: syscalls per packet (strace in the guest) and
   # the chart of the table (bench.png)
   strace gnuplot-nox
+  # tools/bench/rcnet-bench-tun-write: io_uring against write(2) for TUN writes
+  liburing-dev
   # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
   # support, lintian) and the package test
   git debhelper dpkg-dev fakeroot lintian

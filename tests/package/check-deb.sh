@@ -30,7 +30,7 @@ if [ -n "${RCNET_DEB_DIR:-}" ]; then
 else
   # The unit suite already ran in the main build: here only what packaging
   # adds is checked (DEB_BUILD_OPTIONS=nocheck skips compiling the tests).
-  DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-"nocheck parallel=$(nproc)"} "$src/tools/build-deb.sh" "$out"
+  DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-"nocheck noautodbgsym parallel=$(nproc)"} "$src/tools/build-deb.sh" "$out"
 fi
 
 debs=("$out"/rcnet_*.deb)

@@ -10,8 +10,10 @@
 # The package test (check-deb.sh with RCNET_DEB_CACHE) and the lab test that
 # installs the package under systemd (lab-systemd) share <build>/deb this
 # way, so that a test run builds the package (minutes) once, whichever of
-# the two runs first. DEB_BUILD_OPTIONS defaults to "nocheck parallel=NPROC":
-# the unit suite already ran in the main build.
+# the two runs first. DEB_BUILD_OPTIONS defaults to "nocheck noautodbgsym
+# parallel=NPROC": the unit suite already ran in the main build, and neither
+# test installs the debug symbols package (building it, compressing its
+# 14 MB and running lintian over it cost minutes of background CPU).
 set -euo pipefail
 
 src=${1:?usage: ensure-deb.sh SRCDIR OUTDIR}
@@ -22,7 +24,7 @@ exec {lock}>"$out/.lock"
 flock "$lock"
 
 head=$(git -C "$src" rev-parse HEAD)
-opts=${DEB_BUILD_OPTIONS:-"nocheck parallel=$(nproc)"}
+opts=${DEB_BUILD_OPTIONS:-"nocheck noautodbgsym parallel=$(nproc)"}
 stamp="$head $opts"
 debs=("$out"/rcnet_*.deb)
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] && [ -f "${debs[0]}" ]; then
