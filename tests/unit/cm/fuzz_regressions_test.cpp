@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Bugs the `manager` fuzzer found (tests/fuzz/regressions/manager/), each
+// Bugs the `manager` fuzzer found (inputs: tests/fuzz/corpus/manager/regression-*), each
 // pinned by a test. Found while lib/cm was being restructured, fixed after
 // the merge; each test failed (was tagged [!shouldfail]) before its fix.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Bugs the `config` fuzzer found (tests/fuzz/regressions/config/), each pinned
+// Bugs the `config` fuzzer found (inputs: tests/fuzz/corpus/config/regression-*), each
 // pinned by a test. Found while lib/config was being restructured, fixed after
 // the merge; each test failed (was tagged [!shouldfail]) before its fix.
 #include <catch2/catch.hpp>
