@@ -28,9 +28,10 @@ fi
 if [ -n "${RCNET_DEB_DIR:-}" ]; then
   cp "$RCNET_DEB_DIR"/rcnet_*.deb "$RCNET_DEB_DIR"/rcnet_*.lintian "$out/"
 else
-  # The unit suite already ran in the main build: here only what packaging
-  # adds is checked (DEB_BUILD_OPTIONS=nocheck skips compiling the tests).
-  DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-"nocheck noautodbgsym parallel=$(nproc)"} "$src/tools/build-deb.sh" "$out"
+  # Built into the empty $out with ensure-deb.sh's DEB_BUILD_OPTIONS default
+  # (the unit suite already ran in the main build: here only what packaging
+  # adds is checked).
+  "$src/tests/package/ensure-deb.sh" "$src" "$out"
 fi
 
 debs=("$out"/rcnet_*.deb)

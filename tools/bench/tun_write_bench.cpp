@@ -103,7 +103,12 @@
 #include <string>
 #include <vector>
 
+#include "unique_fd.hpp"
+#include "wire/gso.hpp"
+
 namespace {
+
+using rcnet::daemon::UniqueFd;
 
 constexpr const char* kProg = "rcnet-bench-tun-write";
 constexpr const char* kTunName = "rcbench0";
@@ -133,23 +138,6 @@ constexpr std::array<Mode, 3> kModes{{{"write", 0}, {"uring-8", 8}, {"uring-32",
   std::fprintf(stderr, "%s: %s: %s\n", kProg, call.c_str(), std::strerror(err));
   std::exit(1);
 }
-
-// Owns one fd. The process exits through fail() on errors, so only the
-// normal path closes anything; the kernel closes the rest.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 class Ring {
  public:
@@ -233,12 +221,8 @@ std::vector<std::byte> udp_packet(std::size_t total, std::uint16_t ip_id) {
   h[9] = 17;         // UDP
   put32(12, kPeer);
   put32(16, kLocal);
-  std::uint32_t sum = 0;
-  for (std::size_t i = 0; i < 20; i += 2)
-    sum += static_cast<std::uint32_t>(h[i] << 8 | h[i + 1]);
-  while (sum >> 16)
-    sum = (sum & 0xffff) + (sum >> 16);
-  put16(10, ~sum & 0xffff);
+  put16(10, rcnet::wire::fold_checksum(
+                rcnet::wire::checksum_add(std::as_bytes(std::span(h).first(20)))));
   put16(20, 12345);
   put16(22, kPort);
   put16(24, static_cast<std::uint32_t>(total - 20));
@@ -499,15 +483,15 @@ int main(int argc, char** argv) {
   const int sock_fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sock_fd < 0)
     fail("socket(AF_INET, SOCK_DGRAM)", errno);
-  const Fd ctl(sock_fd);
+  const UniqueFd ctl(sock_fd);
   set_up(ctl.get(), "lo");
-  const Fd tun(open_tun(a.nonblock, ctl.get()));
+  const UniqueFd tun(open_tun(a.nonblock, ctl.get()));
 
   // The sink: bound, never read. Its buffer is filled below.
   const int udp_fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (udp_fd < 0)
     fail("socket(AF_INET, SOCK_DGRAM) for the sink", errno);
-  const Fd sink(udp_fd);
+  const UniqueFd sink(udp_fd);
   if (::setsockopt(sink.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kRcvbuf, sizeof kRcvbuf) != 0)
     fail("setsockopt(SO_RCVBUFFORCE)", errno);
   int rcvbuf = 0;
