@@ -70,7 +70,8 @@ struct Conn {
   std::unique_ptr<BufferPool> rq;  // without SRQ: this QP's own receive buffers
   std::uint32_t rq_posted = 0;
   std::uint32_t peer_mtu = wire::kMaxMtu;
-  bool gso = false;  // both ends advertised kCapGso (set from the REQ/REP)
+  bool gso = false;          // both ends advertised kCapGso (set from the REQ/REP)
+  bool cm_deferred = false;  // a deadline was put off for queued rdma_cm events (counted once)
 
   bool has_qp() const { return qpn != 0; }
 };

@@ -45,6 +45,18 @@ class PacketSink {
   virtual void send_capacity(bool available) = 0;
 };
 
+// How long past its deadline an attempt waiting for an rdma_cm event
+// (resolve, connect_timeout) is kept while events wait unread on our channel
+// (Seam::cm_events_queued): a loop that reads rdma::SeamPump::kCmEventBudget
+// events per wakeup leaves ESTABLISHED behind a storm's REQs, and the
+// deadline is ours, not the peer's. Longer than any backlog measured (lab,
+// 1,000 REQs to one hub under TCG: ESTABLISHED read up to 6.5 s after REP),
+// shorter than the kernel CM's own bound on a passive id with no RTU (15 REP
+// retries, each of 4.096 us x 2^20 with rdma_cm's response timeout of 20:
+// about 64 s, then CONNECT_ERROR). A channel that never empties (a loop that
+// never catches up) cannot keep an attempt alive past it.
+inline constexpr Duration kCmBacklogGrace = 30s;
+
 struct ManagerConfig {
   Endpoint local;                 // underlay address + port to bind and listen on
   std::uint64_t incarnation = 0;  // nonzero; random per daemon start
@@ -88,11 +100,13 @@ struct ManagerConfig {
   //   [idle_timeout, idle_timeout + reaper_interval)
   // plus the loop's wakeup latency (sd-event accuracy, 1 ms in the daemon).
   Duration idle_timeout = 10s;
-  Duration last_wqe_timeout = 1s;     // bound of AWAIT_LAST_WQE
-  Duration drain_timeout = 1s;        // bound of DRAINING
-  Duration disconnect_timeout = 1s;   // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
-  Duration resolve_timeout = 2s;      // rdma_resolve_addr / rdma_resolve_route
-  Duration connect_timeout = 5s;      // REQ/REP sent → ESTABLISHED
+  Duration last_wqe_timeout = 1s;    // bound of AWAIT_LAST_WQE
+  Duration drain_timeout = 1s;       // bound of DRAINING
+  Duration disconnect_timeout = 1s;  // bound of DISCONNECTING (waiting for DREP/DISCONNECTED)
+  Duration resolve_timeout = 2s;     // rdma_resolve_addr / rdma_resolve_route
+  // REQ/REP sent → ESTABLISHED. While rdma_cm events wait unread on the
+  // channel when it expires, it is deferred (see kCmBacklogGrace).
+  Duration connect_timeout = 5s;
   std::uint32_t connect_retries = 2;  // further attempts after a failed connect
   // Granularity of the reaper, not a period: its wakeups lie on multiples of
   // reaper_interval since the clock's epoch, at the first one at or after

@@ -86,6 +86,10 @@ inline constexpr Duration kCollisionBackoff = 50ms;
 inline constexpr Duration kRetryBase = 100ms;
 inline constexpr Duration kRetryCap = 5s;
 
+// A deadline put off for rdma_cm events queued on the channel is looked at
+// again this much later (kCmBacklogGrace, manager.hpp).
+inline constexpr Duration kCmBacklogRecheck = 100ms;
+
 enum class TeardownKind : std::uint8_t {
   kGraceful,  // we send DREQ and wait (bounded) for DISCONNECTED
   kRemote,    // DREQ received: answer it and go on
@@ -158,6 +162,11 @@ class Manager::Impl {
             std::string_view message_id = {});
   void reschedule();
   void on_deadline(Conn& c);
+  // `c` waits for an rdma_cm event and its deadline (`bound` after it
+  // entered its state) ran out: true when rdma_cm events are queued unread
+  // on the channel, in which case its deadline is put off by
+  // kCmBacklogRecheck (never past bound + kCmBacklogGrace) instead.
+  bool defer_for_cm_backlog(Conn& c, Duration bound);
 
   // --- establish.cpp ----------------------------------------------------------------
   void start_connect(Peer& p);
@@ -291,6 +300,9 @@ class Manager::Impl {
   bool reap_watch_fence_ = false;  // the fence list was
 
   TimePoint scheduled_ = TimePoint::max();
+  // Seam::cm_events_queued() as asked once per on_timer() (one poll(2), not
+  // one per expired deadline); nullopt until asked.
+  std::optional<bool> cm_backlog_;
   std::uint64_t rng_ = 0;  // jitter state
 
   // Data path.

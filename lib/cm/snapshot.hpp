@@ -74,6 +74,8 @@ namespace rcnet::cm {
   X(drops_gso_to_legacy_peer,                                                             \
     "packets for a peer without offload that could not be segmented or checksummed")      \
   X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")       \
+  X(connect_deadlines_deferred,                                                           \
+    "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")  \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 struct Counters {

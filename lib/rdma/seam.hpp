@@ -270,6 +270,15 @@ class Seam {
   // ibv_modify_srq(3) with IBV_SRQ_LIMIT: one kSrqLimitReached when fewer than
   // `limit` WRs remain posted; must be re-armed after each event.
   virtual Result<void> arm_srq_limit(std::uint32_t limit) = 0;
+
+  // --- the event channel -----------------------------------------------------
+  // Whether rdma_cm events are queued on our channel, read by nobody yet
+  // (poll(2) on the rdma_event_channel fd with a zero timeout: ucma reports
+  // POLLIN while its event list is not empty). A loop that reads a budget of
+  // events per wakeup (rdma::SeamPump) leaves the rest queued; a connect
+  // deadline that expires meanwhile must not beat an ESTABLISHED already
+  // waiting there. false on error (the deadline then acts as before).
+  virtual bool cm_events_queued() = 0;
 };
 
 }  // namespace rcnet::rdma

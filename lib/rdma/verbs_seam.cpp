@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -643,6 +644,13 @@ Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
   attr.srq_limit = limit;
   return check_ibv_rc(ibv_modify_srq(srq_.get(), &attr, IBV_SRQ_LIMIT),
                       "ibv_modify_srq(IBV_SRQ_LIMIT)");
+}
+
+bool VerbsSeam::cm_events_queued() {
+  if (!channel_)
+    return false;
+  pollfd p{channel_->fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 // --- event dispatch ----------------------------------------------------------

@@ -100,6 +100,7 @@ class VerbsSeam final : public Seam {
   Result<void> post_qp_recv(CmIdHandle id, std::span<const std::uint64_t> wr_ids,
                             std::span<const Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
+  bool cm_events_queued() override;
 
  private:
   // ~VerbsSeam releases these explicitly in the order rdma-core needs: QPs,

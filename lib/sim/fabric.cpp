@@ -228,6 +228,23 @@ void Faults::starve_receives(const IpAddr& node, bool on) {
     n->impl().starved = on;
 }
 
+void Faults::hold_cm_channel(const IpAddr& node, bool on) {
+  SimNode::Impl* n = live(node);
+  if (n == nullptr || n->cm_channel_held == on)
+    return;
+  n->cm_channel_held = on;
+  if (!on && !n->cm_backlog.empty()) {
+    n->later(0ns, [n] {
+      // Delivered one by one; an event the sink causes is queued behind.
+      while (!n->cm_backlog.empty() && !n->cm_channel_held) {
+        auto [ev, injected] = std::move(n->cm_backlog.front());
+        n->cm_backlog.pop_front();
+        n->deliver_cm(ev, injected);
+      }
+    });
+  }
+}
+
 void Faults::partition(const IpAddr& a, const IpAddr& b, bool cut) {
   auto key = std::minmax(a, b);
   if (cut)
@@ -395,6 +412,8 @@ void SimNode::Impl::reset_device() {
   starved = false;
   drop_drain.clear();
   held.clear();
+  cm_channel_held = false;
+  cm_backlog.clear();
   cm_fifo.clear();
 }
 
@@ -563,6 +582,10 @@ void SimNode::Impl::release_held(bool is_cm) {
 }
 
 void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
+  if (cm_channel_held) {
+    cm_backlog.emplace_back(ev, injected);
+    return;
+  }
   // The real stack stops reporting events for a destroyed id; injected
   // copies (duplicates, delayed) are the "late event" a manager must survive.
   if (!injected && !ids.contains(ev.id)) {

@@ -244,6 +244,11 @@ class Faults {
   bool inject_last_wqe(const IpAddr& node, rdma::Qpn qpn);
   // While on, incoming SENDs at `node` find no receive WR (RNR NAK).
   void starve_receives(const IpAddr& node, bool on = true);
+  // While on, the node's owner does not read its rdma_cm channel, as a loop
+  // busy with a storm of REQs does not: the node's CM events queue up there
+  // (Seam::cm_events_queued() is then true) and reach the sink in order,
+  // from inside Fabric::run_*, once it is turned off. Timers still fire.
+  void hold_cm_channel(const IpAddr& node, bool on = true);
   // Packets and CM MADs between `a` and `b` are lost while cut (both ways):
   // sends end in retry exceeded, REQs in UNREACHABLE, DREQs in the DREQ
   // timeout. Both hosts stay up.

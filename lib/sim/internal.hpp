@@ -173,6 +173,7 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   Result<void> post_qp_recv(rdma::CmIdHandle id, std::span<const std::uint64_t> wr_ids,
                             std::span<const rdma::Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
+  bool cm_events_queued() override { return !cm_backlog.empty(); }
 
   // --- TimerService ---
   TimePoint now() const override { return fab.now; }
@@ -277,7 +278,11 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
     std::function<void()> deliver;
   };
   std::vector<Held> held;
-  std::map<const SimNode::Impl*, TimePoint> cm_fifo;  // last CM MAD arrival per destination
+  // Faults::hold_cm_channel: while on, CM events wait here (the owner's loop
+  // is busy elsewhere) and reach the sink in order once released.
+  bool cm_channel_held = false;
+  std::deque<std::pair<rdma::CmEvent, bool>> cm_backlog;  // event, injected
+  std::map<const SimNode::Impl*, TimePoint> cm_fifo;      // last CM MAD arrival per destination
   std::uint64_t next_token = 1;
 
   SimStats stats;

@@ -439,6 +439,7 @@ void quiesce(Cluster& c) {
     Node& a = c.node(static_cast<std::uint8_t>(i));
     f.isolate(a.addr, false);
     f.starve_receives(a.addr, false);
+    f.hold_cm_channel(a.addr, false);
     for (std::size_t j = i + 1; j < c.size(); ++j)
       f.partition(a.addr, c.node(static_cast<std::uint8_t>(j)).addr, false);
   }
@@ -635,8 +636,11 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       if (na.up)
         (void)faults.inject_last_wqe(na.addr, qpn_of(na, x));
       break;
-    case 15:  // RNR
-      faults.starve_receives(na.addr, (x & 1) != 0);
+    case 15:  // RNR, or a loop that leaves its rdma_cm channel unread (a REQ storm)
+      if (x & 0x80)
+        faults.hold_cm_channel(na.addr, (x & 1) != 0);
+      else
+        faults.starve_receives(na.addr, (x & 1) != 0);
       break;
     case 16:
       faults.partition(na.addr, nb.addr, (x & 1) != 0);

@@ -131,6 +131,10 @@ class MeteredSeam final : public rdma::Seam {
     Scope s(Part::kSim);
     return in_.arm_srq_limit(limit);
   }
+  bool cm_events_queued() override {
+    Scope s(Part::kSim);
+    return in_.cm_events_queued();
+  }
 
  private:
   rdma::Seam& in_;

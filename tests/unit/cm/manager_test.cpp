@@ -866,6 +866,66 @@ TEST_CASE("back-pressure ends when a blocked peer's QP is destroyed without comp
   CHECK(s.send_slots_free == s.send_slots_total);
 }
 
+// A storm of REQs keeps a hub's loop busy: it reads kCmEventBudget CM events
+// per wakeup and the rest wait on the channel, ESTABLISHED behind the REQs.
+// Lab, 1,000 connections to one hub: 854 healthy passive connections were
+// torn down by connect_timeout while their ESTABLISHED sat unread there.
+TEST_CASE("a connect deadline does not beat an ESTABLISHED queued on the CM channel",
+          "[cm][establish]") {
+  Cluster c(any_profile());
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  const bool passive = GENERATE(true, false);
+  INFO((passive ? "the passive side's" : "the active side's") << " channel is held");
+  Node& held = passive ? b : a;
+  a.mgr->send(b.ep(), packet(1));
+  for (int i = 0; i < 1000 && b.ctr().accepts == 0; ++i)
+    c.run(10us);
+  REQUIRE(b.ctr().accepts == 1);  // REP sent; the RTU (or the REP) is on its way
+  c.fabric.faults().hold_cm_channel(held.addr);
+  c.run(held.mgr->config().connect_timeout + 1s);
+  CHECK(held.ctr().connect_failures == 0);
+  CHECK(held.ctr().connect_deadlines_deferred >= 1);
+  c.fabric.faults().hold_cm_channel(held.addr, false);
+  c.run(50ms);
+  CHECK(a.ctr().connects_established == 1);
+  CHECK(b.ctr().connects_established == 1);
+  CHECK(a.ctr().connect_failures + b.ctr().connect_failures == 0);
+  REQUIRE(in_service(a) == 1);
+  REQUIRE(in_service(b) == 1);
+  CHECK(b.sink.packets.size() == 1);
+  b.mgr->send(a.ep(), packet(2));
+  c.run(10ms);
+  REQUIRE(a.sink.packets.size() == 1);
+  CHECK(seq_of(a.sink.packets[0].bytes) == 2);
+}
+
+TEST_CASE("a connect deadline deferred for the CM channel still ends, at kCmBacklogGrace",
+          "[cm][establish]") {
+  // The channel never drains (the loop never catches up): the attempt is given
+  // up kCmBacklogGrace after its deadline, and nothing leaks. (idle_timeout
+  // past the grace: a's idle reap would otherwise end the wait first.)
+  Cluster c(any_profile());
+  const auto long_idle = [](cm::ManagerConfig& m) { m.idle_timeout = 60s; };
+  auto& a = c.add(1, long_idle);
+  auto& b = c.add(2, long_idle);
+  a.mgr->send(b.ep(), packet(1));
+  for (int i = 0; i < 1000 && b.ctr().accepts == 0; ++i)
+    c.run(10us);
+  REQUIRE(b.ctr().accepts == 1);
+  c.fabric.faults().hold_cm_channel(b.addr);
+  const Duration deadline = b.mgr->config().connect_timeout;
+  c.run(deadline + cm::kCmBacklogGrace - 200ms);
+  CHECK(b.ctr().connect_failures == 0);
+  c.run(400ms);
+  CHECK(b.ctr().connect_failures == 1);
+  CHECK(b.ctr().connect_deadlines_deferred >= 1);
+  c.fabric.faults().hold_cm_channel(b.addr, false);
+  c.run(a.mgr->config().idle_timeout + 10s);
+  require_clean(a);
+  require_clean(b);
+}
+
 TEST_CASE("lost RTU: COMM_EST is passed to rdma_notify and the passive side establishes",
           "[cm][establish]") {
   // mlx and ehca report COMM_EST when data reaches a QP still in RTR; rxe
