@@ -394,6 +394,9 @@ _lab_json_num() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]] && echo "$1" || echo null; }
 #   ib_send_lat_us           ib_send_lat (2-byte messages, polling): typical,
 #                            avg, min, max, p99
 #   ib_send_lat_e_us         the same with -e (sleeps on CQ events, as rcnetd)
+# No run sends inline: perftest does not know rxe and turns inline off even
+# when asked ("Device not recognized to implement inline feature", also with
+# -I 96), so the latency anchors post from registered memory as rcnetd does.
 # perftest runs over rdma_cm (-R); see the routing note below. (Its verbs
 # mode, -x <GID index>, failed here after 256 64 KiB SENDs with remote
 # invalid request / flush errors, so it is not used.)
