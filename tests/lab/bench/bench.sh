@@ -565,6 +565,26 @@ for mtu in "${MTUS[@]}"; do
       # client's daemon over the run (one chain per peer per TUN wakeup).
       raw "doorbells_${key}_sends_calls" "$((${b1[0]:-0} - ${b0[0]:-0}))/$((${b1[1]:-0} - ${b0[1]:-0}))"
       lab_log "mtu $mtu offload $off: iperf3 $(awk -v k="iperf3_${key}_MBps" '$1 == k { print $2 }' "$RAW") MB/s"
+      if [[ $mtu == 1500 && $off == true ]]; then
+        # Reference, not a default: the sender's TCP sizes its super-packets
+        # to about 1 ms at its pacing rate (tcp_tso_autosize), so at MTU 1500
+        # a slow guest gets small ones and the row is per-SEND bound. The same
+        # run with net.ipv4.tcp_min_tso_segs = 44 (64 KiB of 1448-byte
+        # segments) in node1's netns shows how much of the gap that is.
+        mins=$(lab_in_node 1 sysctl -n net.ipv4.tcp_min_tso_segs 2>/dev/null)
+        if lab_in_node 1 sysctl -qw net.ipv4.tcp_min_tso_segs=44 2>/dev/null; then
+          rkey=${key}_min_tso_segs_44
+          measure_begin
+          mapfile -t b0 < <(counters 1 packets_tx send_doorbells)
+          iperf3_run "$rkey" 10.100.0.2 10.100.0.1
+          mapfile -t b1 < <(counters 1 packets_tx send_doorbells)
+          measure_end "iperf3 mtu $mtu offload $off tcp_min_tso_segs 44" "iperf3_$rkey"
+          raw "doorbells_${rkey}_sends_calls" "$((${b1[0]:-0} - ${b0[0]:-0}))/$((${b1[1]:-0} - ${b0[1]:-0}))"
+          lab_in_node 1 sysctl -qw "net.ipv4.tcp_min_tso_segs=${mins:-2}"
+        else
+          lab_log "net.ipv4.tcp_min_tso_segs not settable in node1's netns: no reference run"
+        fi
+      fi
     fi
     if [[ $mtu == 65520 && $off == true ]]; then
       # --- latency over rc0: warm (ping -A, the goal row), cold (-i 0.2) ---
