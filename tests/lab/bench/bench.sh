@@ -548,9 +548,21 @@ for mtu in "${MTUS[@]}"; do
       s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
       r0=$(cpu_ticks "${RCD_PID[1]}")
       r20=$(cpu_ticks "${RCD_PID[2]}")
+      netsnap "iperf-$key-before"
+      rf0=$(rxe_send_failures)
       mapfile -t b0 < <(counters 1 packets_tx send_doorbells)
       iperf3_run "$key" 10.100.0.2 10.100.0.1
       mapfile -t b1 < <(counters 1 packets_tx send_doorbells)
+      netsnap "iperf-$key-after"
+      # Losses under the run: frames the guest's input backlog dropped,
+      # rxe's sends that failed on it, and the sender's RC retransmissions
+      # (rxe's completer_retry_err: an ACK timeout ran out). A retry
+      # exceeded reaps the peer (measure_end then fails the window).
+      sd=$(($(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-iperf-$key-after.txt") - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-iperf-$key-before.txt")))
+      c1=$(rxe_counter "iperf-$key-after" rxe_1 completer_retry_err)
+      c0=$(rxe_counter "iperf-$key-before" rxe_1 completer_retry_err)
+      cr=$((${c1:-0} - ${c0:-0}))
+      raw "loss_${key}_softnet_drops_rxe_send_failures_retries" "$sd/$(($(rxe_send_failures) - rf0))/$cr"
       r1=$(cpu_ticks "${RCD_PID[1]}")
       r21=$(cpu_ticks "${RCD_PID[2]}")
       s1=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
