@@ -222,7 +222,10 @@ struct Endpoint {
     send_mr.reset(ibv_reg_mr(pd.get(), send_buf.data(), send_buf.size(), 0));
     if (!send_mr)
       fail("ibv_reg_mr (send)", errno);
-    recv_mr.reset(ibv_reg_mr(pd.get(), recv_buf.data(), recv_buf.size(), IBV_ACCESS_LOCAL_WRITE));
+    // int, not the enum: the ibv_reg_mr macro masks `access` with an
+    // enumerator of another enum (clang: -Wdeprecated-enum-enum-conversion).
+    constexpr int kRecvAccess = IBV_ACCESS_LOCAL_WRITE;
+    recv_mr.reset(ibv_reg_mr(pd.get(), recv_buf.data(), recv_buf.size(), kRecvAccess));
     if (!recv_mr)
       fail("ibv_reg_mr (receive)", errno);
     ibv_qp_init_attr attr = qp_attr(size);
