@@ -51,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include "rdma/raii.hpp"
+
 namespace {
 
 constexpr const char* kProg = "rcnet-bench-inline";
@@ -73,56 +75,19 @@ constexpr int kResolveTimeoutMs = 5000;
   std::exit(1);
 }
 
-// Deleters follow each call's own contract (rdma-core man pages): ibv_destroy_*,
-// ibv_dereg_mr and ibv_dealloc_pd return the errno value; rdma_destroy_id
-// returns -1 and sets errno. A failed destroy is logged, never thrown.
+// A destroy that fails outside the deleters (lib/rdma/raii.hpp logs its own).
 void warn_destroy(const char* call, int err) noexcept {
   std::fprintf(stderr, "%s: %s: %s (errno %d)\n", kProg, call, std::strerror(err), err);
 }
-struct EventChannelDeleter {
-  void operator()(rdma_event_channel* c) const noexcept { rdma_destroy_event_channel(c); }
-};
-struct CmIdDeleter {
-  void operator()(rdma_cm_id* id) const noexcept {
-    if (rdma_destroy_id(id) != 0)
-      warn_destroy("rdma_destroy_id", errno);
-  }
-};
-// Owns id->qp, not the id.
-struct QpDeleter {
-  void operator()(rdma_cm_id* id) const noexcept { rdma_destroy_qp(id); }
-};
-struct PdDeleter {
-  void operator()(ibv_pd* pd) const noexcept {
-    if (const int r = ibv_dealloc_pd(pd); r != 0)
-      warn_destroy("ibv_dealloc_pd", r);
-  }
-};
-struct CompChannelDeleter {
-  void operator()(ibv_comp_channel* c) const noexcept {
-    if (const int r = ibv_destroy_comp_channel(c); r != 0)
-      warn_destroy("ibv_destroy_comp_channel", r);
-  }
-};
-struct CqDeleter {
-  void operator()(ibv_cq* cq) const noexcept {
-    if (const int r = ibv_destroy_cq(cq); r != 0)
-      warn_destroy("ibv_destroy_cq", r);
-  }
-};
-struct MrDeleter {
-  void operator()(ibv_mr* mr) const noexcept {
-    if (const int r = ibv_dereg_mr(mr); r != 0)
-      warn_destroy("ibv_dereg_mr", r);
-  }
-};
-using EventChannelPtr = std::unique_ptr<rdma_event_channel, EventChannelDeleter>;
-using CmIdPtr = std::unique_ptr<rdma_cm_id, CmIdDeleter>;
-using QpPtr = std::unique_ptr<rdma_cm_id, QpDeleter>;
-using PdPtr = std::unique_ptr<ibv_pd, PdDeleter>;
-using CompChannelPtr = std::unique_ptr<ibv_comp_channel, CompChannelDeleter>;
-using CqPtr = std::unique_ptr<ibv_cq, CqDeleter>;
-using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
+// The project's owning types (rdma/raii.hpp): each deleter follows its call's
+// error contract and logs a failed destroy.
+using rcnet::rdma::CmIdPtr;
+using rcnet::rdma::CompChannelPtr;
+using rcnet::rdma::CqPtr;
+using rcnet::rdma::EventChannelPtr;
+using rcnet::rdma::MrPtr;
+using rcnet::rdma::PdPtr;
+using QpPtr = rcnet::rdma::IdQpPtr;  // owns id->qp, not the id
 
 sockaddr_in parse_v4(const std::string& addr, std::uint16_t port) {
   sockaddr_in sin{};
