@@ -9,7 +9,7 @@
 # The names below are a stable API: scenarios in tests/lab/{real,daemon,bench}
 # call them. Add to it; do not rename or change the meaning of what is here.
 #
-# Topology (LAB.md "Several nodes in one guest": rxe does not work across
+# Topology (docs/lab.md "Several nodes in one guest": rxe does not work across
 # network namespaces, so all rxe devices share the root namespace and policy
 # routing makes each node's traffic leave through its own veth):
 #   lab_setup_nodes [N]       N (2..32, default $RCNET_LAB_NODES) nodes: bridge

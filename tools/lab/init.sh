@@ -24,6 +24,9 @@ export PATH=/bin
 EXIT_MARKER='RCNET-LAB-EXIT:'
 START_MARKER='RCNET-LAB-SCENARIO-START'
 WORK=/tmp/rcnet-lab
+# Where this initramfs mounts the work share before the guest's root exists
+# (the 9p tag "work"); bound to $WORK inside that root below.
+SHARE=/share
 # 512 KiB msize: far fewer 9p round trips than the 8 KiB default, which
 # matters under TCG when every binary and library is read over 9p.
 P9OPTS=trans=virtio,version=9p2000.L,msize=524288
@@ -117,10 +120,10 @@ while read -r m; do
 done </modules.order
 
 mount -t 9p -o "$P9OPTS,ro,cache=loose" hostroot /mnt || fail "mount host root over 9p"
-mkdir -p /work
-mount -t 9p -o "$P9OPTS" work /work || fail "mount the work share"
-[ -f /work/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
-. /work/.lab/env.sh
+mkdir -p $SHARE
+mount -t 9p -o "$P9OPTS" work $SHARE || fail "mount the work share"
+[ -f $SHARE/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
+. $SHARE/.lab/env.sh
 
 # R: the guest's root. busybox mode: the host tree itself (read-only).
 # systemd mode: an overlay whose lower layer is that tree and whose upper
@@ -160,7 +163,7 @@ mount --bind /mnt/run /hostrun || fail "bind the host's /run"
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp || fail "mount $R/tmp"
 mount -t tmpfs -o mode=0755 tmpfs $R/run || fail "mount $R/run"
 mkdir -p $R$WORK
-mount --bind /work $R$WORK || fail "bind the work share to $WORK"
+mount --bind $SHARE $R$WORK || fail "bind the work share to $WORK"
 
 # Trees the scenario needs that the guest's /tmp or /run would hide.
 for p in "$RCNET_SRC" "$RCNET_BUILD_DIR" "$RCNET_LAB_MODTREE"; do
@@ -191,7 +194,7 @@ done
 # clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
 # the benchmark, which refuses to compare anything measured on another one.
 clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
-echo "$clocksource" >/work/.lab/clocksource
+echo "$clocksource" >$SHARE/.lab/clocksource
 
 [ "${RCNET_LAB_INIT:-busybox}" = systemd ] && boot_systemd
 echo "$START_MARKER nodes=$RCNET_LAB_NODES kernel=$RCNET_LAB_KVER clocksource=$clocksource uptime=$(cut -d" " -f1 /proc/uptime)s"
@@ -207,13 +210,13 @@ chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
 rc=$?
 t1=$(uptime_ms)
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1000 }')
-echo "$secs" >/work/.lab/scenario-seconds
-echo "$rc" >/work/.lab/exit-code
+echo "$secs" >$SHARE/.lab/scenario-seconds
+echo "$rc" >$SHARE/.lab/exit-code
 if [ "$rc" -eq 124 ]; then
   echo "rcnet-lab init: scenario killed by its in-guest timeout (${RCNET_LAB_TIMEOUT}s)"
 fi
 echo "$EXIT_MARKER $rc (scenario wall time ${secs}s)"
 sync
 umount -l $R$WORK
-umount -l /work
+umount -l $SHARE
 halt_now

@@ -5,7 +5,8 @@
 # faults, one at a time:
 #   kill      kill -9 a daemon, restart it
 #   flap      the bridge-side port b_I down for 2 s, then up (flapping v_I
-#             itself wedges the 6.1 rxe CM: docs/lab.md)
+#             itself flushes node I's policy route: docs/lab.md "Several
+#             nodes in one guest")
 #   roce      drop node I's RoCEv2 traffic (tc on b_I) for 3 s
 #   disconnect `rcnetctl disconnect` of a random peer
 # After each fault every pair involving the node must ping again; the time

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # node2's daemon crashes so that its DREQ is lost, restarts, and pings at
 # once: node1 must tear the old QP down when the new incarnation's REQ
-# arrives (DESIGN.md "Simultaneous open and restarts"), long before its idle
+# arrives (docs/design.md "Simultaneous open and restarts"), long before its idle
 # timer (60 s here).
 #
 # On SIGKILL the kernel sends a DREQ for the dead process's connections, and

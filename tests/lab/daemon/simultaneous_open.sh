@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Two nodes send to each other at the same instant: both REQs cross, the
-# collision is merged (the lower node id's attempt wins, DESIGN.md
-# "Simultaneous open"), the packet each side queued arrives over the surviving
-# connection, and each side ends with exactly one QP.
+# collision is merged (the lower node id's attempt wins, docs/design.md
+# "Simultaneous open and restarts"), the packet each side queued arrives over
+# the surviving connection, and each side ends with exactly one QP.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"

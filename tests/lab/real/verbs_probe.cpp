@@ -510,7 +510,7 @@ class Probe final : public EventSink {
 
   void begin_teardown(const char* why) {
     teardown_reason_ = why;
-    // The passive QP stays RTS after DISCONNECTED on rxe (LAB.md), so both
+    // The passive QP stays RTS after DISCONNECTED on rxe (docs/lab.md), so both
     // sides move it to ERR themselves after rdma_disconnect.
     check(seam_.disconnect(id_), "disconnect");
     check(seam_.modify_qp_to_error(id_), "modify_qp_to_error");

@@ -4,7 +4,8 @@
 # test rcnet): does the 6.1 rxe CM still connect between two nodes after a
 # link flap taken while an RC connection was up? Plain rping, no rcnetd.
 # Flaps the bridge-side port b_1 first (what the churn test does), then the
-# node's own veth v_1 (LAB.md: "leaves the rxe CM stuck in both directions").
+# node's own veth v_1 (docs/lab.md "Several nodes in one guest": first seen as
+# a flap that "leaves the rxe CM stuck in both directions").
 # For each: rping 1->2 and 2->1 before, a long rping 1->2 running across the
 # flap, then rping 1->2 and 2->1 again, each bounded; plus node 1's policy
 # routes before and after, since a device going down flushes its routes.
