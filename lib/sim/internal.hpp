@@ -16,19 +16,15 @@
 #include <vector>
 
 #include "sim/fabric.hpp"
+#include "util/random.hpp"
 
 namespace rcnet::sim {
 
-// splitmix64: tiny, seedable, and identical on every standard library (unlike
-// std::uniform_*_distribution), which the determinism promise needs.
+// The fabric's one seeded generator (util/random.hpp: the same numbers on
+// every standard library, which the determinism promise needs).
 struct Rng {
   std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64(state); }
   // Uniform in [lo, hi); lo when the range is empty.
   Duration uniform(Duration lo, Duration hi) {
     if (hi <= lo)
