@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // Internals of the simulated fabric, shared by fabric.cpp (queue, clock,
-// faults), node_cm.cpp (rdma_cm) and node_verbs.cpp (QPs, data path).
+// nodes), faults.cpp (fault rules and injection), node.cpp (the SimNode
+// facade and shared plumbing), node_cm.cpp (rdma_cm) and node_verbs.cpp
+// (QPs, data path).
 // Not part of the contract: include sim/fabric.hpp instead.
 
 #include <fmt/format.h>
@@ -257,7 +259,7 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   rdma::CmIdHandle first_handle_of_life;
   rdma::Qpn next_qpn = 0x100;
   std::uint16_t next_port = 40000;
-  std::uint32_t max_qp;
+  const std::uint32_t max_qp;  // the profile's ibv_device_attr::max_qp (create_qp: ENOMEM beyond)
 
   rdma::EventSink* sink = nullptr;
   std::function<void()> timer_cb;
