@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "ip_packet.hpp"
+#include "wire/ip_packet.hpp"
 
 namespace rcnet::daemon {
 
@@ -108,8 +108,8 @@ void TunPath::read_packets() {
       continue;
     }
 
-    const auto dst =
-        pkt.size() < vnet_hdr_len_ ? std::nullopt : ip_destination(pkt.subspan(vnet_hdr_len_));
+    const auto dst = pkt.size() < vnet_hdr_len_ ? std::nullopt
+                                                : wire::ip_destination(pkt.subspan(vnet_hdr_len_));
     if (!dst) {
       give_back();
       ++counters_.drops_not_ip;

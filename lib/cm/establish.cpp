@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cm/manager_impl.hpp"
+#include "util/random.hpp"
 
 namespace rcnet::cm {
 
@@ -294,11 +295,7 @@ Duration Manager::Impl::backoff(unsigned attempts) {
 }
 
 Duration Manager::Impl::jitter(Duration d) {
-  rng_ += 0x9e3779b97f4a7c15ull;
-  std::uint64_t z = rng_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  const std::uint64_t z = splitmix64(rng_);
   const double f = 0.5 + static_cast<double>(z >> 11) * 0x1.0p-53;  // [0.5, 1.5)
   return std::chrono::duration_cast<Duration>(d * f);
 }

@@ -3,7 +3,8 @@
 // The RDMA seam: the narrow set of operations the connection manager needs,
 // and the events it is handed. Two implementations:
 //   - rdma::VerbsSeam (lib/rdma/verbs_seam.*): libibverbs + librdmacm;
-//   - sim::SimSeam (lib/sim/*): a simulated HCA on a deterministic fabric.
+//   - sim::SimNode::seam() (lib/sim/fabric.hpp): a simulated HCA, one per node
+//     of a deterministic sim::Fabric.
 // The manager names rdma_cm ids by CmIdHandle and QPs by the cm id they were
 // created on (rdma_create_qp(3): one QP per id). Handles are never reused
 // within one seam, so a late event naming a destroyed id is recognisable.

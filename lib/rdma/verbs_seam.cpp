@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "rdma/verbs_seam.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -19,11 +16,6 @@
 
 namespace rcnet::rdma {
 namespace {
-
-constexpr int kPollBatch = 64;
-// ibv_ack_cq_events(3) takes a mutex: acknowledge in batches, but often
-// enough that the counter never grows without bound.
-constexpr unsigned int kCqAckBatch = 64;
 
 Result<void> set_nonblocking(int fd, const char* what) {
   const int flags = fcntl(fd, F_GETFL);
@@ -37,12 +29,6 @@ Result<void> set_nonblocking(int fd, const char* what) {
 int to_timeout_ms(Duration d) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   return static_cast<int>(std::clamp<std::int64_t>(ms, 1, INT_MAX));
-}
-
-CmIdHandle handle_of(const rdma_cm_id* id) {
-  if (id == nullptr)
-    return kNoCmId;
-  return static_cast<CmIdHandle>(reinterpret_cast<std::uintptr_t>(id->context));
 }
 
 Error with_context(Error e, const std::string& ctx) {
@@ -184,13 +170,89 @@ Result<ibv_qp*> VerbsSeam::qp_of(CmIdHandle h, const char* what) {
 
 // --- open --------------------------------------------------------------------
 
+namespace {
+
+// rdma_bind_addr(3) to `local`, then rdma_listen(3). The errors name the
+// likely cause: no RDMA device owns the address.
+Result<void> bind_and_listen(rdma_cm_id* listener, const Endpoint& local, int backlog) {
+  const std::string where = local.to_string();
+  sockaddr_storage ss{};
+  local.to_sockaddr(ss);
+  if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&ss)) != 0) {
+    const int err = errno;
+    if (err == EADDRNOTAVAIL || err == ENODEV) {
+      return Error::from_errno(
+          err, "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
+    }
+    return Error::from_errno(err, "rdma_bind_addr " + where);
+  }
+  // Bound to an address that no RDMA device owns (e.g. a wildcard or a plain
+  // Ethernet address): rdma_cm accepts the bind but has no device for us.
+  if (listener->verbs == nullptr) {
+    return Error::from_errno(ENODEV,
+                             "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
+  }
+  if (auto r = check_rdma(rdma_listen(listener, backlog), "rdma_listen"); !r) {
+    return with_context(r.error(), where);
+  }
+  return {};
+}
+
+// ibv_query_device(3): the limits open() clamps the configuration to.
+Result<DeviceInfo> query_device(ibv_context* verbs) {
+  ibv_device_attr attr{};
+  if (auto r = check_ibv_rc(ibv_query_device(verbs, &attr), "ibv_query_device"); !r) {
+    return r.error();
+  }
+  DeviceInfo info;
+  info.name = ibv_get_device_name(verbs->device);
+  info.max_qp = static_cast<std::uint32_t>(attr.max_qp);
+  info.max_qp_wr = static_cast<std::uint32_t>(attr.max_qp_wr);
+  info.max_srq_wr = static_cast<std::uint32_t>(attr.max_srq_wr);
+  info.max_cqe = static_cast<std::uint32_t>(attr.max_cqe);
+  return info;
+}
+
+// The one CQ, on `channel`, of DeviceConfig::cq_size entries clamped to
+// the device's max_cqe (logged).
+Result<CqPtr> create_cq(ibv_context* verbs, ibv_comp_channel* channel, std::uint32_t cq_size,
+                        const DeviceInfo& info) {
+  const int cqe = static_cast<int>(std::min(cq_size, info.max_cqe));
+  auto cq = check_ibv_ptr(ibv_create_cq(verbs, cqe, nullptr, channel, 0), "ibv_create_cq");
+  if (!cq)
+    return cq.error();
+  CqPtr owner(*cq);
+  if (cqe != static_cast<int>(cq_size)) {
+    spdlog::warn("{}: cq_size {} clamped to max_cqe {}", info.name, cq_size, cqe);
+  }
+  return owner;
+}
+
+// The SRQ of DeviceConfig::srq_size WRs clamped to max_srq_wr (logged); an
+// empty pointer when srq_size is 0 (per-QP receive queues).
+Result<SrqPtr> create_srq(ibv_pd* pd, std::uint32_t srq_size, const DeviceInfo& info) {
+  if (srq_size == 0)
+    return SrqPtr{};
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = std::min(srq_size, info.max_srq_wr);
+  sa.attr.max_sge = 1;
+  if (sa.attr.max_wr != srq_size) {
+    spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, srq_size, sa.attr.max_wr);
+  }
+  auto srq = check_ibv_ptr(ibv_create_srq(pd, &sa), "ibv_create_srq");
+  if (!srq)
+    return srq.error();
+  return SrqPtr(*srq);
+}
+
+}  // namespace
+
 Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cfg) {
   if (!channel_ok_)
     return channel_error_;
   if (listener_)
     return Error::from_errno(EALREADY, "VerbsSeam::open: already open");
   cfg_ = cfg;
-  const std::string where = local.to_string();
 
   // Locals first, moved into the members only on success: a failed open()
   // leaves the seam as it was. Declared in creation order so that unwinding
@@ -206,79 +268,34 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   CmIdPtr listener(raw);
   const CmIdHandle lh = next_handle_++;
   listener->context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(lh));
-
-  sockaddr_storage ss{};
-  local.to_sockaddr(ss);
-  if (rdma_bind_addr(listener.get(), reinterpret_cast<sockaddr*>(&ss)) != 0) {
-    const int err = errno;
-    if (err == EADDRNOTAVAIL || err == ENODEV) {
-      return Error::from_errno(
-          err, "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
-    }
-    return Error::from_errno(err, "rdma_bind_addr " + where);
-  }
-  // Bound to an address that no RDMA device owns (e.g. a wildcard or a plain
-  // Ethernet address): rdma_cm accepts the bind but has no device for us.
-  if (listener->verbs == nullptr) {
-    return Error::from_errno(ENODEV,
-                             "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
-  }
-  if (auto r = check_rdma(rdma_listen(listener.get(), cfg.listen_backlog), "rdma_listen"); !r) {
-    return with_context(r.error(), where);
-  }
+  if (auto r = bind_and_listen(listener.get(), local, cfg.listen_backlog); !r)
+    return r.error();
   ibv_context* verbs = listener->verbs;
 
-  ibv_device_attr attr{};
-  if (auto r = check_ibv_rc(ibv_query_device(verbs, &attr), "ibv_query_device"); !r) {
-    return r.error();
-  }
-  DeviceInfo info;
-  info.name = ibv_get_device_name(verbs->device);
-  info.max_qp = static_cast<std::uint32_t>(attr.max_qp);
-  info.max_qp_wr = static_cast<std::uint32_t>(attr.max_qp_wr);
-  info.max_srq_wr = static_cast<std::uint32_t>(attr.max_srq_wr);
-  info.max_cqe = static_cast<std::uint32_t>(attr.max_cqe);
-
+  auto info = query_device(verbs);
+  if (!info)
+    return info.error();
   auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
   if (!pd)
     return pd.error();
   PdPtr pd_owner(*pd);
-
   auto ch = check_ibv_ptr(ibv_create_comp_channel(verbs), "ibv_create_comp_channel");
   if (!ch)
     return ch.error();
   CompChannelPtr ch_owner(*ch);
-
-  const int cqe = static_cast<int>(std::min(cfg.cq_size, info.max_cqe));
-  auto cq = check_ibv_ptr(ibv_create_cq(verbs, cqe, nullptr, *ch, 0), "ibv_create_cq");
+  auto cq = create_cq(verbs, *ch, cfg.cq_size, *info);
   if (!cq)
     return cq.error();
-  CqPtr cq_owner(*cq);
-  if (cqe != static_cast<int>(cfg.cq_size)) {
-    spdlog::warn("{}: cq_size {} clamped to max_cqe {}", info.name, cfg.cq_size, cqe);
-  }
-
-  SrqPtr srq_owner;
-  if (cfg.srq_size > 0) {
-    ibv_srq_init_attr sa{};
-    sa.attr.max_wr = std::min(cfg.srq_size, info.max_srq_wr);
-    sa.attr.max_sge = 1;
-    if (sa.attr.max_wr != cfg.srq_size) {
-      spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, cfg.srq_size,
-                   sa.attr.max_wr);
-    }
-    auto srq = check_ibv_ptr(ibv_create_srq(*pd, &sa), "ibv_create_srq");
-    if (!srq)
-      return srq.error();
-    srq_owner.reset(*srq);
-  }
+  auto srq = create_srq(*pd, cfg.srq_size, *info);
+  if (!srq)
+    return srq.error();
 
   if (auto r = set_nonblocking(verbs->async_fd, "the device async fd"); !r)
     return r.error();
   if (auto r = set_nonblocking((*ch)->fd, "the completion channel"); !r)
     return r.error();
   // Armed before any QP exists, so the first completion raises an event.
-  if (auto r = check_ibv_rc(ibv_req_notify_cq(*cq, 0), "ibv_req_notify_cq"); !r) {
+  if (auto r = check_ibv_rc(ibv_req_notify_cq(cq->get(), 0), "ibv_req_notify_cq"); !r) {
     return r.error();
   }
   cq_armed_ = true;
@@ -287,11 +304,12 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   listener_handle_ = lh;
   pd_ = std::move(pd_owner);
   comp_channel_ = std::move(ch_owner);
-  cq_ = std::move(cq_owner);
-  srq_ = std::move(srq_owner);
-  spdlog::info("{}: listening on {} (max_qp {}, max_srq_wr {}, max_cqe {}, srq {})", info.name,
-               where, info.max_qp, info.max_srq_wr, info.max_cqe, srq_ ? "yes" : "no");
-  return info;
+  cq_ = std::move(*cq);
+  srq_ = std::move(*srq);
+  spdlog::info("{}: listening on {} (max_qp {}, max_srq_wr {}, max_cqe {}, srq {})", info->name,
+               local.to_string(), info->max_qp, info->max_srq_wr, info->max_cqe,
+               srq_ ? "yes" : "no");
+  return std::move(*info);
 }
 
 // --- memory ------------------------------------------------------------------
@@ -508,317 +526,6 @@ Result<void> VerbsSeam::modify_qp_to_error(CmIdHandle h) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
   return check_ibv_rc(ibv_modify_qp(*qp, &attr, IBV_QP_STATE), "ibv_modify_qp(ERR)");
-}
-
-Result<void> VerbsSeam::post_send(CmIdHandle h, std::uint64_t wr_id, const Sge& sge,
-                                  std::uint32_t imm, bool signaled) {
-  auto qp = qp_of(h, "ibv_post_send");
-  if (!qp)
-    return qp.error();
-  ibv_sge s{sge.addr, sge.length, sge.lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND_WITH_IMM;
-  wr.imm_data = htonl(imm);
-  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-  ibv_send_wr* bad = nullptr;
-  return check_ibv_rc(ibv_post_send(*qp, &wr, &bad), "ibv_post_send");
-}
-
-PostSendsResult VerbsSeam::post_sends(CmIdHandle h, std::span<const SendWr> wrs) {
-  PostSendsResult res;
-  if (wrs.empty())
-    return res;
-  auto qp = qp_of(h, "ibv_post_send");
-  if (!qp) {
-    res.error = qp.error();
-    return res;
-  }
-  const std::size_t n = wrs.size();
-  send_chain_.assign(n, ibv_send_wr{});
-  send_sges_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    send_sges_[i] = ibv_sge{wrs[i].sge.addr, wrs[i].sge.length, wrs[i].sge.lkey};
-    ibv_send_wr& w = send_chain_[i];
-    w.wr_id = wrs[i].wr_id;
-    w.sg_list = &send_sges_[i];
-    w.num_sge = 1;
-    w.opcode = IBV_WR_SEND_WITH_IMM;
-    w.imm_data = htonl(wrs[i].imm);
-    w.send_flags = wrs[i].signaled ? IBV_SEND_SIGNALED : 0;
-    w.next = i + 1 < n ? &send_chain_[i + 1] : nullptr;
-  }
-  ibv_send_wr* bad = nullptr;
-  const int rc = ibv_post_send(*qp, send_chain_.data(), &bad);
-  if (rc == 0) {
-    res.posted = n;
-    return res;
-  }
-  // bad_wr: the first WR not posted (ibv_post_send(3)); a provider that
-  // leaves it unset posted none we can vouch for.
-  res.posted = bad != nullptr ? static_cast<std::size_t>(bad - send_chain_.data()) : 0;
-  res.error =
-      Error::from_errno(rc < 0 ? -rc : rc, "ibv_post_send: posted " + std::to_string(res.posted) +
-                                               " of " + std::to_string(n) + " WRs");
-  return res;
-}
-
-Result<void> VerbsSeam::post_drain(CmIdHandle h, std::uint64_t wr_id) {
-  auto qp = qp_of(h, "ibv_post_send(drain)");
-  if (!qp)
-    return qp.error();
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.sg_list = nullptr;
-  wr.num_sge = 0;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  return check_ibv_rc(ibv_post_send(*qp, &wr, &bad), "ibv_post_send(drain)");
-}
-
-namespace {
-// Links wrs[i] → wrs[i+1]; returns the head or nullptr when empty.
-ibv_recv_wr* build_recv_chain(std::span<const std::uint64_t> wr_ids, std::span<const Sge> sges,
-                              std::vector<ibv_recv_wr>& wrs, std::vector<ibv_sge>& sg) {
-  const std::size_t n = wr_ids.size();
-  wrs.assign(n, ibv_recv_wr{});
-  sg.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    sg[i] = ibv_sge{sges[i].addr, sges[i].length, sges[i].lkey};
-    wrs[i].wr_id = wr_ids[i];
-    wrs[i].sg_list = &sg[i];
-    wrs[i].num_sge = 1;
-    wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
-  }
-  return n == 0 ? nullptr : wrs.data();
-}
-
-Result<void> recv_result(int rc, const char* what, const ibv_recv_wr* bad,
-                         const std::vector<ibv_recv_wr>& wrs) {
-  if (rc == 0)
-    return {};
-  const auto posted = bad != nullptr ? static_cast<std::size_t>(bad - wrs.data()) : 0;
-  return Error::from_errno(rc < 0 ? -rc : rc, std::string(what) + ": posted " +
-                                                  std::to_string(posted) + " of " +
-                                                  std::to_string(wrs.size()) + " WRs");
-}
-}  // namespace
-
-Result<void> VerbsSeam::post_srq_recv(std::span<const std::uint64_t> wr_ids,
-                                      std::span<const Sge> sges) {
-  if (!srq_)
-    return Error::from_errno(EINVAL, "ibv_post_srq_recv: the seam has no SRQ");
-  if (wr_ids.size() != sges.size()) {
-    return Error::invalid("ibv_post_srq_recv: wr_ids and sges differ in length");
-  }
-  ibv_recv_wr* head = build_recv_chain(wr_ids, sges, recv_wrs_, recv_sges_);
-  if (head == nullptr)
-    return {};
-  ibv_recv_wr* bad = nullptr;
-  return recv_result(ibv_post_srq_recv(srq_.get(), head, &bad), "ibv_post_srq_recv", bad,
-                     recv_wrs_);
-}
-
-Result<void> VerbsSeam::post_qp_recv(CmIdHandle h, std::span<const std::uint64_t> wr_ids,
-                                     std::span<const Sge> sges) {
-  auto qp = qp_of(h, "ibv_post_recv");
-  if (!qp)
-    return qp.error();
-  if (wr_ids.size() != sges.size()) {
-    return Error::invalid("ibv_post_recv: wr_ids and sges differ in length");
-  }
-  ibv_recv_wr* head = build_recv_chain(wr_ids, sges, recv_wrs_, recv_sges_);
-  if (head == nullptr)
-    return {};
-  ibv_recv_wr* bad = nullptr;
-  return recv_result(ibv_post_recv(*qp, head, &bad), "ibv_post_recv", bad, recv_wrs_);
-}
-
-Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
-  if (!srq_)
-    return Error::from_errno(EINVAL, "ibv_modify_srq(IBV_SRQ_LIMIT): no SRQ");
-  ibv_srq_attr attr{};
-  attr.srq_limit = limit;
-  return check_ibv_rc(ibv_modify_srq(srq_.get(), &attr, IBV_SRQ_LIMIT),
-                      "ibv_modify_srq(IBV_SRQ_LIMIT)");
-}
-
-bool VerbsSeam::cm_events_queued() {
-  if (!channel_)
-    return false;
-  pollfd p{channel_->fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
-
-// --- event dispatch ----------------------------------------------------------
-
-bool VerbsSeam::dispatch_cm_events(std::size_t max_events) {
-  if (!channel_)
-    return false;
-  for (std::size_t n = 0;; ++n) {
-    if (n == max_events)
-      return true;
-    rdma_cm_event* raw = nullptr;
-    if (rdma_get_cm_event(channel_.get(), &raw) != 0) {
-      const int err = errno;
-      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
-        spdlog::error("rdma_get_cm_event: {}", std::generic_category().message(err));
-      }
-      return false;
-    }
-    CmEvent ev;
-    ev.type = map_cm_event(raw->event);
-    ev.status = raw->status;
-    if (ev.type == CmEventType::kConnectRequest) {
-      // A new passive id, on our channel, whose context is the listener's:
-      // give it a handle of its own and take ownership.
-      ev.listen_id = handle_of(raw->listen_id);
-      ev.id = adopt(raw->id);
-      set_ack_timeout(raw->id);
-      if (auto src = endpoint_from_sockaddr(rdma_get_peer_addr(raw->id)))
-        ev.src = *src;
-      if (auto dst = endpoint_from_sockaddr(rdma_get_local_addr(raw->id)))
-        ev.dst = *dst;
-    } else {
-      ev.id = handle_of(raw->id);
-    }
-    const bool has_conn_param = ev.type == CmEventType::kConnectRequest ||
-                                ev.type == CmEventType::kEstablished ||
-                                ev.type == CmEventType::kRejected;
-    if (has_conn_param) {
-      const auto& c = raw->param.conn;
-      if (c.private_data != nullptr && c.private_data_len > 0) {
-        const auto* p = static_cast<const std::uint8_t*>(c.private_data);
-        ev.private_data.assign(p, p + c.private_data_len);
-      }
-      if (ev.type != CmEventType::kRejected)
-        ev.remote_qpn = c.qp_num;
-    }
-    const auto raw_type = raw->event;
-    // The private data lives in the event: copied above, so ack now.
-    if (rdma_ack_cm_event(raw) != 0) {
-      spdlog::error("rdma_ack_cm_event: {}", std::generic_category().message(errno));
-    }
-    if (ev.type == CmEventType::kEstablished) {
-      // Active side: librdmacm moved the QP to RTS on the REP, before the RTU.
-      if (auto it = ids_.find(ev.id); it != ids_.end())
-        set_min_rnr_timer(it->second);
-    }
-    if (ev.type == CmEventType::kOther) {
-      spdlog::debug("rdma_cm event {} ({}) mapped to OTHER", rdma_event_str(raw_type),
-                    static_cast<int>(raw_type));
-    }
-    if (sink_ != nullptr) {
-      sink_->on_cm_event(ev);
-    } else {
-      spdlog::warn("rdma_cm event {} on id {} dropped: no sink", to_string(ev.type), ev.id);
-    }
-  }
-}
-
-void VerbsSeam::dispatch_async_events() {
-  if (!listener_ || listener_->verbs == nullptr || !pd_)
-    return;
-  for (;;) {
-    ibv_async_event raw{};
-    if (ibv_get_async_event(listener_->verbs, &raw) != 0) {
-      const int err = errno;
-      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
-        spdlog::error("ibv_get_async_event: {}", std::generic_category().message(err));
-      }
-      return;
-    }
-    AsyncEvent ev;
-    ev.type = map_async_event(raw.event_type);
-    if (is_qp_event(raw.event_type) && raw.element.qp != nullptr)
-      ev.qpn = raw.element.qp->qp_num;
-    // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
-    // acks, and the sink may destroy that QP in response.
-    ibv_ack_async_event(&raw);
-    if (ev.type == AsyncEventType::kOther) {
-      spdlog::debug("async event {} mapped to OTHER", ibv_event_type_str(raw.event_type));
-    }
-    if (sink_ != nullptr) {
-      sink_->on_async_event(ev);
-    } else {
-      spdlog::warn("async event {} (QPN {}) dropped: no sink", to_string(ev.type), ev.qpn);
-    }
-  }
-}
-
-void VerbsSeam::ack_cq_events(bool all) {
-  if (!cq_ || unacked_cq_events_ == 0)
-    return;
-  if (all || unacked_cq_events_ >= kCqAckBatch) {
-    ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
-    unacked_cq_events_ = 0;
-  }
-}
-
-bool VerbsSeam::dispatch_completions(int budget) {
-  if (!cq_ || !comp_channel_)
-    return false;
-  // One armed notification raises at most one event (ibv_req_notify_cq(3)),
-  // and the CQ is re-armed only after an empty poll: so at most one event
-  // waits in the channel, and only while armed. Read that one and no more:
-  // a drain to EAGAIN costs a failed read(2) per wakeup, and a call that
-  // continues a drain cut by the budget (not armed) reads nothing.
-  if (cq_armed_) {
-    ibv_cq* ev_cq = nullptr;
-    void* ev_ctx = nullptr;
-    if (ibv_get_cq_event(comp_channel_.get(), &ev_cq, &ev_ctx) == 0) {
-      ++unacked_cq_events_;
-      cq_armed_ = false;
-    } else {
-      const int err = errno;
-      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
-        spdlog::error("ibv_get_cq_event: {}", std::generic_category().message(err));
-      }
-    }
-  }
-  ack_cq_events(false);
-
-  std::array<ibv_wc, kPollBatch> raw{};
-  std::array<WorkCompletion, kPollBatch> wcs{};
-  int handed = 0;
-  bool armed = false;
-  for (;;) {
-    if (handed >= budget)
-      return true;
-    const int want = std::min(kPollBatch, budget - handed);
-    const int n = ibv_poll_cq(cq_.get(), want, raw.data());
-    if (n < 0) {
-      // ibv_poll_cq(3): negative on error; the CQ may be in error (CQ_ERR
-      // arrives as an async event). Nothing to retry here.
-      spdlog::error("ibv_poll_cq failed: {}", n);
-      return false;
-    }
-    if (n > 0) {
-      for (int i = 0; i < n; ++i)
-        wcs[static_cast<std::size_t>(i)] = to_work_completion(raw[static_cast<std::size_t>(i)]);
-      handed += n;
-      if (sink_ != nullptr) {
-        sink_->on_completions(
-            std::span<const WorkCompletion>(wcs.data(), static_cast<std::size_t>(n)));
-      } else {
-        spdlog::warn("{} work completions dropped: no sink", n);
-      }
-      continue;
-    }
-    if (armed)
-      return false;
-    // Empty: re-arm, then poll once more, since a WC that arrived between the
-    // empty poll and the re-arm raises no event (ibv_get_cq_event(3)).
-    if (auto r = check_ibv_rc(ibv_req_notify_cq(cq_.get(), 0), "ibv_req_notify_cq"); !r) {
-      spdlog::error("{}", r.error().message());
-      return false;
-    }
-    armed = true;
-    cq_armed_ = true;
-  }
 }
 
 }  // namespace rcnet::rdma

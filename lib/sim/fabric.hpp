@@ -191,8 +191,6 @@ class SimNode {
 
   const IpAddr& address() const;
   Profile profile() const;
-  // Lowers the device's max_qp (create_qp → ENOMEM beyond it), for limit tests.
-  void set_max_qp(std::uint32_t max_qp);
 
   // --- test oracles ---
   // The wakeup the node's owner last asked for (TimerService::schedule),

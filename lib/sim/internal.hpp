@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // Internals of the simulated fabric, shared by fabric.cpp (queue, clock,
-// faults), node_cm.cpp (rdma_cm) and node_verbs.cpp (QPs, data path).
+// nodes), faults.cpp (fault rules and injection), node.cpp (the SimNode
+// facade and shared plumbing), node_cm.cpp (rdma_cm) and node_verbs.cpp
+// (QPs, data path).
 // Not part of the contract: include sim/fabric.hpp instead.
 
 #include <fmt/format.h>
@@ -16,19 +18,15 @@
 #include <vector>
 
 #include "sim/fabric.hpp"
+#include "util/random.hpp"
 
 namespace rcnet::sim {
 
-// splitmix64: tiny, seedable, and identical on every standard library (unlike
-// std::uniform_*_distribution), which the determinism promise needs.
+// The fabric's one seeded generator (util/random.hpp: the same numbers on
+// every standard library, which the determinism promise needs).
 struct Rng {
   std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64(state); }
   // Uniform in [lo, hi); lo when the range is empty.
   Duration uniform(Duration lo, Duration hi) {
     if (hi <= lo)
@@ -261,7 +259,7 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   rdma::CmIdHandle first_handle_of_life;
   rdma::Qpn next_qpn = 0x100;
   std::uint16_t next_port = 40000;
-  std::uint32_t max_qp;
+  const std::uint32_t max_qp;  // the profile's ibv_device_attr::max_qp (create_qp: ENOMEM beyond)
 
   rdma::EventSink* sink = nullptr;
   std::function<void()> timer_cb;

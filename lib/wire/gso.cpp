@@ -5,6 +5,8 @@
 #include <array>
 #include <cstring>
 
+#include "wire/bytes.hpp"
+
 namespace rcnet::wire {
 
 namespace {
@@ -22,24 +24,6 @@ constexpr std::uint8_t kTcpPsh = 0x08;
 constexpr std::uint8_t kTcpCwr = 0x80;
 constexpr std::size_t kTcpCsum = 16;
 constexpr std::size_t kUdpCsum = 6;
-
-std::uint8_t u8(std::span<const std::byte> b, std::size_t off) {
-  return std::to_integer<std::uint8_t>(b[off]);
-}
-std::uint16_t be16(std::span<const std::byte> b, std::size_t off) {
-  return static_cast<std::uint16_t>((u8(b, off) << 8) | u8(b, off + 1));
-}
-std::uint32_t be32(std::span<const std::byte> b, std::size_t off) {
-  return (std::uint32_t{be16(b, off)} << 16) | be16(b, off + 2);
-}
-void put16(std::span<std::byte> b, std::size_t off, std::uint16_t v) {
-  b[off] = static_cast<std::byte>(v >> 8);
-  b[off + 1] = static_cast<std::byte>(v & 0xffu);
-}
-void put32(std::span<std::byte> b, std::size_t off, std::uint32_t v) {
-  put16(b, off, static_cast<std::uint16_t>(v >> 16));
-  put16(b, off + 2, static_cast<std::uint16_t>(v & 0xffffu));
-}
 
 // The pseudo-header's sum (RFC 9293 3.1 for IPv4, RFC 8200 8.1 for IPv6).
 std::uint64_t pseudo_header_sum(const GsoPlan& p, std::span<const std::byte> seg,
@@ -158,13 +142,13 @@ std::size_t build_segment(const GsoPlan& p, std::span<const std::byte> packet, s
 
   // IP header: length, ID, checksum.
   if (p.ipv6) {
-    put16(seg, 4, static_cast<std::uint16_t>(len - kIpv6Header));
+    put_be16(seg, 4, static_cast<std::uint16_t>(len - kIpv6Header));
   } else {
     const std::size_t ihl = std::size_t{u8(seg, 0) & 0x0fu} * 4;
-    put16(seg, 2, static_cast<std::uint16_t>(len));
-    put16(seg, 4, static_cast<std::uint16_t>(be16(seg, 4) + i));
-    put16(seg, 10, 0);
-    put16(seg, 10, fold_checksum(checksum_add(seg.first(ihl))));
+    put_be16(seg, 2, static_cast<std::uint16_t>(len));
+    put_be16(seg, 4, static_cast<std::uint16_t>(be16(seg, 4) + i));
+    put_be16(seg, 10, 0);
+    put_be16(seg, 10, fold_checksum(checksum_add(seg.first(ihl))));
   }
 
   // L4 header and checksum over pseudo-header, header and payload.
@@ -172,7 +156,7 @@ std::size_t build_segment(const GsoPlan& p, std::span<const std::byte> packet, s
   const std::span<std::byte> l4 = seg.subspan(p.l4_offset);
   std::size_t csum_at = 0;
   if (p.l4_proto == kProtoTcp) {
-    put32(l4, 4, static_cast<std::uint32_t>(be32(l4, 4) + std::size_t{i} * p.mss));
+    put_be32(l4, 4, static_cast<std::uint32_t>(be32(l4, 4) + std::size_t{i} * p.mss));
     auto flags = u8(l4, kTcpFlags);
     if (i > 0)
       flags = static_cast<std::uint8_t>(flags & ~kTcpCwr);
@@ -181,14 +165,14 @@ std::size_t build_segment(const GsoPlan& p, std::span<const std::byte> packet, s
     l4[kTcpFlags] = static_cast<std::byte>(flags);
     csum_at = kTcpCsum;
   } else {
-    put16(l4, 4, static_cast<std::uint16_t>(l4_len));
+    put_be16(l4, 4, static_cast<std::uint16_t>(l4_len));
     csum_at = kUdpCsum;
   }
-  put16(l4, csum_at, 0);
+  put_be16(l4, csum_at, 0);
   std::uint16_t csum = fold_checksum(checksum_add(l4, pseudo_header_sum(p, seg, l4_len)));
   if (csum == 0)
     csum = 0xffff;  // UDP: 0 means "no checksum" (RFC 768); the same value for TCP
-  put16(l4, csum_at, csum);
+  put_be16(l4, csum_at, csum);
   return len;
 }
 
@@ -200,7 +184,7 @@ bool complete_checksum(const VnetHdr& h, std::span<std::byte> packet) {
   std::uint16_t csum = fold_checksum(checksum_add(packet.subspan(start)));
   if (csum == 0)
     csum = 0xffff;
-  put16(packet, field, csum);
+  put_be16(packet, field, csum);
   return true;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "wire/bytes.hpp"
+
 namespace rcnet::wire {
 
 namespace {
@@ -29,22 +31,6 @@ constexpr std::uint8_t kFlagSrq = 0x01;
 constexpr std::uint8_t kFamilyNone = 0;
 constexpr std::uint8_t kFamilyV4 = 4;
 constexpr std::uint8_t kFamilyV6 = 6;
-
-template <class T>
-void put_be(std::uint8_t* out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    out[sizeof(T) - 1 - i] = static_cast<std::uint8_t>(v & 0xFFu);
-    v = static_cast<T>(v >> 8);
-  }
-}
-
-template <class T>
-T get_be(std::span<const std::uint8_t> in, std::size_t off) {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    v = static_cast<T>((v << 8) | in[off + i]);
-  return v;
-}
 
 std::size_t limit_for(Kind k) {
   switch (k) {
@@ -123,9 +109,9 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
   out[kOffKind] = static_cast<std::uint8_t>(pd.kind);
   out[kOffMagic] = kMagic0;
   out[kOffMagic + 1] = kMagic1;
-  put_be<std::uint64_t>(&out[kOffNodeId], pd.node_id);
-  put_be<std::uint64_t>(&out[kOffIncarnation], pd.incarnation);
-  put_be<std::uint32_t>(&out[kOffMtu], pd.mtu);
+  put_be<std::uint64_t>(std::span(out), kOffNodeId, pd.node_id);
+  put_be<std::uint64_t>(std::span(out), kOffIncarnation, pd.incarnation);
+  put_be<std::uint32_t>(std::span(out), kOffMtu, pd.mtu);
   out[kOffFlags] = pd.srq ? kFlagSrq : 0;
   if (pd.overlay.is_v4()) {
     out[kOffFamily] = kFamilyV4;

@@ -13,13 +13,14 @@
 #include <optional>
 #include <vector>
 
-#include "ip_packet.hpp"
 #include "nl.hpp"
 #include "private_netns.hpp"
+#include "wire/ip_packet.hpp"
 #include "wire/vnet_hdr.hpp"
 
 using namespace rcnet;
 using namespace rcnet::daemon;
+using rcnet::wire::ip_destination;
 
 namespace {
 std::uint16_t ip_checksum(const std::uint8_t* p, std::size_t n) {

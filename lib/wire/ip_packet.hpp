@@ -9,7 +9,7 @@
 
 #include "util/address.hpp"
 
-namespace rcnet::daemon {
+namespace rcnet::wire {
 
 // The destination address of an IP packet as read from a TUN device opened
 // with IFF_NO_PI (the packet starts at the IP header). nullopt when the
@@ -17,4 +17,4 @@ namespace rcnet::daemon {
 // 6, or an IPv4 IHL is below 5.
 std::optional<IpAddr> ip_destination(std::span<const std::byte> packet);
 
-}  // namespace rcnet::daemon
+}  // namespace rcnet::wire

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "ip_packet.hpp"
+#include "wire/ip_packet.hpp"
 
 #include <catch2/catch.hpp>
 #include <vector>
 
 using rcnet::IpAddr;
-using rcnet::daemon::ip_destination;
+using rcnet::wire::ip_destination;
 
 namespace {
 std::vector<std::byte> ipv4_packet(const IpAddr& src, const IpAddr& dst, std::size_t len = 28) {

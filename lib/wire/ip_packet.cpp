@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "ip_packet.hpp"
+#include "wire/ip_packet.hpp"
 
 #include <cstring>
 
-namespace rcnet::daemon {
+namespace rcnet::wire {
 
 namespace {
 constexpr std::size_t kIpv4HeaderMin = 20;
@@ -35,4 +35,4 @@ std::optional<IpAddr> ip_destination(std::span<const std::byte> packet) {
   }
 }
 
-}  // namespace rcnet::daemon
+}  // namespace rcnet::wire

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// One simulated host: the SimNode facade (lifecycle and test oracles) and the
+// plumbing its rdma_cm half (node_cm.cpp) and verbs half (node_verbs.cpp)
+// share: scheduling, reachability, handle lookup, and the hand-off of events
+// to the node's sink.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/internal.hpp"
+
+namespace rcnet::sim {
+
+std::string_view to_string(Profile p) {
+  switch (p) {
+    case Profile::kMlx:
+      return "mlx";
+    case Profile::kEhca:
+      return "ehca";
+    case Profile::kRxe:
+      return "rxe";
+  }
+  return "?";
+}
+
+std::string_view to_string(QpStateSim s) {
+  switch (s) {
+    case QpStateSim::kReset:
+      return "RESET";
+    case QpStateSim::kInit:
+      return "INIT";
+    case QpStateSim::kRtr:
+      return "RTR";
+    case QpStateSim::kRts:
+      return "RTS";
+    case QpStateSim::kErr:
+      return "ERR";
+  }
+  return "?";
+}
+
+// --- SimNode --------------------------------------------------------------------
+
+SimNode::SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index)
+    : impl_(std::make_unique<Impl>(fabric, *this, underlay, profile, index)) {}
+SimNode::~SimNode() = default;
+
+SimNode::Impl& SimNode::impl() {
+  return *impl_;
+}
+rdma::Seam& SimNode::seam() {
+  return *impl_;
+}
+TimerService& SimNode::timers() {
+  return *impl_;
+}
+void SimNode::set_sink(rdma::EventSink* sink) {
+  impl_->sink = sink;
+}
+void SimNode::set_timer_callback(std::function<void()> cb) {
+  impl_->timer_cb = std::move(cb);
+}
+bool SimNode::is_up() const {
+  return impl_->up;
+}
+const IpAddr& SimNode::address() const {
+  return impl_->addr;
+}
+Profile SimNode::profile() const {
+  return impl_->profile;
+}
+
+void SimNode::crash() {
+  Impl& n = *impl_;
+  if (!n.up)
+    return;
+  n.fab.trace(n.addr, "CRASH");
+  n.up = false;
+  ++n.life;  // every closure scheduled for the old life is now void
+  n.reset_device();
+  n.sink = nullptr;
+  n.timer_cb = nullptr;
+  n.timer_deadline = TimePoint::max();
+  ++n.timer_gen;
+}
+
+void SimNode::restart() {
+  Impl& n = *impl_;
+  if (n.up)
+    return;
+  n.fab.trace(n.addr, "RESTART");
+  n.up = true;
+  ++n.life;
+  n.reset_device();
+  n.first_handle_of_life = n.next_handle;
+}
+
+TimePoint SimNode::timer_deadline() const {
+  return impl_->timer_deadline;
+}
+std::size_t SimNode::live_qps() const {
+  return impl_->qps.size();
+}
+std::vector<std::pair<rdma::Qpn, QpStateSim>> SimNode::qp_table() const {
+  std::vector<std::pair<rdma::Qpn, QpStateSim>> out;
+  for (const auto& [qpn, qp] : impl_->qps)
+    out.emplace_back(qpn, qp.state);
+  return out;
+}
+std::size_t SimNode::live_cm_ids() const {
+  return impl_->ids.size() - (impl_->ids.contains(impl_->listener) ? 1 : 0);
+}
+std::uint32_t SimNode::srq_posted() const {
+  return static_cast<std::uint32_t>(impl_->srq.size());
+}
+std::size_t SimNode::rq_posted(rdma::Qpn qpn) const {
+  auto it = impl_->qps.find(qpn);
+  return it == impl_->qps.end() ? 0 : it->second.rq.size();
+}
+std::size_t SimNode::sends_outstanding(rdma::Qpn qpn) const {
+  auto it = impl_->qps.find(qpn);
+  return it == impl_->qps.end() ? 0 : it->second.sq.size();
+}
+std::optional<QpStateSim> SimNode::qp_state(rdma::Qpn qpn) const {
+  auto it = impl_->qps.find(qpn);
+  if (it == impl_->qps.end())
+    return std::nullopt;
+  return it->second.state;
+}
+std::size_t SimNode::cq_unpolled() const {
+  return impl_->cq.size();
+}
+const SimStats& SimNode::stats() const {
+  return impl_->stats;
+}
+const std::vector<std::string>& SimNode::misuse_log() const {
+  return impl_->misuse_log;
+}
+
+// --- SimNode::Impl: plumbing shared by the CM and verbs halves ------------------
+
+SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx)
+    : fabric(f),
+      fab(f.impl()),
+      self(s),
+      addr(a),
+      profile(p),
+      index(idx),
+      // Handles differ between nodes too, so a handle passed to the wrong
+      // node's seam is caught as unknown.
+      handle_base((static_cast<rdma::CmIdHandle>(idx) + 1) << 32),
+      next_handle(handle_base),
+      first_handle_of_life(handle_base),
+      max_qp(p == Profile::kRxe   ? 1048560
+             : p == Profile::kMlx ? 262144
+                                  : 16384) {}
+
+void SimNode::Impl::reset_device() {
+  opened = false;
+  cfg = {};
+  local_ep = {};
+  listener = rdma::kNoCmId;
+  ids.clear();
+  qps.clear();
+  has_srq = false;
+  srq.clear();
+  srq_limit = 0;
+  cq.clear();
+  cq_poll_scheduled = false;
+  cq_broken = false;
+  regions.clear();
+  dispatching = dispatching_listen = rdma::kNoCmId;
+  starved = false;
+  drop_drain.clear();
+  held.clear();
+  cm_channel_held = false;
+  cm_backlog.clear();
+  cm_fifo.clear();
+}
+
+void SimNode::Impl::later(Duration d, std::function<void()> fn) {
+  fab.after(d, [this, l = life, fn = std::move(fn)] {
+    if (up && life == l)
+      fn();
+  });
+}
+
+bool SimNode::Impl::link_up(const SimNode::Impl* to) const {
+  if (to == nullptr)
+    return false;
+  if (fab.isolated.contains(addr) || fab.isolated.contains(to->addr))
+    return false;
+  return !fab.cut.contains(std::minmax(addr, to->addr));
+}
+
+bool SimNode::Impl::can_reach(const PeerRef& p) const {
+  return peer_alive(p) && link_up(p.node);
+}
+
+Duration SimNode::Impl::cm_hop(const SimNode::Impl* to) {
+  // Jitter, but CM MADs between two nodes stay in order (an RTU is never
+  // overtaken by the DREQ sent after it); only Faults reorder events.
+  TimePoint at = fab.now + fab.timing.cm_hop + fab.rng.uniform(0ns, fab.timing.cm_jitter);
+  TimePoint& last = cm_fifo[to];
+  if (at <= last)
+    at = last + 1ns;
+  last = at;
+  return at - fab.now;
+}
+
+void SimNode::Impl::schedule(TimePoint deadline) {
+  timer_deadline = deadline;
+  const std::uint64_t gen = ++timer_gen;
+  if (deadline == TimePoint::max() || !up)
+    return;
+  fab.at(
+      deadline,
+      [this, gen] {
+        if (gen != timer_gen || !up)
+          return;
+        timer_deadline = TimePoint::max();
+        fab.trace(addr, "TIMER");
+        if (timer_cb)
+          timer_cb();
+      },
+      /*is_timer=*/true);
+}
+
+Error SimNode::Impl::fail(int err, const std::string& what) {
+  if (err == EINVAL)
+    ++stats.bad_state;
+  return Error::from_errno(err, "sim " + addr.to_string() + ": " + what);
+}
+
+void SimNode::Impl::count_misuse(std::uint64_t SimStats::*which, const std::string& what) {
+  ++(stats.*which);
+  ++stats.misuse;
+  misuse_log.push_back(
+      fmt::format("t={} {}: {}", (fab.now - TimePoint()).count(), addr.to_string(), what));
+}
+
+Result<CmId*> SimNode::Impl::lookup(rdma::CmIdHandle h, const char* op) {
+  if (!up) {
+    ++stats.on_crashed_node;
+    return Error::from_errno(ENODEV, std::string("sim: ") + op + " on a crashed node");
+  }
+  auto it = ids.find(h);
+  if (it != ids.end())
+    return &it->second;
+  if (h >= handle_base && h < first_handle_of_life) {
+    ++stats.stale_handle;
+  } else {
+    count_misuse(&SimStats::unknown_handle, fmt::format("{} on unknown cm id {:#x}", op, h));
+  }
+  return Error::from_errno(EINVAL, fmt::format("sim {}: {} unknown cm id", addr.to_string(), op));
+}
+
+Result<SimQp*> SimNode::Impl::lookup_qp(rdma::CmIdHandle h, const char* op) {
+  auto id = lookup(h, op);
+  if (!id)
+    return id.error();
+  if (!(*id)->qpn || !qps.contains(*(*id)->qpn))
+    return fail(EINVAL, std::string(op) + ": no QP");
+  return &qps.at(*(*id)->qpn);
+}
+
+// --- Delivery to the sink -------------------------------------------------------
+
+void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
+  if (cm_channel_held) {
+    cm_backlog.emplace_back(ev, injected);
+    return;
+  }
+  // The real stack stops reporting events for a destroyed id; injected
+  // copies (duplicates, delayed) are the "late event" a manager must survive.
+  if (!injected && !ids.contains(ev.id)) {
+    ++stats.cm_events_for_destroyed_ids;
+    return;
+  }
+  fab.trace(addr, "CM {} id={:#x} status={} pd={} rqpn={:#x}", rdma::to_string(ev.type), ev.id,
+            ev.status, ev.private_data.size(), ev.remote_qpn);
+  if (sink == nullptr) {
+    ++stats.events_without_sink;
+  } else {
+    dispatching = ev.id;
+    dispatching_listen = ev.listen_id;
+    sink->on_cm_event(ev);
+    dispatching = dispatching_listen = rdma::kNoCmId;
+  }
+  if (!injected)
+    release_held(true);
+}
+
+void SimNode::Impl::deliver_async(const rdma::AsyncEvent& ev) {
+  fab.trace(addr, "ASYNC {} qpn={:#x}", rdma::to_string(ev.type), ev.qpn);
+  if (sink == nullptr) {
+    ++stats.events_without_sink;
+  } else {
+    sink->on_async_event(ev);
+  }
+  release_held(false);
+}
+
+}  // namespace rcnet::sim
