@@ -29,7 +29,8 @@
 // themselves belong to the ConnTable. It borrows the config, counters, seam,
 // timer service, sink, table and hooks given to its constructor: they must
 // outlive it. It reads the config at every use, so a live reconfigure
-// (signal_every, peer_queue_depth) applies at once.
+// (signal_every, peer_queue_depth) applies at once; only cfg.local is read
+// once, by the constructor (our own node id, never a destination).
 //
 // Thread: the loop's, like every Manager call; nothing here blocks.
 #include <cstddef>
