@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Reaping and limits (DESIGN.md "Reaping and limits"): the idle reaper and
+// Reaping and limits (docs/design.md "Reaping and limits"): the idle reaper and
 // its fences, LRU eviction at max_connections, dead peers learnt from the
 // underlay (neighbour FAILED, link down) or from a failed send, the
 // operator's disconnect and reap, and live reconfiguration.
