@@ -44,7 +44,6 @@ class BufferPool {
 
   std::optional<std::uint32_t> take();
   void give(std::uint32_t index);
-  bool is_free(std::uint32_t index) const { return in_free_[index]; }
 
  private:
   struct AlignedDelete {

@@ -218,7 +218,6 @@ class ConnTable {
   // `idle` at `now`, taken off the list (the caller tears it down); nullptr
   // otherwise.
   Conn* pop_idle(TimePoint now, Duration idle);
-  std::size_t idle_count() const { return idle_.size(); }
 
   // --- the fence list ---------------------------------------------------------------
   // ESTABLISHED conns whose SQ tail is an unsignaled SEND, oldest first: the

@@ -1,32 +1,65 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// The data path (DESIGN.md "Data path"): one IP packet per RC SEND with
-// immediate; send slots shared by every QP with selective signalling and the
-// fence; SRQ (or per-QP RQ) reposts; completions classified by wr_id; and the
-// one back-pressure channel, PacketSink::send_capacity().
-//
-// Offload (ManagerConfig::offload; why software GSO for old peers: wire/gso.hpp):
-// frames are a virtio_net_hdr + IP packet. To a peer that negotiated kCapGso
-// the frame is one SEND, header included, and arrives in the peer's TUN as
-// the same GSO super-packet; to any other peer it goes as plain packets: a
-// super-packet cut into segments of at most the peer's MTU, a packet whose
-// checksum the kernel left to the device (NEEDS_CSUM) completed. A frame
-// that cannot be cut is dropped and counted (drops_gso_to_legacy_peer):
-// unsupported GSO type, headers that disagree, or more segments than an SQ
-// or the send slots can ever hold; a legacy peer never receives more than
-// its MTU. On receipt, a frame from a capable peer is delivered as it came;
-// a plain packet gets a zeroed header (no flags: the receiving kernel
-// verifies its checksum as for any packet) written into the buffer's
-// headroom in front of it.
+// The data path: what it does and owns, datapath.hpp; the decisions,
+// docs/design.md "Data path", "Selective signalling" and "Offloads".
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
-#include "cm/manager_impl.hpp"
+#include "cm/datapath.hpp"
+
 #include "wire/gso.hpp"
+#include "wire/immediate.hpp"
 
 namespace rcnet::cm {
 
-Result<void> Manager::Impl::fill_srq() {
+DataPath::DataPath(const ManagerConfig& cfg, Counters& ctr, rdma::Seam& seam, TimerService& timers,
+                   PacketSink& sink, ConnTable& table, DataPathHooks& hooks)
+    : cfg_(cfg),
+      ctr_(ctr),
+      seam_(seam),
+      timers_(timers),
+      sink_(sink),
+      table_(table),
+      hooks_(hooks),
+      self_(node_id_for(cfg.local.addr)) {}
+
+Result<void> DataPath::start() {
+  // Offload: a receive holds a whole frame (header + super-packet) after a
+  // header's worth of headroom; a send slot is as large (one pool size).
+  buf_size_ = cfg_.offload
+                  ? static_cast<std::uint32_t>(kReceiveHeadroom + wire::kVnetHdrLen +
+                                               std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket))
+                  : cfg_.mtu;
+  headroom_ = cfg_.offload ? kReceiveHeadroom : 0;
+  if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
+    return r;
+  slot_owner_.assign(cfg_.send_slots, 0);
+  if (cfg_.use_srq) {
+    if (auto r = fill_srq(); !r)
+      return r;
+  }
+  started_ = true;
+  return {};
+}
+
+Result<void> DataPath::fill_rq(Conn& c) {
+  c.rq = std::make_unique<BufferPool>();
+  if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_, headroom_); !r)
+    return r;
+  std::vector<std::uint64_t> ids;
+  std::vector<rdma::Sge> sges;
+  while (auto i = c.rq->take()) {
+    ids.push_back(make_wr(kTagQpRecv, (c.id << 20) | *i));
+    sges.push_back(c.rq->sge(*i));
+  }
+  if (auto r = seam_.post_qp_recv(c.cm_id, ids, sges); !r)
+    return r;
+  c.rq_posted = static_cast<std::uint32_t>(ids.size());
+  return {};
+}
+
+Result<void> DataPath::fill_srq() {
   if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
     return r;
   std::vector<std::uint64_t> ids;
@@ -42,7 +75,7 @@ Result<void> Manager::Impl::fill_srq() {
   return {};
 }
 
-SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> packet) {
+SendResult DataPath::send(const Endpoint& dst, std::span<const std::byte> packet) {
   std::size_t limit = cfg_.mtu;
   if (cfg_.offload) {
     const auto h = wire::parse_vnet_hdr(packet);
@@ -54,7 +87,7 @@ SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> p
     ++ctr_.drops_oversize;
     return SendResult::kOversize;
   }
-  if (!started_ || shutting_down_ || !link_up_) {
+  if (!started_ || !hooks_.sends_allowed()) {
     ++ctr_.drops_shutting_down;
     return SendResult::kRefused;
   }
@@ -78,11 +111,11 @@ SendResult Manager::Impl::send(const Endpoint& dst, std::span<const std::byte> p
   }
   const bool dropped = enqueue(p, packet);
   if (c == nullptr && p.retry_at == TimePoint::max())
-    start_connect(p);
+    hooks_.start_connect(p);
   return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
 }
 
-std::span<std::byte> Manager::Impl::lend_send_buffer() {
+std::span<std::byte> DataPath::lend_send_buffer() {
   if (!lent_slot_) {
     const std::size_t largest =
         cfg_.offload ? wire::kVnetHdrLen + std::max<std::size_t>(wire::kGsoMaxPacket, cfg_.mtu)
@@ -97,13 +130,7 @@ std::span<std::byte> Manager::Impl::lend_send_buffer() {
   return {send_pool_.data(*lent_slot_), send_pool_.buffer_size()};
 }
 
-void Manager::Impl::return_lent() {
-  if (lent_slot_)
-    send_pool_.give(*lent_slot_);
-  lent_slot_.reset();
-}
-
-SendResult Manager::Impl::send_lent(const Endpoint& dst, std::size_t len) {
+SendResult DataPath::send_lent(const Endpoint& dst, std::size_t len) {
   if (!lent_slot_)
     return SendResult::kRefused;
   const std::uint32_t slot = *lent_slot_;
@@ -127,8 +154,8 @@ SendResult Manager::Impl::send_lent(const Endpoint& dst, std::size_t len) {
 
 // send()'s checks for the one case posted without a copy: an established
 // connection with nothing queued, SQ room, and a frame that goes whole.
-Conn* Manager::Impl::direct_target(const Endpoint& dst, std::span<const std::byte> frame) {
-  if (!started_ || shutting_down_ || !link_up_)
+Conn* DataPath::direct_target(const Endpoint& dst, std::span<const std::byte> frame) {
+  if (!started_ || !hooks_.sends_allowed())
     return nullptr;
   if (cfg_.offload) {
     const auto h = wire::parse_vnet_hdr(frame);
@@ -154,8 +181,7 @@ Conn* Manager::Impl::direct_target(const Endpoint& dst, std::span<const std::byt
   return c;
 }
 
-// Returns true when the oldest packet had to be dropped.
-bool Manager::Impl::enqueue(Peer& p, std::span<const std::byte> packet) {
+bool DataPath::enqueue(Peer& p, std::span<const std::byte> packet) {
   bool dropped = false;
   if (cfg_.peer_queue_depth == 0) {
     ++ctr_.drops_queue_full;
@@ -170,12 +196,26 @@ bool Manager::Impl::enqueue(Peer& p, std::span<const std::byte> packet) {
   return dropped;
 }
 
-void Manager::Impl::drop_queue(Peer& p, std::uint64_t& counter) {
-  counter += p.queue.size();
-  p.queue.clear();
+void DataPath::srq_limit_reached() {
+  ++ctr_.srq_limit_events;
+  ++srq_limit_events_;
+  srq_limit_armed_ = false;
+  spdlog::warn("SRQ limit reached: {} of {} receive WRs posted (limit {})", srq_posted_,
+               cfg_.srq_size, cfg_.srq_limit);
 }
 
-void Manager::Impl::arm_srq_limit() {
+void DataPath::snapshot(Snapshot& s) const {
+  s.send_slots_total = send_pool_.count();
+  s.send_slots_free = send_pool_.free_count();
+  s.srq = {.enabled = cfg_.use_srq,
+           .size = cfg_.use_srq ? cfg_.srq_size : 0,
+           .posted = srq_posted_,
+           .limit = cfg_.use_srq ? cfg_.srq_limit : 0,
+           .limit_events = srq_limit_events_,
+           .buffer_size = buf_size_};
+}
+
+void DataPath::arm_srq_limit() {
   if (auto r = seam_.arm_srq_limit(cfg_.srq_limit); !r) {
     spdlog::warn("arming the SRQ limit: {}", r.error().message());
     return;
@@ -183,24 +223,15 @@ void Manager::Impl::arm_srq_limit() {
   srq_limit_armed_ = true;
 }
 
-void Manager::Impl::free_slot(std::uint32_t slot) {
-  slot_owner_[slot] = 0;
-  send_pool_.give(slot);
-}
-
-void Manager::Impl::free_sends(Conn& c) {
-  for (const auto& e : c.sends) {
-    if (wr_tag(e.wr_id) == kTagSend)
-      free_slot(static_cast<std::uint32_t>(wr_low(e.wr_id)));
+void DataPath::forget_sends(Conn& c, std::deque<SendEntry>::iterator end) {
+  for (auto i = c.sends.begin(); i != end; ++i) {
+    if (wr_tag(i->wr_id) == kTagSend)
+      free_slot(static_cast<std::uint32_t>(wr_low(i->wr_id)));
   }
-  c.sends.clear();
+  c.sends.erase(c.sends.begin(), end);
 }
 
-bool Manager::Impl::room_for(const Conn& c, std::uint32_t n) const {
-  return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n;
-}
-
-bool Manager::Impl::too_big_for(const Conn& c, std::span<const std::byte> frame) const {
+bool DataPath::too_big_for(const Conn& c, std::span<const std::byte> frame) const {
   if (!cfg_.offload)
     return frame.size() > c.peer_mtu;
   // A super-packet goes whole (within kGsoMaxPacket, checked by send()) or
@@ -209,7 +240,7 @@ bool Manager::Impl::too_big_for(const Conn& c, std::span<const std::byte> frame)
   return !h->is_gso() && frame.size() - wire::kVnetHdrLen > c.peer_mtu;
 }
 
-bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> frame) {
+bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
   std::optional<wire::VnetHdr> h;
   std::span<const std::byte> payload = frame;  // what the one SEND carries
   if (cfg_.offload) {
@@ -238,13 +269,12 @@ bool Manager::Impl::post_packet(Conn& c, std::span<const std::byte> frame) {
 
 // A super-packet for a peer without offload: all its segments or none, so
 // a packet never goes out in part.
-bool Manager::Impl::post_segments(Conn& c, const wire::VnetHdr& h,
-                                  std::span<const std::byte> packet) {
+bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet) {
   const auto plan = wire::plan_segments(h, packet);
   if (!plan || plan->segments > send_pool_.count() || plan->segments + 2 > cfg_.qp_send_depth ||
       plan->max_segment_len() > send_pool_.buffer_size()) {
     ++ctr_.drops_gso_to_legacy_peer;
-    auto f = fields(c);
+    auto f = hooks_.fields(c);
     log::event(spdlog::level::debug, f,
                "QPN {}: GSO type {:#x} size {} ({} bytes) cannot be segmented for a peer "
                "without offload, dropped",
@@ -268,7 +298,7 @@ bool Manager::Impl::post_segments(Conn& c, const wire::VnetHdr& h,
   return true;
 }
 
-void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
+void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
   // The last WR that fits before the room kept for fence and drain is always
   // signaled: an SQ full of unsignaled WRs would otherwise produce no
@@ -280,7 +310,7 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   // c.gso: every SEND on c carries a frame (post_packet, the lent path).
   const rdma::SendWr w{make_wr(kTagSend, slot),
                        send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
-                       c.gso ? kImmFrame : kImmData, signaled};
+                       c.gso ? wire::kImmFrame : wire::kImmData, signaled};
   if (batch_depth_ > 0) {
     std::size_t i = 0;
     while (i < chains_used_ && chains_[i].conn != c.id)
@@ -298,14 +328,14 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
     if (auto r = seam_.post_send(c.cm_id, w.wr_id, w.sge, w.imm, w.signaled); !r) {
       send_pool_.give(slot);
       ++ctr_.send_errors;
-      auto f = fields(c);
+      auto f = hooks_.fields(c);
       log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
       return;  // consumed (dropped); do not retry this packet
     }
   }
   slot_owner_[slot] = c.id;
   c.sends.push_back({w.wr_id, signaled});
-  const TimePoint t = coarse_now();
+  const TimePoint t = timers_.coarse_now();
   table_.sq_tail_posted(c, signaled, t);
   table_.touch(c, t);
   ++c.tx_packets;
@@ -314,7 +344,7 @@ void Manager::Impl::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   ctr_.bytes_tx += len;
 }
 
-void Manager::Impl::flush_sends() {
+void DataPath::flush_sends() {
   // Cleared first: nothing below appends, but a chain must never be posted
   // twice.
   const std::size_t used = std::exchange(chains_used_, 0);
@@ -331,8 +361,8 @@ void Manager::Impl::flush_sends() {
   }
 }
 
-void Manager::Impl::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
-                                const Error& why) {
+void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
+                           const Error& why) {
   const std::size_t lost = wrs.size() - posted;
   for (std::size_t k = wrs.size(); k-- > posted;) {
     // The chain is c.sends' tail, in order (see flush_sends' callers).
@@ -348,27 +378,25 @@ void Manager::Impl::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std:
   }
   // What is now the SQ's tail decides the fence list; when unsure (nothing of
   // the chain went), list c: a needless fence costs one WR.
-  table_.sq_tail_posted(c, posted > 0 && wrs[posted - 1].signaled, coarse_now());
-  auto f = fields(c);
+  table_.sq_tail_posted(c, posted > 0 && wrs[posted - 1].signaled, timers_.coarse_now());
+  auto f = hooks_.fields(c);
   log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {} WRs not posted: {}", c.qpn, lost,
              why.message());
 }
 
-// A zero-length signaled control SEND: completes the unsignaled tail of an
-// idle QP so its send slots come back. Not traffic: last_activity stays.
-void Manager::Impl::post_fence(Conn& c) {
+void DataPath::post_fence(Conn& c) {
   flush_sends();
   const std::uint64_t wr = make_wr(kTagFence, c.id);
-  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), kImmControl, true)) {
-    table_.sq_tail_posted(c, false, now());  // the tail is still unsignaled: next tick
+  if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), wire::kImmControl, true)) {
+    table_.sq_tail_posted(c, false, timers_.now());  // the tail is still unsignaled: next tick
     return;
   }
   c.sends.push_back({wr, true});
-  table_.sq_tail_posted(c, true, now());
+  table_.sq_tail_posted(c, true, timers_.now());
   c.unsignaled_run = 0;
 }
 
-void Manager::Impl::flush_queue(Peer& p, Conn& c) {
+void DataPath::flush_queue(Peer& p, Conn& c) {
   BatchScope batch(*this);  // one doorbell for the whole queue
   while (!p.queue.empty()) {
     const auto& pkt = p.queue.front();
@@ -385,7 +413,7 @@ void Manager::Impl::flush_queue(Peer& p, Conn& c) {
   }
 }
 
-void Manager::Impl::mark_blocked(Peer& p) {
+void DataPath::mark_blocked(Peer& p) {
   if (!p.blocked) {
     p.blocked = true;
     blocked_.push_back(p.node);
@@ -399,7 +427,7 @@ void Manager::Impl::mark_blocked(Peer& p) {
 // Runs from settle() while back-pressure is on: gives each blocked peer one
 // turn (a peer whose SQ is still full goes to the back and waits for more
 // completions) and sends the true edge once none is left waiting.
-void Manager::Impl::unblock() {
+void DataPath::unblock() {
   for (std::size_t turns = blocked_.size();
        turns > 0 && !blocked_.empty() && send_pool_.free_count() > 0; --turns) {
     const NodeId node = blocked_.front();
@@ -419,45 +447,20 @@ void Manager::Impl::unblock() {
   }
 }
 
-// Signaled completion `wr` on conn `c`: it and every WR before it are done.
-void Manager::Impl::complete_sends(Conn& c, std::uint64_t wr) {
+void DataPath::complete_sends(Conn& c, std::uint64_t wr) {
   auto it = std::find_if(c.sends.begin(), c.sends.end(),
                          [&](const SendEntry& e) { return e.wr_id == wr; });
-  if (it == c.sends.end())
-    return;
-  ++it;
-  for (auto i = c.sends.begin(); i != it; ++i) {
-    if (wr_tag(i->wr_id) == kTagSend)
-      free_slot(static_cast<std::uint32_t>(wr_low(i->wr_id)));
-  }
-  c.sends.erase(c.sends.begin(), it);
+  if (it != c.sends.end())
+    forget_sends(c, std::next(it));
 }
 
-void Manager::Impl::on_send_error(Conn& c, const rdma::WorkCompletion& wc) {
-  if (wc.status == rdma::WcStatus::kFlushErr || is_teardown(c.state))
-    return;
-  if (wc.status == rdma::WcStatus::kRetryExceeded ||
-      wc.status == rdma::WcStatus::kRnrRetryExceeded) {
-    ++ctr_.dead_peer_reaps;
-    if (Peer* p = table_.find_peer(c.peer))
-      drop_queue(*p, ctr_.drops_connect_failed);
-    teardown(c, TeardownKind::kHard,
-             fmt::format("send completion {}: peer unreachable", rdma::to_string(wc.status)),
-             log::kMsgReapedDead);
-    return;
-  }
-  ++ctr_.send_errors;
-  teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::to_string(wc.status)));
-}
-
-void Manager::Impl::on_completions(std::span<const rdma::WorkCompletion> wcs) {
+void DataPath::on_completions(std::span<const rdma::WorkCompletion> wcs) {
   for (const auto& wc : wcs)
     on_wc(wc);
   flush_srq_reposts();
-  // Slots freed here reach blocked peers in settle().
 }
 
-void Manager::Impl::on_wc(const rdma::WorkCompletion& wc) {
+void DataPath::on_wc(const rdma::WorkCompletion& wc) {
   const std::uint64_t low = wr_low(wc.wr_id);
   switch (wr_tag(wc.wr_id)) {
     case kTagSrqRecv: {
@@ -492,8 +495,9 @@ void Manager::Impl::on_wc(const rdma::WorkCompletion& wc) {
         return;
       }
       complete_sends(*c, wc.wr_id);
-      if (wc.status != rdma::WcStatus::kSuccess)
-        on_send_error(*c, wc);
+      if (wc.status != rdma::WcStatus::kSuccess && wc.status != rdma::WcStatus::kFlushErr &&
+          !is_teardown(c->state))
+        hooks_.send_failed(*c, wc.status);
       return;
     }
     case kTagDrain: {
@@ -503,7 +507,7 @@ void Manager::Impl::on_wc(const rdma::WorkCompletion& wc) {
         return;
       }
       ++ctr_.drains_completed;
-      destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::to_string(wc.status)));
+      hooks_.destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::to_string(wc.status)));
       return;
     }
     default:
@@ -515,7 +519,7 @@ void Manager::Impl::on_wc(const rdma::WorkCompletion& wc) {
 // A receive on a QP's own RQ (no SRQ): reposted at once while the QP lives;
 // in teardown the flushes are counted until the RQ is empty (the non-SRQ
 // stand-in for Last WQE Reached).
-void Manager::Impl::on_qp_recv(const rdma::WorkCompletion& wc) {
+void DataPath::on_qp_recv(const rdma::WorkCompletion& wc) {
   const std::uint64_t low = wr_low(wc.wr_id);
   Conn* c = table_.find(low >> 20);
   if (c == nullptr || c->rq == nullptr || c->qpn != wc.qpn) {
@@ -538,11 +542,11 @@ void Manager::Impl::on_qp_recv(const rdma::WorkCompletion& wc) {
     ++ctr_.recv_errors;
   }
   if (c->state == QpState::kAwaitLastWqe && c->rq_posted == 0)
-    post_drain(*c);
+    hooks_.post_drain(*c);
 }
 
-void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
-  if (!wc.has_imm || (wc.imm != kImmData && wc.imm != kImmFrame))
+void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
+  if (!wc.has_imm || (wc.imm != wire::kImmData && wc.imm != wire::kImmFrame))
     return;  // control (fence) or foreign
   if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
     ++ctr_.recv_errors;
@@ -550,7 +554,7 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* 
   }
   std::byte* data = buf + headroom_;
   std::size_t len = wc.byte_len;
-  const bool framed = wc.imm == kImmFrame;
+  const bool framed = wc.imm == wire::kImmFrame;
   if (framed && (!cfg_.offload || len <= wire::kVnetHdrLen)) {
     ++ctr_.recv_errors;  // a frame we never negotiated, or one without a packet
     return;
@@ -566,27 +570,25 @@ void Manager::Impl::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* 
   if (c != nullptr) {
     ++c->rx_packets;
     c->rx_bytes += wc.byte_len;
-    table_.touch(*c, coarse_now());
+    table_.touch(*c, timers_.coarse_now());
     from = c->peer;
   }
   sink_.deliver(from, std::span<const std::byte>(data, len));
 }
 
-void Manager::Impl::flush_srq_reposts() {
+void DataPath::flush_srq_reposts() {
   if (srq_reposts_.empty())
     return;
-  auto& ids = repost_ids_;
-  auto& sges = repost_sges_;
-  ids.clear();
-  sges.clear();
+  repost_ids_.clear();
+  repost_sges_.clear();
   for (auto idx : srq_reposts_) {
-    ids.push_back(make_wr(kTagSrqRecv, idx));
-    sges.push_back(srq_pool_.sge(idx));
+    repost_ids_.push_back(make_wr(kTagSrqRecv, idx));
+    repost_sges_.push_back(srq_pool_.sge(idx));
   }
-  if (auto r = seam_.post_srq_recv(ids, sges); !r) {
-    spdlog::error("ibv_post_srq_recv of {} buffers: {}", ids.size(), r.error().message());
+  if (auto r = seam_.post_srq_recv(repost_ids_, repost_sges_); !r) {
+    spdlog::error("ibv_post_srq_recv of {} buffers: {}", repost_ids_.size(), r.error().message());
   } else {
-    srq_posted_ += static_cast<std::uint32_t>(ids.size());
+    srq_posted_ += static_cast<std::uint32_t>(repost_ids_.size());
   }
   srq_reposts_.clear();
   if (!srq_limit_armed_ && srq_posted_ >= cfg_.srq_limit)

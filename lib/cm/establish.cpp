@@ -117,7 +117,7 @@ void Manager::Impl::start_connect(Peer& p) {
       // the peer's queue (bounded, oldest dropped) until the least recently
       // used one may be evicted, and meanwhile each new packet joins the
       // queue instead of trying again (and logging) per packet.
-      const Duration wait = lru->state_since + kEvictMinAge - now();
+      const Duration wait = evictable_at(*lru) - now();
       spdlog::debug("connect to {} waits {:.0f} ms: max_connections {} in use", p.underlay,
                     to_ms(wait), cfg_.max_connections);
       retry_later(p, wait + jitter(kCollisionBackoff));
@@ -170,20 +170,8 @@ Result<void> Manager::Impl::create_qp(Conn& c) {
   c.qpn = *qpn;
   ++ctr_.qps_created;
   table_.index_qpn(c);
-  if (!cfg_.use_srq) {
-    c.rq = std::make_unique<BufferPool>();
-    if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_, headroom_); !r)
-      return r;
-    std::vector<std::uint64_t> ids;
-    std::vector<rdma::Sge> sges;
-    while (auto i = c.rq->take()) {
-      ids.push_back(make_wr(kTagQpRecv, (c.id << 20) | *i));
-      sges.push_back(c.rq->sge(*i));
-    }
-    if (auto r = seam_.post_qp_recv(c.cm_id, ids, sges); !r)
-      return r;
-    c.rq_posted = static_cast<std::uint32_t>(ids.size());
-  }
+  if (!cfg_.use_srq)
+    return dp_.fill_rq(c);
   return {};
 }
 
@@ -263,7 +251,7 @@ void Manager::Impl::established(Conn& c) {
   if (p == nullptr)
     return;
   p->attempts = 0;
-  flush_queue(*p, c);
+  dp_.flush_queue(*p, c);
 }
 
 void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
@@ -488,9 +476,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     }
   }
   if (!make_room()) {
-    reject(ev.id, wire::RejectReason::kFull, ev.src,
-           fmt::format("max_connections {} in use, none older than {:.0f} ms", cfg_.max_connections,
-                       to_ms(kEvictMinAge)));
+    reject(ev.id, wire::RejectReason::kFull, ev.src, no_room_detail());
     // Our own attempt may have been given up above for this REQ: packets
     // queued for the peer get a new attempt (start_connect() waits for room
     // or drops them, counted), never stay stranded.

@@ -10,7 +10,10 @@
 namespace rcnet::cm {
 
 Manager::Impl::Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink)
-    : cfg_(std::move(cfg)), seam_(seam), timers_(timers), sink_(sink) {
+    : cfg_(std::move(cfg)),
+      seam_(seam),
+      timers_(timers),
+      dp_(cfg_, ctr_, seam, timers, sink, table_, *this) {
   self_ = node_id_for(cfg_.local.addr);
   if (cfg_.max_connections == 0)
     cfg_.max_connections = cfg_.use_srq ? 4096 : 128;
@@ -48,23 +51,11 @@ Result<void> Manager::Impl::start() {
   if (!info)
     return info.error();
   device_ = *info;
-  // Offload: a receive holds a whole frame (header + super-packet) after a
-  // header's worth of headroom; a send slot is as large (one pool size).
-  buf_size_ = cfg_.offload
-                  ? static_cast<std::uint32_t>(kReceiveHeadroom + wire::kVnetHdrLen +
-                                               std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket))
-                  : cfg_.mtu;
-  headroom_ = cfg_.offload ? kReceiveHeadroom : 0;
-  if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
+  if (auto r = dp_.start(); !r)
     return r;
-  slot_owner_.assign(cfg_.send_slots, 0);
-  if (cfg_.use_srq) {
-    if (auto r = fill_srq(); !r)
-      return r;
-  }
-  started_ = true;
-  const auto mib = [this](std::uint64_t n) {
-    return static_cast<double>(n) * buf_size_ / 1048576.0;
+  const std::uint32_t buf_size = dp_.buffer_size();
+  const auto mib = [buf_size](std::uint64_t n) {
+    return static_cast<double>(n) * buf_size / 1048576.0;
   };
   spdlog::info(
       "rcnet manager up: node {:#x} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
@@ -72,17 +63,16 @@ Result<void> Manager::Impl::start() {
       self_, cfg_.incarnation, cfg_.local, device_.name,
       cfg_.use_srq
           ? fmt::format("SRQ of {} receive WRs x {} bytes ({:.1f} MiB registered)", cfg_.srq_size,
-                        buf_size_, mib(cfg_.srq_size))
+                        buf_size, mib(cfg_.srq_size))
           : fmt::format("per-QP RQ of {} receive WRs x {} bytes ({:.1f} MiB registered per QP)",
-                        cfg_.rq_depth, buf_size_, mib(cfg_.rq_depth)),
-      cfg_.send_slots, buf_size_, mib(cfg_.send_slots), cfg_.mtu,
+                        cfg_.rq_depth, buf_size, mib(cfg_.rq_depth)),
+      cfg_.send_slots, buf_size, mib(cfg_.send_slots), cfg_.mtu,
       cfg_.offload ? "on (GSO frames up to 64 KiB)" : "off", cfg_.max_connections);
   return {};
 }
 
 void Manager::Impl::settle() {
-  if (!capacity_)
-    unblock();
+  dp_.settle();
   reschedule();
 }
 
@@ -198,11 +188,7 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
   using T = rdma::AsyncEventType;
   switch (ev.type) {
     case T::kSrqLimitReached:
-      ++ctr_.srq_limit_events;
-      ++srq_limit_events_;
-      srq_limit_armed_ = false;
-      spdlog::warn("SRQ limit reached: {} of {} receive WRs posted (limit {})", srq_posted_,
-                   cfg_.srq_size, cfg_.srq_limit);
+      dp_.srq_limit_reached();
       break;
     case T::kLastWqeReached:
       on_last_wqe(ev.qpn);
@@ -315,8 +301,7 @@ Snapshot Manager::Impl::snapshot() const {
   s.device = device_.name;
   s.mtu = cfg_.mtu;
   s.offload = cfg_.offload;
-  s.send_slots_total = send_pool_.count();
-  s.send_slots_free = send_pool_.free_count();
+  dp_.snapshot(s);
   table_.for_each_peer([&](const Peer& p) {
     s.peers.push_back(PeerSnapshot{p.node, p.underlay, p.overlay, p.incarnation,
                                    static_cast<std::uint32_t>(p.queue.size()), p.conn});
@@ -344,12 +329,6 @@ Snapshot Manager::Impl::snapshot() const {
     s.qps.push_back(std::move(q));
   });
   std::sort(s.qps.begin(), s.qps.end(), [](auto& a, auto& b) { return a.id < b.id; });
-  s.srq.enabled = cfg_.use_srq;
-  s.srq.size = cfg_.use_srq ? cfg_.srq_size : 0;
-  s.srq.posted = srq_posted_;
-  s.srq.limit = cfg_.use_srq ? cfg_.srq_limit : 0;
-  s.srq.limit_events = srq_limit_events_;
-  s.srq.buffer_size = buf_size_;
   s.counters = ctr_;
   return s;
 }
@@ -382,27 +361,27 @@ Result<void> Manager::start() {
   return r;
 }
 SendResult Manager::send(const Endpoint& peer, std::span<const std::byte> packet) {
-  const SendResult r = impl_->send(peer, packet);
+  const SendResult r = impl_->dp_.send(peer, packet);
   impl_->settle();
   return r;
 }
 std::span<std::byte> Manager::lend_send_buffer() {
-  return impl_->lend_send_buffer();
+  return impl_->dp_.lend_send_buffer();
 }
 SendResult Manager::send_lent(const Endpoint& peer, std::size_t len) {
-  const SendResult r = impl_->send_lent(peer, len);
+  const SendResult r = impl_->dp_.send_lent(peer, len);
   impl_->settle();
   return r;
 }
 void Manager::return_lent() {
-  impl_->return_lent();
+  impl_->dp_.return_lent();
   impl_->settle();
 }
 void Manager::begin_send_batch() {
-  impl_->begin_batch();
+  impl_->dp_.begin_batch();
 }
 void Manager::end_send_batch() {
-  impl_->end_batch();
+  impl_->dp_.end_batch();
   impl_->settle();
 }
 void Manager::on_cm_event(const rdma::CmEvent& ev) {
@@ -414,7 +393,7 @@ void Manager::on_async_event(const rdma::AsyncEvent& ev) {
   impl_->settle();
 }
 void Manager::on_completions(std::span<const rdma::WorkCompletion> wcs) {
-  impl_->on_completions(wcs);
+  impl_->dp_.on_completions(wcs);
   impl_->settle();
 }
 void Manager::on_timer() {

@@ -7,75 +7,29 @@
 //   establish.cpp  resolve, REQ/REP/REJ, simultaneous-open merge, restarts
 //   teardown.cpp   DREQ -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
 //                  the fallbacks, cm id release, shutdown
-//   datapath.cpp   send slots, SRQ/RQ reposts, completions, back-pressure
-//   limits.cpp     the reaper, LRU eviction, link and neighbour events,
-//                  operator actions, live reconfiguration
+//   datapath.*     class DataPath, owned here as dp_: send slots, batching,
+//                  SRQ/RQ reposts, completions, back-pressure; it calls back
+//                  through DataPathHooks, which Impl implements
+//   limits.cpp     the reaper, LRU eviction, dead peers (neighbour events,
+//                  failed sends), link events, operator actions, live
+//                  reconfiguration
 //   conn_table.*   Conn, Peer and every index and deadline
 //
 // Entry points (the Manager's public calls) end in settle(), called once by
 // the facade; nothing inside reschedules on its own.
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "cm/buffer_pool.hpp"
 #include "cm/conn_table.hpp"
+#include "cm/datapath.hpp"
 #include "cm/manager.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
-#include "wire/vnet_hdr.hpp"
 
 namespace rcnet::cm {
-
-// wr_id layout: tag in the top 8 bits; the rest says which buffer or QP.
-// Completions are classified by wr_id only, never by opcode (Soft-RoCE
-// reports flushed receives as SEND with byte_len 0).
-enum WrTag : std::uint64_t {
-  kTagSrqRecv = 1,  // low 32 bits: SRQ buffer index
-  kTagQpRecv = 2,   // bits 20..55: conn id, low 20 bits: RQ buffer index
-  kTagSend = 3,     // low 32 bits: send slot index
-  kTagFence = 4,    // low 56 bits: conn id (zero-length signaled control SEND)
-  kTagDrain = 5,    // low 56 bits: conn id
-};
-inline constexpr std::uint64_t kWrLow56 = (1ull << 56) - 1;
-constexpr std::uint64_t make_wr(WrTag t, std::uint64_t low) {
-  return (std::uint64_t{t} << 56) | low;
-}
-constexpr WrTag wr_tag(std::uint64_t wr) {
-  return static_cast<WrTag>(wr >> 56);
-}
-constexpr std::uint64_t wr_low(std::uint64_t wr) {
-  return wr & kWrLow56;
-}
-
-// The immediate says what a SEND carries (DESIGN.md "Data path").
-inline constexpr std::uint32_t kImmData = 0x52430001;     // one IP packet
-inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, ignored
-// A virtio_net_hdr + IP packet (a frame), sent only on a connection that
-// negotiated kCapGso. The receiver frames by the immediate, not by its own
-// record of the negotiation: the active side learns the peer's capability
-// from the REP, in its ESTABLISHED event, and the passive side may already
-// send once the RTU arrives, so the first frames can complete on the shared
-// CQ before that event is read (found by the manager fuzzer).
-inline constexpr std::uint32_t kImmFrame = 0x52430003;
-
-// With offload, receive buffers keep this much headroom: a plain packet from
-// a peer without offload gets a zeroed virtio_net_hdr written in front of it
-// and goes to the sink without a copy (datapath.cpp receive()).
-inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
-
-// A connection ESTABLISHED less than this long ago is not evicted at
-// max_connections. Without it, more peers with traffic than max_connections
-// churn at the handshake's rate: each REQ evicts a connection a moment old,
-// whose peer reconnects at once for its queued packets, and QPs in teardown
-// pile up beyond any limit (found by the manager fuzzer: 1,806 QPs on a
-// node at max_connections 2). With it, each slot changes hands at most once
-// per kEvictMinAge, and the peers take turns: an age, not an idle time, so
-// that busy connections cannot shut a peer out for good.
-inline constexpr Duration kEvictMinAge = 1s;
 
 // Wait for the winning REQ this long before retrying after REJ collision.
 inline constexpr Duration kCollisionBackoff = 50ms;
@@ -96,7 +50,7 @@ enum class TeardownKind : std::uint8_t {
   kHard,      // the peer is gone or must not be waited for
 };
 
-class Manager::Impl {
+class Manager::Impl final : private DataPathHooks {
  public:
   Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink);
   ~Impl();
@@ -116,21 +70,6 @@ class Manager::Impl {
   // --- establish.cpp ----------------------------------------------------------------
   void on_cm_event(const rdma::CmEvent& ev);
 
-  // --- datapath.cpp -----------------------------------------------------------------
-  SendResult send(const Endpoint& dst, std::span<const std::byte> packet);
-  std::span<std::byte> lend_send_buffer();
-  SendResult send_lent(const Endpoint& dst, std::size_t len);
-  void begin_batch() { ++batch_depth_; }
-  void end_batch() {
-    if (--batch_depth_ == 0)
-      flush_sends();
-  }
-  void return_lent();
-  // The connection a lent buffer can be posted on as it is, or nullptr
-  // (then send_lent() copies and goes through send()).
-  Conn* direct_target(const Endpoint& dst, std::span<const std::byte> frame);
-  void on_completions(std::span<const rdma::WorkCompletion> wcs);
-
   // --- limits.cpp -------------------------------------------------------------------
   void peer_failed(const IpAddr& addr, std::string_view why);
   void link_changed(bool up);
@@ -149,9 +88,7 @@ class Manager::Impl {
  private:
   // --- manager.cpp: shared helpers ----------------------------------------------------
   TimePoint now() const { return timers_.now(); }
-  // Per-packet stamps: no clock read (TimerService::coarse_now).
-  TimePoint coarse_now() const { return timers_.coarse_now(); }
-  log::Fields fields(const Conn& c) const;
+  log::Fields fields(const Conn& c) const override;
   // The one state-changing function (STYLE.md item 4): checks the legality
   // table, logs `old -> new` with the QP's journal fields. false on an
   // illegal transition, which is a bug: the caller must then abandon(c) at
@@ -169,7 +106,7 @@ class Manager::Impl {
   bool defer_for_cm_backlog(Conn& c, Duration bound);
 
   // --- establish.cpp ----------------------------------------------------------------
-  void start_connect(Peer& p);
+  void start_connect(Peer& p) override;
   Result<void> create_qp(Conn& c);
   wire::PrivateData my_pd(wire::Kind kind,
                           wire::RejectReason reason = wire::RejectReason::kNone) const;
@@ -198,10 +135,10 @@ class Manager::Impl {
   void teardown(Conn& c, TeardownKind kind, std::string reason, std::string_view msg_id = {});
   void to_error(Conn& c);
   void on_last_wqe(rdma::Qpn qpn);
-  void post_drain(Conn& c);
+  void post_drain(Conn& c) override;
   void last_wqe_timed_out(Conn& c);
   void drain_timed_out(Conn& c);
-  void destroy_qp(Conn& c, std::string_view why);
+  void destroy_qp(Conn& c, std::string_view why) override;
   // The way out of any state when the machine itself went wrong: destroys
   // the QP and releases the id without the spec sequence, counted. `c`
   // dangles afterwards.
@@ -213,61 +150,18 @@ class Manager::Impl {
   void forget_idle_peers();
   void device_lost(const std::string& why);
 
-  // --- datapath.cpp -----------------------------------------------------------------
-  Result<void> fill_srq();
-  bool enqueue(Peer& p, std::span<const std::byte> packet);
-  void drop_queue(Peer& p, std::uint64_t& counter);
-  void arm_srq_limit();
-  void free_slot(std::uint32_t slot);
-  void free_sends(Conn& c);
-  // Room for `n` more SENDs on `c` (send slots and SQ, keeping room for
-  // fence and drain).
-  bool room_for(const Conn& c, std::uint32_t n) const;
-  // A frame `c`'s peer can never take whole or in segments.
-  bool too_big_for(const Conn& c, std::span<const std::byte> frame) const;
-  // Posts `frame` (a plain packet, or with offload a vnet header + packet)
-  // in the form `c` negotiated. true when consumed (posted, or dropped and
-  // counted); false when send slots or SQ room are short.
-  bool post_packet(Conn& c, std::span<const std::byte> frame);
-  bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
-  // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
-  // a send batch, appends it to c's chain instead (posted by flush_sends()).
-  void post_slot(Conn& c, std::uint32_t slot, std::size_t len);
-  // Doorbell batching (DESIGN.md "Data path"): between begin_batch() and the
-  // matching end_batch() (nestable), data SENDs are chained per connection
-  // and each chain is posted with one ibv_post_send. A chain's WRs are
-  // accounted as posted when appended (slot owner, c.sends, counters), so
-  // room_for() and selective signalling see them. Anything else that touches
-  // a QP's SQ or state (fence, disconnect, Error, drain, destroy) calls
-  // flush_sends() first, so the SQ order is c.sends' order.
-  void flush_sends();
-  struct BatchScope {
-    explicit BatchScope(Impl& m) : m_(m) { m_.begin_batch(); }
-    ~BatchScope() { m_.end_batch(); }
-    BatchScope(const BatchScope&) = delete;
-    BatchScope& operator=(const BatchScope&) = delete;
-
-   private:
-    Impl& m_;
-  };
-  // Undoes the accounting of c's WRs [posted, n) of a chain that
-  // ibv_post_send did not take (they are c.sends' tail).
-  void unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
-                   const Error& why);
-  void post_fence(Conn& c);
-  void flush_queue(Peer& p, Conn& c);
-  void mark_blocked(Peer& p);
-  void unblock();
-  void complete_sends(Conn& c, std::uint64_t wr);
-  void on_send_error(Conn& c, const rdma::WorkCompletion& wc);
-  void on_wc(const rdma::WorkCompletion& wc);
-  void on_qp_recv(const rdma::WorkCompletion& wc);
-  // `buf` is the receive buffer's first byte (before its headroom).
-  void receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf);
-  void flush_srq_reposts();
+  // --- DataPathHooks ------------------------------------------------------------------
+  bool sends_allowed() const override { return !shutting_down_ && link_up_; }
 
   // --- limits.cpp -------------------------------------------------------------------
   bool make_room();
+  // When `c` may be evicted by make_room(): kEvictMinAge after it entered
+  // its state (ESTABLISHED, the state of every conn on the idle list).
+  TimePoint evictable_at(const Conn& c) const;
+  // Why make_room() refused, for REJ full's log line and event.
+  std::string no_room_detail() const;
+  void drop_queue(Peer& p, std::uint64_t& counter);
+  void send_failed(Conn& c, rdma::WcStatus status) override;
   void reap_tick(TimePoint t);
   // When the reaper must next run: the idle front's expiry rounded up to the
   // reaper grid, or the first grid point after the fence front's tail became
@@ -282,11 +176,7 @@ class Manager::Impl {
   // --- state ---------------------------------------------------------------------
   rdma::Seam& seam_;
   TimerService& timers_;
-  PacketSink& sink_;
   rdma::DeviceInfo device_;
-  std::uint32_t buf_size_ = 0;  // bytes per receive buffer and send slot
-  std::uint32_t headroom_ = 0;  // of each receive buffer (kReceiveHeadroom with offload)
-  bool started_ = false;
   bool shutting_down_ = false;
   bool link_up_ = true;
 
@@ -305,29 +195,10 @@ class Manager::Impl {
   std::optional<bool> cm_backlog_;
   std::uint64_t rng_ = 0;  // jitter state
 
-  // Data path.
-  bool capacity_ = true;  // the last edge told to sink_.send_capacity()
-  std::deque<NodeId> blocked_;
-  BufferPool send_pool_;
-  std::optional<std::uint32_t> lent_slot_;  // send slot lent by lend_send_buffer()
-  std::vector<std::byte> lent_copy_;        // send_lent() fallback, reused
-  std::vector<std::uint64_t> slot_owner_;   // send slot -> conn id (0 = free)
-  BufferPool srq_pool_;
-  std::vector<std::uint32_t> srq_reposts_;
-  std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
-  std::vector<rdma::Sge> repost_sges_;
-  // Send batching: chains_[0, chains_used_) hold the unposted WRs of one
-  // connection each (kept, with their capacity, across batches).
-  struct Chain {
-    std::uint64_t conn = 0;
-    std::vector<rdma::SendWr> wrs;
-  };
-  std::uint32_t batch_depth_ = 0;
-  std::vector<Chain> chains_;
-  std::size_t chains_used_ = 0;
-  std::uint32_t srq_posted_ = 0;
-  bool srq_limit_armed_ = false;
-  std::uint64_t srq_limit_events_ = 0;
+ public:
+  // Declared last: it borrows cfg_, ctr_, seam_, timers_, table_ and this
+  // Impl (its hooks), so it is built after them and destroyed first.
+  DataPath dp_;
 };
 
 }  // namespace rcnet::cm

@@ -37,7 +37,7 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
     finish(c);
     return;
   }
-  flush_sends();  // rdma_disconnect moves the QP to Error: chains first
+  dp_.flush_sends();  // rdma_disconnect moves the QP to Error: chains first
   const bool was_established = c.state == QpState::kEstablished;
   if (was_established && kind != TeardownKind::kHard) {
     (void)seam_.disconnect(c.cm_id);  // DREQ (or DREP when the peer sent DREQ)
@@ -59,7 +59,7 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
 // Step 1: move the QP to Error, then wait for Last WQE Reached (SRQ) or for
 // every receive WR to flush (own RQ).
 void Manager::Impl::to_error(Conn& c) {
-  flush_sends();
+  dp_.flush_sends();
   table_.set_deadline(c, TimePoint::max());
   if (auto r = seam_.modify_qp_to_error(c.cm_id); !r) {
     auto f = fields(c);
@@ -99,7 +99,7 @@ void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
 
 // Step 3: the drain WR completes after every earlier WR of the QP.
 void Manager::Impl::post_drain(Conn& c) {
-  flush_sends();
+  dp_.flush_sends();
   if (auto r = seam_.post_drain(c.cm_id, make_wr(kTagDrain, c.id)); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f,
@@ -141,10 +141,10 @@ void Manager::Impl::drain_timed_out(Conn& c) {
 // saw it) and returns its unfinished send slots.
 void Manager::Impl::release_qp(Conn& c) {
   table_.set_deadline(c, TimePoint::max());
-  flush_sends();
+  dp_.flush_sends();
   // Sends not known complete: their slots are ours again (stale completions
   // are recognised by QPN and ignored).
-  free_sends(c);
+  dp_.free_sends(c);
   if (auto r = seam_.destroy_qp(c.cm_id); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f, "rdma_destroy_qp QPN {}: {}", c.qpn, r.error().message());

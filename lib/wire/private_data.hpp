@@ -59,8 +59,8 @@ enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
 // kGsoMaxPacket) and, on a connection where both ends advertise it, its data
 // SENDs may carry one: a virtio_net_hdr (wire/vnet_hdr.hpp, little-endian,
 // 10 bytes) followed by one IP packet of at most kGsoMaxPacket bytes, maybe a
-// GSO super-packet, marked by its immediate (lib/cm kImmFrame; a plain
-// packet keeps kImmData). Bit 0 meant the same without the marking (the
+// GSO super-packet, marked by its immediate (kImmFrame, wire/immediate.hpp;
+// a plain packet keeps kImmData). Bit 0 meant the same without the marking (the
 // receiver framed by the negotiation alone, which loses the first frames when
 // they complete before the active side's ESTABLISHED): builds that set it are
 // not understood on this point, so it is never sent and ignored on receipt,

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The data path of the connection manager (docs/design.md "Data path"; not
+// part of the contract: include cm/manager.hpp). One IP packet per RC SEND
+// with immediate (wire/immediate.hpp); send slots shared by every QP, with
+// selective signalling and the fence; doorbell batching; SRQ (or per-QP RQ)
+// receive buffers and their reposts; completions classified by wr_id; and
+// the one back-pressure channel, PacketSink::send_capacity().
+//
+// Offload (ManagerConfig::offload; why software GSO for old peers: wire/gso.hpp):
+// frames are a virtio_net_hdr + IP packet. To a peer that negotiated kCapGso
+// the frame is one SEND, header included, and arrives in the peer's TUN as
+// the same GSO super-packet; to any other peer it goes as plain packets: a
+// super-packet cut into segments of at most the peer's MTU, a packet whose
+// checksum the kernel left to the device (NEEDS_CSUM) completed. A frame
+// that cannot be cut is dropped and counted (drops_gso_to_legacy_peer):
+// unsupported GSO type, headers that disagree, or more segments than an SQ
+// or the send slots can ever hold; a legacy peer never receives more than
+// its MTU. On receipt, a frame from a capable peer is delivered as it came;
+// a plain packet gets a zeroed header (no flags: the receiving kernel
+// verifies its checksum as for any packet) written into the buffer's
+// headroom in front of it.
+//
+// Ownership: DataPath owns the registered send slots and SRQ buffers and the
+// bookkeeping around them (which conn holds each send slot, the lent buffer,
+// the unposted chains, the blocked peers, the SRQ's reposts and limit). It
+// writes the data-path fields of Conn (sends, unsignaled_run, rq, rq_posted,
+// tx and rx figures) and Peer (queue, blocked); the conns and peers
+// themselves belong to the ConnTable. It borrows the config, counters, seam,
+// timer service, sink, table and hooks given to its constructor: they must
+// outlive it. It reads the config at every use, so a live reconfigure
+// (signal_every, peer_queue_depth) applies at once; only cfg.local is read
+// once, by the constructor (our own node id, never a destination).
+//
+// Thread: the loop's, like every Manager call; nothing here blocks.
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "cm/buffer_pool.hpp"
+#include "cm/conn_table.hpp"
+#include "cm/manager.hpp"
+#include "util/log.hpp"
+#include "wire/vnet_hdr.hpp"
+
+namespace rcnet::cm {
+
+// wr_id layout: tag in the top 8 bits; the rest says which buffer or QP.
+// Completions are classified by wr_id only, never by opcode (Soft-RoCE
+// reports flushed receives as SEND with byte_len 0).
+enum WrTag : std::uint64_t {
+  kTagSrqRecv = 1,  // low 32 bits: SRQ buffer index
+  kTagQpRecv = 2,   // bits 20..55: conn id, low 20 bits: RQ buffer index
+  kTagSend = 3,     // low 32 bits: send slot index
+  kTagFence = 4,    // low 56 bits: conn id (zero-length signaled control SEND)
+  kTagDrain = 5,    // low 56 bits: conn id
+};
+inline constexpr std::uint64_t kWrLow56 = (1ull << 56) - 1;
+constexpr std::uint64_t make_wr(WrTag t, std::uint64_t low) {
+  return (std::uint64_t{t} << 56) | low;
+}
+constexpr WrTag wr_tag(std::uint64_t wr) {
+  return static_cast<WrTag>(wr >> 56);
+}
+constexpr std::uint64_t wr_low(std::uint64_t wr) {
+  return wr & kWrLow56;
+}
+
+// With offload, receive buffers keep this much headroom: a plain packet from
+// a peer without offload gets a zeroed virtio_net_hdr written in front of it
+// and goes to the sink without a copy (datapath.cpp receive()).
+inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
+
+// What the data path needs from the rest of the connection manager
+// (Manager::Impl implements it). Called from inside DataPath's calls, on the
+// loop's thread; a hook that tears a conn down may erase it, and DataPath
+// does not touch that conn afterwards.
+class DataPathHooks {
+ public:
+  virtual ~DataPathHooks() = default;
+  // false while shutting down or with the underlay link down: send() then
+  // refuses (drops_shutting_down) and nothing is posted without a copy.
+  virtual bool sends_allowed() const = 0;
+  // A packet was queued for `p`, which has no connection and no retry
+  // pending: start one (it may fail and drop the queue).
+  virtual void start_connect(Peer& p) = 0;
+  // A send completion on `c` failed with `status`, neither a flush nor in
+  // teardown: tear `c` down (may erase it).
+  virtual void send_failed(Conn& c, rdma::WcStatus status) = 0;
+  // The drain WR of `c` (DRAINING) completed: destroy its QP; erases `c`.
+  virtual void destroy_qp(Conn& c, std::string_view why) = 0;
+  // `c` waits in AWAIT_LAST_WQE and its own RQ has no WR left: post the
+  // drain (may erase `c`).
+  virtual void post_drain(Conn& c) = 0;
+  // The journal fields of a log line about `c`.
+  virtual log::Fields fields(const Conn& c) const = 0;
+};
+
+class DataPath {
+ public:
+  DataPath(const ManagerConfig& cfg, Counters& ctr, rdma::Seam& seam, TimerService& timers,
+           PacketSink& sink, ConnTable& table, DataPathHooks& hooks);
+  DataPath(const DataPath&) = delete;
+  DataPath& operator=(const DataPath&) = delete;
+
+  // --- set-up ------------------------------------------------------------------------
+  // After Seam::open: sizes the buffers from cfg (mtu, offload), registers
+  // the send slots and, with use_srq, fills the SRQ and arms its limit.
+  // Sending is refused until it succeeded. Errors: BufferPool::init's, the
+  // seam's (ibv_post_srq_recv).
+  Result<void> start();
+  // Bytes of every receive buffer and send slot; 0 before start().
+  std::uint32_t buffer_size() const { return buf_size_; }
+  // Without SRQ, once `c`'s QP exists: registers its own receive ring
+  // (cfg.rq_depth buffers) and posts all of it. Errors: BufferPool::init's,
+  // the seam's (ibv_post_recv).
+  Result<void> fill_rq(Conn& c);
+
+  // --- sending (the calls of Manager's contract, cm/manager.hpp) ----------------------
+  SendResult send(const Endpoint& dst, std::span<const std::byte> packet);
+  std::span<std::byte> lend_send_buffer();
+  SendResult send_lent(const Endpoint& dst, std::size_t len);
+  void return_lent() {
+    if (lent_slot_)
+      send_pool_.give(*lent_slot_);
+    lent_slot_.reset();
+  }
+  // Doorbell batching: between begin_batch() and the matching end_batch()
+  // (nestable), data SENDs are chained per connection and each chain is
+  // posted with one ibv_post_send. A chain's WRs are accounted as posted
+  // when appended (slot owner, c.sends, counters), so room and selective
+  // signalling see them. Anything else that touches a QP's SQ or state
+  // (fence, disconnect, Error, drain, destroy) calls flush_sends() first, so
+  // the SQ order is c.sends' order.
+  void begin_batch() { ++batch_depth_; }
+  void end_batch() {
+    if (--batch_depth_ == 0)
+      flush_sends();
+  }
+  void flush_sends();
+  struct BatchScope {
+    explicit BatchScope(DataPath& d) : d_(d) { d_.begin_batch(); }
+    ~BatchScope() { d_.end_batch(); }
+    BatchScope(const BatchScope&) = delete;
+    BatchScope& operator=(const BatchScope&) = delete;
+
+   private:
+    DataPath& d_;
+  };
+  // Posts `p`'s queue on `c` (ESTABLISHED, p's conn) as one chain, until
+  // slots or SQ room run short; then `p` waits, blocked, for completions.
+  void flush_queue(Peer& p, Conn& c);
+  // After every entry point of the Manager: while back-pressure is on, gives
+  // the blocked peers the room that came back, and sends the true edge once
+  // none waits.
+  void settle() {
+    if (!capacity_)
+      unblock();
+  }
+
+  // --- per connection -----------------------------------------------------------------
+  // `c`'s QP is going: every send not known complete gives its slot back
+  // (their completions, if any come, are stale and ignored).
+  void free_sends(Conn& c) { forget_sends(c, c.sends.end()); }
+  // A zero-length signaled control SEND (kImmControl): completes the
+  // unsignaled tail of an idle QP so its send slots come back (the reaper,
+  // docs/design.md "Selective signalling"). Not traffic: last_activity stays.
+  void post_fence(Conn& c);
+
+  // --- completions and events ---------------------------------------------------------
+  // A batch polled from the shared CQ, in CQ order; SRQ reposts go as one
+  // ibv_post_srq_recv at the end. Freed slots reach blocked peers in settle().
+  void on_completions(std::span<const rdma::WorkCompletion> wcs);
+  // IBV_EVENT_SRQ_LIMIT_REACHED: counted and logged; re-armed once the
+  // reposts brought the SRQ back to its limit.
+  void srq_limit_reached();
+  // Fills the send-slot and SRQ figures of `s`.
+  void snapshot(Snapshot& s) const;
+
+ private:
+  Result<void> fill_srq();
+  void arm_srq_limit();
+  // Returns true when the oldest packet had to be dropped.
+  bool enqueue(Peer& p, std::span<const std::byte> packet);
+  // The connection a lent buffer can be posted on as it is, or nullptr
+  // (then send_lent() copies and goes through send()).
+  Conn* direct_target(const Endpoint& dst, std::span<const std::byte> frame);
+  void free_slot(std::uint32_t slot) {
+    slot_owner_[slot] = 0;
+    send_pool_.give(slot);
+  }
+  // Gives back the send slots of c.sends [begin, end) and forgets those WRs.
+  void forget_sends(Conn& c, std::deque<SendEntry>::iterator end);
+  // Room for `n` more SENDs on `c` (send slots and SQ, keeping room for
+  // fence and drain).
+  bool room_for(const Conn& c, std::uint32_t n) const {
+    return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n;
+  }
+  // A frame `c`'s peer can never take whole or in segments.
+  bool too_big_for(const Conn& c, std::span<const std::byte> frame) const;
+  // Posts `frame` (a plain packet, or with offload a vnet header + packet)
+  // in the form `c` negotiated. true when consumed (posted, or dropped and
+  // counted); false when send slots or SQ room are short.
+  bool post_packet(Conn& c, std::span<const std::byte> frame);
+  bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
+  // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
+  // a batch, appends it to c's chain instead (posted by flush_sends()).
+  void post_slot(Conn& c, std::uint32_t slot, std::size_t len);
+  // Undoes the accounting of c's WRs [posted, n) of a chain that
+  // ibv_post_send did not take (they are c.sends' tail).
+  void unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
+                   const Error& why);
+  void mark_blocked(Peer& p);
+  void unblock();
+  // Signaled completion `wr` on `c`: it and every WR before it are done.
+  void complete_sends(Conn& c, std::uint64_t wr);
+  void on_wc(const rdma::WorkCompletion& wc);
+  void on_qp_recv(const rdma::WorkCompletion& wc);
+  // `buf` is the receive buffer's first byte (before its headroom).
+  void receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf);
+  void flush_srq_reposts();
+
+  const ManagerConfig& cfg_;
+  Counters& ctr_;
+  rdma::Seam& seam_;
+  TimerService& timers_;
+  PacketSink& sink_;
+  ConnTable& table_;
+  DataPathHooks& hooks_;
+  const NodeId self_;  // node_id_for(cfg.local.addr): never a destination
+
+  bool started_ = false;
+  std::uint32_t buf_size_ = 0;  // bytes per receive buffer and send slot
+  std::uint32_t headroom_ = 0;  // of each receive buffer (kReceiveHeadroom with offload)
+  BufferPool send_pool_;
+  std::vector<std::uint64_t> slot_owner_;   // send slot -> conn id (0 = free)
+  std::optional<std::uint32_t> lent_slot_;  // send slot lent by lend_send_buffer()
+  std::vector<std::byte> lent_copy_;        // send_lent() fallback, reused
+  // Send batching: chains_[0, chains_used_) hold the unposted WRs of one
+  // connection each (kept, with their capacity, across batches).
+  struct Chain {
+    std::uint64_t conn = 0;
+    std::vector<rdma::SendWr> wrs;
+  };
+  std::uint32_t batch_depth_ = 0;
+  std::vector<Chain> chains_;
+  std::size_t chains_used_ = 0;
+  bool capacity_ = true;  // the last edge told to sink_.send_capacity()
+  std::deque<NodeId> blocked_;
+  BufferPool srq_pool_;
+  std::vector<std::uint32_t> srq_reposts_;
+  std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
+  std::vector<rdma::Sge> repost_sges_;
+  std::uint32_t srq_posted_ = 0;
+  bool srq_limit_armed_ = false;
+  std::uint64_t srq_limit_events_ = 0;
+};
+
+}  // namespace rcnet::cm
