@@ -28,7 +28,7 @@
 //   - every delivered packet is one that was sent, intact, from the node its
 //     bytes name; to a node with offload, as a frame with an empty header
 //     (from a capable peer as sent, from any other one added on receipt);
-//   - send_capacity() edges alternate (edges only, DESIGN.md "Data path");
+//   - send_capacity() edges alternate (edges only, docs/design.md "Data path");
 //   - LRU evictions no faster than max_connections per second of the
 //     manager's life (kEvictMinAge: no eviction churn).
 // At the end (quiesce): every fault is healed (rules cleared, partitions and
@@ -60,6 +60,7 @@
 
 #include "cm/manager.hpp"
 #include "fuzz_check.hpp"
+#include "sim/cluster.hpp"
 #include "sim/fabric.hpp"
 #include "wire/vnet_hdr.hpp"
 
@@ -106,7 +107,6 @@ struct Input {
 
 constexpr std::size_t kHeaderSize = 8;
 constexpr std::size_t kMaxSteps = 400;
-constexpr std::uint16_t kPort = 7471;
 
 template <class T, std::size_t N>
 T pick(const std::array<T, N>& table, std::uint8_t b) {
@@ -137,13 +137,9 @@ struct Sink final : cm::PacketSink {
   }
 };
 
-struct Node {
+struct Node final : sim::ClusterNode {
   int index = 0;
-  IpAddr addr;
-  sim::SimNode* sim = nullptr;
   Sink sink;
-  std::unique_ptr<cm::Manager> mgr;
-  cm::ManagerConfig cfg;
   std::uint64_t incarnation = 0;
   bool up = true;            // not crashed
   bool link_down = false;    // link_changed(false) told to the manager
@@ -153,11 +149,12 @@ struct Node {
   // max_connections it has run with (reloads may change it).
   TimePoint started{};
   std::uint32_t max_connections_seen = 0;
-  Endpoint ep() const { return Endpoint{addr, kPort}; }
+  cm::PacketSink& packet_sink() override { return sink; }
 };
 
+// Node i (from 0) is host i + 1 of the cluster: 10.99.0.1 upwards.
 IpAddr node_addr(int i) {
-  return IpAddr::v4(0x0a630001u + static_cast<std::uint32_t>(i));
+  return sim::cluster_addr(1 + static_cast<std::uint32_t>(i));
 }
 
 // Packet bytes: [sender index][seq, 4 bytes][pattern...]. Packets shorter
@@ -175,15 +172,16 @@ std::vector<std::byte> make_packet(int from, std::uint32_t seq, std::size_t size
 
 class Cluster {
  public:
-  // `in` holds at least kHeaderSize bytes; byte 2 seeds the fabric.
-  explicit Cluster(Input& in) : fabric_(1 + std::uint64_t{in.bytes[2]}) {
+  // `in` holds at least kHeaderSize bytes; byte 0 picks the profile, byte 2
+  // seeds the fabric.
+  explicit Cluster(Input& in)
+      : cluster_(static_cast<Profile>(in.bytes[0] % 3), 1 + std::uint64_t{in.bytes[2]}) {
     const std::uint8_t h0 = in.u8(), h1 = in.u8();
     // Byte 2 seeds the fabric and also says which nodes run with offload
     // (bit i: node i): GSO frames with a virtio_net_hdr, mixed with nodes
     // that take plain packets, and sends from a lent send buffer.
     offload_mask_ = in.u8();
     const std::uint8_t h3 = in.u8(), h4 = in.u8(), h5 = in.u8(), h6 = in.u8(), h7 = in.u8();
-    profile_ = static_cast<Profile>(h0 % 3);
     const int n = 2 + (h1 % 3);
     base_.use_srq = (h0 & 0x80) == 0;
     base_.srq_size = pick(std::array<std::uint32_t, 4>{4, 8, 16, 64}, h3);
@@ -201,27 +199,19 @@ class Cluster {
     // RCNET_FUZZ_TRACE=1: the simulator's own trace (every CM event, async
     // event, completion, timer, crash) on stderr, for a reproducer run.
     if (std::getenv("RCNET_FUZZ_TRACE") != nullptr)
-      fabric_.set_tracer(
+      cluster_.fabric.set_tracer(
           [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
     for (int i = 0; i < n; ++i) {
-      auto node = std::make_unique<Node>();
-      node->index = i;
-      node->addr = node_addr(i);
-      node->sim = &fabric_.add_node(node->addr, profile_);
-      node->incarnation = 0x1000 + static_cast<std::uint64_t>(i);
-      nodes_.push_back(std::move(node));
+      Node& node = cluster_.add_node<Node>(node_addr(i));
+      node.index = i;
+      node.incarnation = 0x1000 + static_cast<std::uint64_t>(i);
+      nodes_.push_back(&node);
     }
-    for (auto& node : nodes_)
+    for (Node* node : nodes_)
       start(*node);
   }
 
-  ~Cluster() {
-    // Managers before the fabric (they borrow its seams).
-    for (auto& n : nodes_)
-      n->mgr.reset();
-  }
-
-  // DESIGN.md "Selective signalling": signal_every must stay below the SQ
+  // docs/design.md "Selective signalling": signal_every must stay below the SQ
   // depth minus the room kept for the fence and the drain WR (2), or a burst
   // waits for the next fence. The daemon's defaults (128, 16) keep that; the
   // fuzzer's small depths must too.
@@ -248,27 +238,21 @@ class Cluster {
     const std::size_t k = 1 + b % (nodes_.size() - 1);
     return *nodes_[(static_cast<std::size_t>(from.index) + k) % nodes_.size()];
   }
-  sim::Fabric& fabric() { return fabric_; }
-  Profile profile() const { return profile_; }
+  sim::Fabric& fabric() { return cluster_.fabric; }
+  Profile profile() const { return cluster_.profile(); }
   const cm::ManagerConfig& base() const { return base_; }
 
   void start(Node& n) {
-    n.cfg = base_;
-    n.cfg.local = n.ep();
-    n.cfg.incarnation = n.incarnation;
-    n.cfg.overlay = IpAddr::v4(0x0a640001u + static_cast<std::uint32_t>(n.index));
-    n.cfg.mtu = vary_mtu_ ? 576 + 512 * static_cast<std::uint32_t>(n.index) : 1024;
-    n.cfg.offload = ((offload_mask_ >> n.index) & 1) != 0;
+    cm::ManagerConfig cfg = sim::cluster_config(n.addr, n.incarnation, base_);
+    cfg.mtu = vary_mtu_ ? 576 + 512 * static_cast<std::uint32_t>(n.index) : 1024;
+    cfg.offload = ((offload_mask_ >> n.index) & 1) != 0;
     n.sink = Sink{};
     n.sink.on_packet = [this, &n](NodeId from, std::span<const std::byte> p) {
       check_packet(n, from, p);
     };
-    n.mgr = std::make_unique<cm::Manager>(n.cfg, n.sim->seam(), n.sim->timers(), n.sink);
-    n.sim->set_sink(n.mgr.get());
-    n.sim->set_timer_callback([m = n.mgr.get()] { m->on_timer(); });
-    const auto r = n.mgr->start();
+    const auto r = cluster_.start(n, cfg);
     FUZZ_CHECK_MSG(r.ok(), r.ok() ? std::string() : r.error().message());
-    n.started = fabric_.now();
+    n.started = fabric().now();
     n.max_connections_seen = n.mgr->config().max_connections;
     n.up = true;
     n.link_down = false;
@@ -280,7 +264,7 @@ class Cluster {
   void crash(Node& n) {
     if (!n.up)
       return;
-    fabric_.faults().crash(n.addr);
+    fabric().faults().crash(n.addr);
     n.up = false;
   }
   void restart(Node& n) {
@@ -319,11 +303,10 @@ class Cluster {
   }
 
  private:
-  sim::Fabric fabric_;
-  Profile profile_ = Profile::kMlx;
+  sim::Cluster cluster_;
   cm::ManagerConfig base_;
   bool vary_mtu_ = false;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Node*> nodes_;  // cluster_'s, by index
   std::uint32_t seq_ = 0;
   std::uint8_t offload_mask_ = 0;
 };
@@ -346,8 +329,9 @@ void check_node(Node& n, TimePoint now) {
   // Eviction takes only connections ESTABLISHED for kEvictMinAge (1 s), and
   // at most max_connections are in service at once: so at most
   // max_connections evictions per second of the manager's life (plus one
-  // round). More is the churn this rule exists for (DESIGN.md "Reaping and
-  // limits"; the fuzzer once saw 1,806 QPs on a node at max_connections 2).
+  // round). More is the churn this rule exists for (docs/design.md "Reaping
+  // and limits"; the fuzzer once saw 1,806 QPs on a node at max_connections
+  // 2).
   const auto lived = std::chrono::duration_cast<std::chrono::seconds>(now - n.started);
   const std::uint64_t eviction_bound =
       std::uint64_t{n.max_connections_seen} * (static_cast<std::uint64_t>(lived.count()) + 1);

@@ -51,6 +51,10 @@
 #include <string>
 #include <vector>
 
+#include "common/args.hpp"
+#include "common/clock.hpp"
+#include "common/report.hpp"
+#include "common/stats.hpp"
 #include "rdma/raii.hpp"
 
 namespace {
@@ -359,35 +363,14 @@ int run_server(const std::string& bind, std::uint16_t port) {
   return 0;
 }
 
-std::int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  if (n == 0)
-    return 0;
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string clocksource() {
-  std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  std::string s;
-  std::getline(f, s);
-  return s.empty() ? "unknown" : s;
-}
-
 struct ClientOpts {
   std::string bind, connect, json;
   std::uint16_t port = 0;
   std::uint32_t size = 96, blocks = 40, per_block = 250, warmup = 100;
 };
 
-int run_client(const ClientOpts& o) {
-  Endpoint ep;
+// The client's side, connected: the REQ carries the message size.
+void connect_client(Endpoint& ep, const ClientOpts& o) {
   ep.ec.reset(rdma_create_event_channel());
   if (!ep.ec)
     fail("rdma_create_event_channel", errno);
@@ -418,69 +401,96 @@ int run_client(const ClientOpts& o) {
   if (rdma_connect(ep.id.get(), &param) != 0)
     fail("rdma_connect", errno);
   expect_cm_event(ep.ec.get(), RDMA_CM_EVENT_ESTABLISHED);
-
   for (std::uint32_t i = 0; i < o.size; ++i)
     ep.send_buf[i] = static_cast<std::uint8_t>(i);
-  std::uint32_t seq = 0;
-  ibv_wc wcs[kQueueDepth];
-  // One round trip; returns RTT/2 in µs.
-  auto round_trip = [&](std::uint8_t mode) {
-    ep.send_buf[0] = mode;
-    ep.post_recv(0);
-    const std::int64_t t0 = now_ns();
-    ep.post_send(o.size, mode == kModeInline, seq++);
+}
+
+// Round trips on a connected client, one at a time.
+class Pinger {
+ public:
+  Pinger(Endpoint& ep, std::uint32_t size) : ep_(ep), size_(size) {}
+
+  // One round trip in `mode`; returns RTT/2 in µs.
+  double round_trip(std::uint8_t mode) {
+    ep_.send_buf[0] = mode;
+    ep_.post_recv(0);
+    const std::int64_t t0 = rcnet::bench::monotonic_ns();
+    ep_.post_send(size_, mode == kModeInline, seq_++);
     bool sent = false, echoed = false;
     while (!(sent && echoed)) {
-      const int n = ep.wait_wcs(wcs, static_cast<int>(kQueueDepth));
+      const int n = ep_.wait_wcs(wcs_, static_cast<int>(kQueueDepth));
       for (int i = 0; i < n; ++i) {
-        check_wc(wcs[i]);
-        if (wcs[i].wr_id == kSendWrId) {
+        check_wc(wcs_[i]);
+        if (wcs_[i].wr_id == kSendWrId) {
           sent = true;
         } else {
-          if (wcs[i].byte_len != o.size || ep.recv_buf[0] != mode)
-            fail_msg("bad echo: " + std::to_string(wcs[i].byte_len) + " bytes, mode " +
-                     std::to_string(ep.recv_buf[0]));
+          if (wcs_[i].byte_len != size_ || ep_.recv_buf[0] != mode)
+            fail_msg("bad echo: " + std::to_string(wcs_[i].byte_len) + " bytes, mode " +
+                     std::to_string(ep_.recv_buf[0]));
           echoed = true;
         }
       }
     }
-    const std::int64_t t1 = now_ns();
+    const std::int64_t t1 = rcnet::bench::monotonic_ns();
     return static_cast<double>(t1 - t0) / 2000.0;
-  };
-
-  for (std::uint32_t i = 0; i < o.warmup; ++i) {
-    round_trip(kModeSend);
-    round_trip(kModeInline);
   }
-  std::vector<double> all[2];
-  std::vector<double> block_median(o.blocks);
+
+  // The end: a stop message (not echoed), then disconnect.
+  void stop() {
+    ep_.send_buf[0] = kModeStop;
+    ep_.post_send(1, false, seq_++);
+    for (bool sent = false; !sent;) {
+      const int n = ep_.wait_wcs(wcs_, static_cast<int>(kQueueDepth));
+      for (int i = 0; i < n; ++i) {
+        check_wc(wcs_[i]);
+        sent = sent || wcs_[i].wr_id == kSendWrId;
+      }
+    }
+    if (rdma_disconnect(ep_.id.get()) != 0)
+      fail("rdma_disconnect", errno);
+    expect_cm_event(ep_.ec.get(), RDMA_CM_EVENT_DISCONNECTED);
+  }
+
+ private:
+  Endpoint& ep_;
+  std::uint32_t size_;
+  std::uint32_t seq_ = 0;
+  ibv_wc wcs_[kQueueDepth];
+};
+
+// Every RTT/2 sample of a run, per mode and per block.
+struct Samples {
+  std::vector<double> all[2];  // [kModeSend], [kModeInline]
+  std::vector<double> block_median;
+};
+
+// --warmup round trips of each mode, then --blocks blocks of --per-block,
+// alternating send / inline.
+Samples measure(Pinger& p, const ClientOpts& o) {
+  for (std::uint32_t i = 0; i < o.warmup; ++i) {
+    p.round_trip(kModeSend);
+    p.round_trip(kModeInline);
+  }
+  Samples s;
+  s.block_median.resize(o.blocks);
   for (std::uint32_t b = 0; b < o.blocks; ++b) {
     const std::uint8_t mode = b % 2 ? kModeInline : kModeSend;
     std::vector<double> v;
     v.reserve(o.per_block);
     for (std::uint32_t i = 0; i < o.per_block; ++i)
-      v.push_back(round_trip(mode));
-    block_median[b] = median(v);
-    all[mode].insert(all[mode].end(), v.begin(), v.end());
+      v.push_back(p.round_trip(mode));
+    s.block_median[b] = rcnet::bench::median(v);
+    s.all[mode].insert(s.all[mode].end(), v.begin(), v.end());
   }
+  return s;
+}
 
-  // The end: a stop message (not echoed), then disconnect.
-  ep.send_buf[0] = kModeStop;
-  ep.post_send(1, false, seq++);
-  for (bool sent = false; !sent;) {
-    const int n = ep.wait_wcs(wcs, static_cast<int>(kQueueDepth));
-    for (int i = 0; i < n; ++i) {
-      check_wc(wcs[i]);
-      sent = sent || wcs[i].wr_id == kSendWrId;
-    }
-  }
-  if (rdma_disconnect(ep.id.get()) != 0)
-    fail("rdma_disconnect", errno);
-  expect_cm_event(ep.ec.get(), RDMA_CM_EVENT_DISCONNECTED);
-
+// The table on stdout and, with --json, the same figures as JSON.
+void report(const Samples& s, const ClientOpts& o, std::uint32_t max_inline_granted) {
+  using rcnet::bench::median;
   std::vector<double> pair_ratio;
   for (std::uint32_t b = 1; b < o.blocks; b += 2)
-    pair_ratio.push_back(block_median[b] / block_median[b - 1]);
+    pair_ratio.push_back(s.block_median[b] / s.block_median[b - 1]);
   struct Row {
     const char* name;
     std::size_t count;
@@ -488,44 +498,50 @@ int run_client(const ClientOpts& o) {
   };
   Row rows[2];
   for (int m = 0; m < 2; ++m) {
-    rows[m] = {m == kModeInline ? "inline" : "send", all[m].size(), median(all[m]),
-               all[m].empty() ? 0 : *std::min_element(all[m].begin(), all[m].end())};
+    rows[m] = {m == kModeInline ? "inline" : "send", s.all[m].size(), median(s.all[m]),
+               rcnet::bench::minimum(s.all[m])};
   }
   const double ratio = rows[0].median > 0 ? rows[1].median / rows[0].median : 0;
   const double pair_median = median(pair_ratio);
-  const std::string cs = clocksource();
+  const std::string cs = rcnet::bench::clocksource();
 
   std::printf("size %u bytes, %u blocks x %u round trips, warm-up %u per mode, clocksource %s\n",
               o.size, o.blocks, o.per_block, o.warmup, cs.c_str());
-  std::printf("max_inline_data granted: %u\n", ep.max_inline_granted);
+  std::printf("max_inline_data granted: %u\n", max_inline_granted);
   std::printf("%-8s %8s %16s %14s\n", "mode", "count", "RTT/2 median us", "RTT/2 min us");
   for (const Row& r : rows)
     std::printf("%-8s %8zu %16.2f %14.2f\n", r.name, r.count, r.median, r.min);
   std::printf("ratio of medians inline/send: %.4f\n", ratio);
   std::printf("median over %zu block pairs of median(inline)/median(send): %.4f\n",
               pair_ratio.size(), pair_median);
+  if (o.json.empty())
+    return;
+  nlohmann::json j;
+  j["program"] = kProg;
+  j["size_bytes"] = o.size;
+  j["blocks"] = o.blocks;
+  j["per_block"] = o.per_block;
+  j["warmup_per_mode"] = o.warmup;
+  j["clocksource"] = cs;
+  j["max_inline_data_granted"] = max_inline_granted;
+  j["unit"] = "us, RTT/2, CLOCK_MONOTONIC, event mode";
+  for (const Row& r : rows)
+    j["modes"][r.name] = {{"count", r.count}, {"median_us", r.median}, {"min_us", r.min}};
+  j["ratio_median_inline_over_send"] = ratio;
+  j["block_pair_ratio_median"] = pair_median;
+  j["block_pair_ratios"] = pair_ratio;
+  j["block_medians_us"] = s.block_median;
+  if (!rcnet::bench::write_file(o.json, j.dump(2) + "\n"))
+    fail("write " + o.json, errno);
+}
 
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    j["program"] = kProg;
-    j["size_bytes"] = o.size;
-    j["blocks"] = o.blocks;
-    j["per_block"] = o.per_block;
-    j["warmup_per_mode"] = o.warmup;
-    j["clocksource"] = cs;
-    j["max_inline_data_granted"] = ep.max_inline_granted;
-    j["unit"] = "us, RTT/2, CLOCK_MONOTONIC, event mode";
-    for (const Row& r : rows)
-      j["modes"][r.name] = {{"count", r.count}, {"median_us", r.median}, {"min_us", r.min}};
-    j["ratio_median_inline_over_send"] = ratio;
-    j["block_pair_ratio_median"] = pair_median;
-    j["block_pair_ratios"] = pair_ratio;
-    j["block_medians_us"] = block_median;
-    std::ofstream f(o.json);
-    f << j.dump(2) << '\n';
-    if (!f)
-      fail("write " + o.json, errno);
-  }
+int run_client(const ClientOpts& o) {
+  Endpoint ep;
+  connect_client(ep, o);
+  Pinger p(ep, o.size);
+  const Samples s = measure(p, o);
+  p.stop();
+  report(s, o, ep.max_inline_granted);
   return 0;
 }
 
@@ -549,7 +565,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 10000000u));
   app.add_option("--warmup", o.warmup, "warm-up round trips per mode, not counted");
   app.add_option("--json", o.json, "write the results as JSON to FILE");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = rcnet::bench::parse_args(app, argc, argv); rc >= 0)
+    return rc;
   if (server == client)
     fail_msg("give exactly one of --server and --client");
   setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -31,13 +31,12 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -52,10 +51,14 @@
 #include <spdlog/spdlog.h>
 
 #include "cm/manager.hpp"
+#include "common/args.hpp"
+#include "common/clock.hpp"
+#include "common/report.hpp"
 #include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
 
 using namespace rcnet;
+using bench::realtime_ms;
 
 namespace {
 
@@ -98,12 +101,6 @@ struct Client {
   TimePoint established{};
 };
 
-std::int64_t realtime_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 // A well-formed IPv4/UDP datagram from a TEST-NET-1 source (RFC 5737) to the
 // hub's discard port: the hub's kernel accepts it from the TUN device and any
 // ICMP answer has no route back, so the benchmark causes no further traffic.
@@ -142,108 +139,174 @@ struct Args {
   int retry_count = 7;
 };
 
-}  // namespace
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("--peer", a.peer, "the hub's underlay address");
+  app.add_option("--addrs", a.addrs, "local underlay addresses, comma-separated");
+  app.add_option("--addr-file", a.addr_file, "more of them, one line each (commas allowed)");
+  app.add_option("--hub-overlay", a.hub_overlay, "the hub's overlay address (the probe's target)");
+  app.add_option("--summary", a.summary, "also write the JSON summary to FILE");
+  app.add_option("--go-file", a.go_file, "start once FILE exists");
+  app.add_option("--log-level", a.log_level, "spdlog level");
+  app.add_option("--start-at-ms", a.start_at_ms, "start at this CLOCK_REALTIME ms")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--connect-limit-s", a.connect_limit_s, "give up connecting after S s")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--hold-s", a.hold_s, "hold the connections S s (0: until SIGTERM)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--retry-count", a.retry_count, "the clients' RC retry count")
+      ->check(CLI::Range(0, 7));
+}
 
-int main(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: needs a value\n", k.c_str());
-      return 2;
-    }
-    const std::string v = argv[++i];
-    char* end = nullptr;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    const bool num = end != v.c_str() && *end == '\0' && n >= 0;
-    if (k == "--peer")
-      a.peer = v;
-    else if (k == "--addrs")
-      a.addrs = v;
-    else if (k == "--addr-file")
-      a.addr_file = v;
-    else if (k == "--hub-overlay")
-      a.hub_overlay = v;
-    else if (k == "--summary")
-      a.summary = v;
-    else if (k == "--go-file")
-      a.go_file = v;
-    else if (k == "--log-level")
-      a.log_level = v;
-    else if (k == "--start-at-ms" && num)
-      a.start_at_ms = n;
-    else if (k == "--connect-limit-s" && num)
-      a.connect_limit_s = static_cast<int>(n);
-    else if (k == "--hold-s" && num)
-      a.hold_s = static_cast<int>(n);
-    else if (k == "--retry-count" && num && n <= 7)
-      a.retry_count = static_cast<int>(n);
-    else {
-      std::fprintf(stderr, "bad argument %s %s\n", k.c_str(), v.c_str());
-      return 2;
-    }
+// --addrs and the lines of --addr-file, split at commas.
+std::vector<std::string> address_texts(const Args& a) {
+  std::string all = a.addrs;
+  if (!a.addr_file.empty()) {
+    std::ifstream f(a.addr_file);
+    for (std::string line; std::getline(f, line);)
+      all += "," + line;
   }
   std::vector<std::string> texts;
-  {
-    std::string all = a.addrs;
-    if (!a.addr_file.empty()) {
-      std::ifstream f(a.addr_file);
-      for (std::string line; std::getline(f, line);)
-        all += "," + line;
-    }
-    std::size_t pos = 0;
-    while (pos <= all.size()) {
-      const auto comma = all.find(',', pos);
-      const auto item =
-          all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      if (!item.empty())
-        texts.push_back(item);
-      if (comma == std::string::npos)
-        break;
-      pos = comma + 1;
-    }
+  std::size_t pos = 0;
+  while (pos <= all.size()) {
+    const auto comma = all.find(',', pos);
+    const auto item = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty())
+      texts.push_back(item);
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
   }
-  const auto hub = IpAddr::parse(a.peer);
-  const auto hub_overlay = IpAddr::parse(a.hub_overlay);
-  if (!hub || !hub_overlay || !hub_overlay->is_v4() || texts.empty()) {
-    std::fprintf(stderr, "need --peer ADDR and --addrs/--addr-file with addresses\n");
-    return 2;
-  }
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
-  // info shows every attempt's states and teardown reasons (why a REQ was
-  // not sent, why a connection was dropped); warn keeps long runs readable.
-  spdlog::set_level(spdlog::level::from_str(a.log_level));
-  // Three fds per seam (rdma_cm channel, async, completion channel).
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
+  return texts;
+}
 
+// The client managers and the one epoll loop that drives them all.
+class Driver {
+ public:
   std::vector<std::unique_ptr<Client>> clients;
-  DeadlineHeap deadlines;
-  std::uint32_t start_failures = 0;
-  const auto t_start0 = Clock::now();
-  for (const auto& t : texts) {
-    auto addr = IpAddr::parse(t);
-    if (!addr) {
-      ++start_failures;
-      continue;
+  // Managers visited by the last pump(): their state may have moved.
+  std::vector<std::size_t> changed;
+
+  // One manager per address (bind, listen, PD/CQ/SRQ, buffer pools);
+  // returns how many could not be started.
+  std::uint32_t start(const std::vector<std::string>& texts, const Args& a) {
+    std::uint32_t failures = 0;
+    for (const auto& t : texts) {
+      if (!start_one(t, a))
+        ++failures;
     }
+    return failures;
+  }
+
+  // One epoll set over every manager's three fds, level-triggered like
+  // rcnetd's sd-event sources. An fd can belong to several managers:
+  // librdmacm opens each device once per process, so every seam on it
+  // shares the context's async fd. Each registered fd is a Watch with its
+  // owners; data.u64 is the Watch's index. False on error (printed).
+  bool watch() {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+    if (ep_ < 0) {
+      std::perror("epoll_create1");
+      return false;
+    }
+    std::map<int, std::size_t> watch_of;  // fd -> index in watches_
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      const auto seam_fds = clients[i]->pump->fds();
+      for (int k = 0; k < 3; ++k) {
+        const int fd = seam_fds[static_cast<std::size_t>(k)];
+        if (fd < 0)
+          continue;
+        if (auto it = watch_of.find(fd); it != watch_of.end()) {
+          watches_[it->second].owners.push_back(i);
+          continue;
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = watches_.size();
+        if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+          std::perror("epoll_ctl");
+          return false;
+        }
+        watch_of.emplace(fd, watches_.size());
+        watches_.push_back({k, {i}});
+      }
+    }
+    events_.resize(256);
+    ready_.resize(clients.size());
+    touched_.assign(clients.size(), 0);
+    return true;
+  }
+
+  // One wakeup, at most `max_wait` from now: visits only the managers whose
+  // fds are ready, whose timer is due or whose CQ drain stopped at its
+  // budget (O(ready)); they are in `changed` afterwards.
+  void pump(Duration max_wait) {
+    changed.clear();
+    TimePoint next = Clock::now() + max_wait;
+    while (!deadlines_.empty() &&
+           clients[deadlines_.top().second]->timer.deadline != deadlines_.top().first)
+      deadlines_.pop();  // stale entry
+    if (!deadlines_.empty())
+      next = std::min(next, deadlines_.top().first);
+    const auto wait = pending_.empty() ? next - Clock::now() : Duration{0};
+    const int ms = static_cast<int>(std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wait + 999us).count()));
+    const int n = epoll_wait(ep_, events_.data(), static_cast<int>(events_.size()), ms);
+    visit_.clear();
+    for (int e = 0; e < n; ++e) {
+      const Watch& w = watches_[events_[static_cast<std::size_t>(e)].data.u64];
+      for (auto i : w.owners) {
+        (w.kind == 0 ? ready_[i].cm : w.kind == 1 ? ready_[i].async : ready_[i].cq) = true;
+        mark(i);
+      }
+    }
+    for (auto i : pending_)
+      mark(i);
+    pending_.clear();
+    for (auto i : visit_) {
+      if (clients[i]->pump->pump(ready_[i]))
+        pending_.push_back(i);
+      ready_[i] = {};
+      touched_[i] = 0;
+      changed.push_back(i);
+    }
+    fire_timers();
+  }
+
+ private:
+  struct Watch {
+    int kind;  // 0 cm, 1 async, 2 cq
+    std::vector<std::size_t> owners;
+  };
+
+  bool start_one(const std::string& text, const Args& a) {
+    auto addr = IpAddr::parse(text);
+    if (!addr)
+      return false;
     auto c = std::make_unique<Client>();
     c->addr = *addr;
-    c->timer.heap = &deadlines;
+    c->timer.heap = &deadlines_;
     c->timer.index = clients.size();
     auto seam = rdma::VerbsSeam::create();
     if (!seam) {
-      std::fprintf(stderr, "%s: %s\n", t.c_str(), seam.error().message().c_str());
-      ++start_failures;
-      continue;
+      std::fprintf(stderr, "%s: %s\n", text.c_str(), seam.error().message().c_str());
+      return false;
     }
     c->seam = std::move(*seam);
+    c->mgr = std::make_unique<cm::Manager>(client_config(*addr, a), *c->seam, c->timer, c->sink);
+    c->seam->set_sink(c->mgr.get());
+    c->pump.emplace(*c->seam);
+    if (auto r = c->mgr->start(); !r) {
+      std::fprintf(stderr, "%s: start: %s\n", text.c_str(), r.error().message().c_str());
+      return false;
+    }
+    clients.push_back(std::move(c));
+    return true;
+  }
+
+  static cm::ManagerConfig client_config(const IpAddr& addr, const Args& a) {
     cm::ManagerConfig cfg;
-    cfg.local = Endpoint{*addr, 7471};
-    cfg.incarnation = (static_cast<std::uint64_t>(realtime_ms()) << 16) ^ addr->v4_host_order() ^ 1;
+    cfg.local = Endpoint{addr, 7471};
+    cfg.incarnation = (static_cast<std::uint64_t>(realtime_ms()) << 16) ^ addr.v4_host_order() ^ 1;
     cfg.overlay = IpAddr::v4(0xc0000201u);
     // Small on purpose: only the hub's memory is measured.
     cfg.mtu = 2048;
@@ -255,104 +318,21 @@ int main(int argc, char** argv) {
     cfg.connect_timeout = 30s;
     cfg.retry_count = static_cast<std::uint8_t>(a.retry_count);
     cfg.resolve_timeout = 10s;
-    c->mgr = std::make_unique<cm::Manager>(cfg, *c->seam, c->timer, c->sink);
-    c->seam->set_sink(c->mgr.get());
-    c->pump.emplace(*c->seam);
-    if (auto r = c->mgr->start(); !r) {
-      std::fprintf(stderr, "%s: start: %s\n", t.c_str(), r.error().message().c_str());
-      ++start_failures;
-      continue;
-    }
-    clients.push_back(std::move(c));
+    return cfg;
   }
-  const double start_ms = to_ms(Clock::now() - t_start0);
-  std::printf("READY %zu managers in %.0f ms (%u failed)\n", clients.size(), start_ms,
-              start_failures);
-  std::fflush(stdout);
 
-  // One epoll set over every manager's three fds, level-triggered like
-  // rcnetd's sd-event sources. An fd can belong to several managers:
-  // librdmacm opens each device once per process, so every seam on it
-  // shares the context's async fd. Each registered fd is a Watch with its
-  // owners; data.u64 is the Watch's index.
-  struct Watch {
-    int kind;  // 0 cm, 1 async, 2 cq
-    std::vector<std::size_t> owners;
-  };
-  std::vector<Watch> watches;
-  std::map<int, std::size_t> watch_of;  // fd -> index in watches
-  const int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) {
-    std::perror("epoll_create1");
-    return 1;
-  }
-  for (std::size_t i = 0; i < clients.size(); ++i) {
-    const auto seam_fds = clients[i]->pump->fds();
-    for (int k = 0; k < 3; ++k) {
-      const int fd = seam_fds[static_cast<std::size_t>(k)];
-      if (fd < 0)
-        continue;
-      if (auto it = watch_of.find(fd); it != watch_of.end()) {
-        watches[it->second].owners.push_back(i);
-        continue;
-      }
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = watches.size();
-      if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        std::perror("epoll_ctl");
-        return 1;
-      }
-      watch_of.emplace(fd, watches.size());
-      watches.push_back({k, {i}});
+  void mark(std::size_t i) {
+    if (!touched_[i]) {
+      touched_[i] = 1;
+      visit_.push_back(i);
     }
   }
-  std::vector<epoll_event> events(256);
-  std::vector<rdma::SeamPump::Ready> ready(clients.size());
-  std::vector<char> touched(clients.size(), 0);
-  std::vector<std::size_t> visit;    // managers to pump on this wakeup
-  std::vector<std::size_t> pending;  // managers whose CQ drain hit its budget
-  std::vector<std::size_t> changed;  // managers visited: their state may have moved
-  auto pump = [&](Duration max_wait) {
-    changed.clear();
-    TimePoint next = Clock::now() + max_wait;
-    while (!deadlines.empty() &&
-           clients[deadlines.top().second]->timer.deadline != deadlines.top().first)
-      deadlines.pop();  // stale entry
-    if (!deadlines.empty())
-      next = std::min(next, deadlines.top().first);
-    const auto wait = pending.empty() ? next - Clock::now() : Duration{0};
-    const int ms = static_cast<int>(std::max<std::int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(wait + 999us).count()));
-    const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), ms);
-    visit.clear();
-    auto mark = [&](std::size_t i) {
-      if (!touched[i]) {
-        touched[i] = 1;
-        visit.push_back(i);
-      }
-    };
-    for (int e = 0; e < n; ++e) {
-      const Watch& w = watches[events[static_cast<std::size_t>(e)].data.u64];
-      for (auto i : w.owners) {
-        (w.kind == 0 ? ready[i].cm : w.kind == 1 ? ready[i].async : ready[i].cq) = true;
-        mark(i);
-      }
-    }
-    for (auto i : pending)
-      mark(i);
-    pending.clear();
-    for (auto i : visit) {
-      if (clients[i]->pump->pump(ready[i]))
-        pending.push_back(i);
-      ready[i] = {};
-      touched[i] = 0;
-      changed.push_back(i);
-    }
+
+  void fire_timers() {
     const TimePoint now = Clock::now();
-    while (!deadlines.empty() && deadlines.top().first <= now) {
-      const auto [when, i] = deadlines.top();
-      deadlines.pop();
+    while (!deadlines_.empty() && deadlines_.top().first <= now) {
+      const auto [when, i] = deadlines_.top();
+      deadlines_.pop();
       auto& c = *clients[i];
       if (c.timer.deadline != when)
         continue;  // stale entry
@@ -360,46 +340,84 @@ int main(int argc, char** argv) {
       c.mgr->on_timer();
       changed.push_back(i);
     }
-  };
+  }
 
+  DeadlineHeap deadlines_;
+  int ep_ = -1;
+  std::vector<Watch> watches_;
+  std::vector<epoll_event> events_;
+  std::vector<rdma::SeamPump::Ready> ready_;
+  std::vector<char> touched_;
+  std::vector<std::size_t> visit_;    // managers to pump on this wakeup
+  std::vector<std::size_t> pending_;  // managers whose CQ drain hit its budget
+};
+
+// Three fds per seam (rdma_cm channel, async, completion channel).
+void raise_fd_limit() {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+// Until --start-at-ms, then until --go-file exists (each only if given).
+// Returns the go instant (CLOCK_REALTIME ms).
+std::int64_t wait_for_go(const Args& a, Driver& d) {
   while (a.start_at_ms > 0 && realtime_ms() < a.start_at_ms && !g_stop)
-    pump(std::chrono::milliseconds(std::min<std::int64_t>(a.start_at_ms - realtime_ms(), 20)));
+    d.pump(std::chrono::milliseconds(std::min<std::int64_t>(a.start_at_ms - realtime_ms(), 20)));
   while (!a.go_file.empty() && access(a.go_file.c_str(), F_OK) != 0 && !g_stop)
-    pump(20ms);
-  const std::int64_t go_realtime = realtime_ms();
-  const auto t_go = Clock::now();
-  const auto probe = udp_probe(*hub_overlay);
-  for (auto& c : clients)
-    (void)c->mgr->send(Endpoint{*hub, 7471}, probe);
-  std::size_t established = 0;
+    d.pump(20ms);
+  return realtime_ms();
+}
+
+struct Connected {
+  std::size_t established = 0;  // ever ESTABLISHED
   std::int64_t last_established_realtime = 0;
-  const auto connect_end = t_go + std::chrono::seconds(a.connect_limit_s);
+  double connect_ms = 0;
+};
+
+// Each manager sends one probe to the hub (a REQ from each address) and the
+// loop runs until every manager has had its connection ESTABLISHED, or
+// --connect-limit-s.
+Connected connect_all(Driver& d, const Endpoint& hub, const std::vector<std::byte>& probe,
+                      int limit_s) {
+  Connected r;
+  const auto t_go = Clock::now();
+  for (auto& c : d.clients)
+    (void)c->mgr->send(hub, probe);
+  const auto connect_end = t_go + std::chrono::seconds(limit_s);
   // The sends above may have changed every manager: look at each once.
-  changed.clear();
-  for (std::size_t i = 0; i < clients.size(); ++i)
-    changed.push_back(i);
-  while (established < clients.size() && Clock::now() < connect_end && !g_stop) {
+  d.changed.clear();
+  for (std::size_t i = 0; i < d.clients.size(); ++i)
+    d.changed.push_back(i);
+  while (r.established < d.clients.size() && Clock::now() < connect_end && !g_stop) {
     // Only managers visited since the last look can have become ESTABLISHED.
-    for (auto i : changed) {
-      auto& c = *clients[i];
+    for (auto i : d.changed) {
+      auto& c = *d.clients[i];
       if (c.established == TimePoint{} && c.mgr->counters().connects_established > 0) {
         c.established = Clock::now();
-        last_established_realtime = realtime_ms();
-        ++established;
+        r.last_established_realtime = realtime_ms();
+        ++r.established;
       }
     }
-    changed.clear();
-    if (established < clients.size())
-      pump(50ms);
+    d.changed.clear();
+    if (r.established < d.clients.size())
+      d.pump(50ms);
   }
-  const double connect_ms = to_ms(Clock::now() - t_go);
-  // "ever ESTABLISHED" is what the setup rate counts; "in service now" is what
-  // the hub's memory is divided by, and the two differ when a connection was
-  // made and then dropped (the state counts below say where the rest are).
+  r.connect_ms = to_ms(Clock::now() - t_go);
+  return r;
+}
+
+// The ESTABLISHED, STATES and NEVER_ESTABLISHED lines the lab scripts read.
+// "ever ESTABLISHED" is what the setup rate counts; "in service now" is what
+// the hub's memory is divided by, and the two differ when a connection was
+// made and then dropped (the state counts say where the rest are). Returns
+// the connections in service.
+std::size_t print_connected(const Driver& d, const Connected& r, std::int64_t go_realtime) {
   std::size_t in_service = 0;
   std::map<std::string, std::size_t> states;
   std::vector<std::string> never;
-  for (auto& c : clients) {
+  for (const auto& c : d.clients) {
     const auto snap = c->mgr->snapshot();
     for (const auto& q : snap.qps) {
       ++states[std::string(cm::to_string(q.state))];
@@ -414,8 +432,8 @@ int main(int argc, char** argv) {
   std::printf(
       "ESTABLISHED %zu of %zu in %.1f ms go_realtime_ms %lld last_realtime_ms %lld "
       "in_service %zu\n",
-      established, clients.size(), connect_ms, static_cast<long long>(go_realtime),
-      static_cast<long long>(last_established_realtime), in_service);
+      r.established, d.clients.size(), r.connect_ms, static_cast<long long>(go_realtime),
+      static_cast<long long>(r.last_established_realtime), in_service);
   std::string st;
   for (const auto& [k, v] : states)
     st += " " + k + "=" + std::to_string(v);
@@ -424,54 +442,104 @@ int main(int argc, char** argv) {
     nv += " " + n;
   std::printf("STATES%s\nNEVER_ESTABLISHED%s\n", st.c_str(), nv.c_str());
   std::fflush(stdout);
+  return in_service;
+}
 
-  const auto hold_end = Clock::now() + std::chrono::seconds(a.hold_s);
-  while (!g_stop && (a.hold_s == 0 || Clock::now() < hold_end))
-    pump(200ms);
-  g_stop = 0;
-
+// Graceful shutdown of every manager (DREQ, spec teardown), at most 60 s;
+// returns how many stopped and sets `ms` to the time it took.
+std::size_t shutdown_all(Driver& d, double& ms) {
   const auto t_down = Clock::now();
-  for (auto& c : clients)
+  for (auto& c : d.clients)
     c->mgr->shutdown();
   const auto down_end = t_down + 60s;
   std::size_t stopped = 0;
   while (Clock::now() < down_end && !g_stop) {
     stopped = 0;
-    for (auto& c : clients)
+    for (auto& c : d.clients)
       stopped += c->mgr->stopped() ? 1 : 0;
-    if (stopped == clients.size())
+    if (stopped == d.clients.size())
       break;
-    pump(50ms);
+    d.pump(50ms);
   }
-  const double shutdown_ms = to_ms(Clock::now() - t_down);
-  // Every counter summed over the managers: the reasons behind a shortfall
-  // (connect_failures, rejects_received, evictions, ...) are all here.
+  ms = to_ms(Clock::now() - t_down);
+  return stopped;
+}
+
+// Every counter summed over the managers: the reasons behind a shortfall
+// (connect_failures, rejects_received, evictions, ...) are all here.
+nlohmann::json counter_sums(const Driver& d) {
   nlohmann::json sums = nlohmann::json::object();
-  for (auto& c : clients) {
+  for (const auto& c : d.clients) {
     c->mgr->counters().for_each([&](std::string_view name, std::uint64_t v, std::string_view) {
       auto& slot = sums[std::string(name)];
       slot = (slot.is_null() ? 0 : slot.get<std::uint64_t>()) + v;
     });
   }
+  return sums;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"rcnet-bench-load: many rcnet connections into one rcnetd", "rcnet-bench-load"};
+  add_options(app, a);
+  if (const int rc = bench::parse_args(app, argc, argv); rc >= 0)
+    return rc;
+  const std::vector<std::string> texts = address_texts(a);
+  const auto hub = IpAddr::parse(a.peer);
+  const auto hub_overlay = IpAddr::parse(a.hub_overlay);
+  if (!hub || !hub_overlay || !hub_overlay->is_v4() || texts.empty()) {
+    std::fprintf(stderr, "need --peer ADDR and --addrs/--addr-file with addresses\n");
+    return 2;
+  }
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  // info shows every attempt's states and teardown reasons (why a REQ was
+  // not sent, why a connection was dropped); warn keeps long runs readable.
+  spdlog::set_level(spdlog::level::from_str(a.log_level));
+  raise_fd_limit();
+
+  // 1. Every manager up.
+  Driver d;
+  const auto t_start0 = Clock::now();
+  const std::uint32_t start_failures = d.start(texts, a);
+  const double start_ms = to_ms(Clock::now() - t_start0);
+  std::printf("READY %zu managers in %.0f ms (%u failed)\n", d.clients.size(), start_ms,
+              start_failures);
+  std::fflush(stdout);
+  if (!d.watch())
+    return 1;
+
+  // 2. Go, 3. connect.
+  const std::int64_t go_realtime = wait_for_go(a, d);
+  const Connected conn =
+      connect_all(d, Endpoint{*hub, 7471}, udp_probe(*hub_overlay), a.connect_limit_s);
+  const std::size_t in_service = print_connected(d, conn, go_realtime);
+
+  // 4. Hold, then shut down.
+  const auto hold_end = Clock::now() + std::chrono::seconds(a.hold_s);
+  while (!g_stop && (a.hold_s == 0 || Clock::now() < hold_end))
+    d.pump(200ms);
+  g_stop = 0;
+  double shutdown_ms = 0;
+  const std::size_t stopped = shutdown_all(d, shutdown_ms);
+
   nlohmann::json j;
-  j["managers"] = clients.size();
+  j["managers"] = d.clients.size();
   j["start_failures"] = start_failures;
   j["managers_start_ms"] = start_ms;
   j["go_realtime_ms"] = go_realtime;
-  j["last_established_realtime_ms"] = last_established_realtime;
-  j["established"] = established;
+  j["last_established_realtime_ms"] = conn.last_established_realtime;
+  j["established"] = conn.established;
   j["in_service_after_connect"] = in_service;
-  j["connect_ms"] = connect_ms;
+  j["connect_ms"] = conn.connect_ms;
   j["shutdown_ms"] = shutdown_ms;
   j["stopped"] = stopped;
-  j["counters"] = sums;
-  const bool ok = established == clients.size() && stopped == clients.size() &&
-                  start_failures == 0 && !clients.empty();
+  j["counters"] = counter_sums(d);
+  const bool ok = conn.established == d.clients.size() && stopped == d.clients.size() &&
+                  start_failures == 0 && !d.clients.empty();
   j["ok"] = ok;
-  const std::string out = j.dump();
-  std::printf("SUMMARY %s\n", out.c_str());
-  std::fflush(stdout);
-  if (!a.summary.empty())
-    std::ofstream(a.summary) << out << "\n";
+  (void)bench::print_summary(j, a.summary, -1, "SUMMARY ");
   return ok ? 0 : 1;
 }

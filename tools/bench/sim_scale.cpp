@@ -17,22 +17,26 @@
 // ESTABLISHED, every packet delivered, the hub stopped with no QP left),
 // 1 otherwise, 2 on bad arguments. The JSON summary goes to stdout and
 // --json FILE.
-#include <sys/resource.h>
-
-#include <cerrno>
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "cm/manager.hpp"
+#include "common/args.hpp"
+#include "common/clock.hpp"
+#include "common/report.hpp"
 #include "meter.hpp"
+#include "sim/cluster.hpp"
 #include "sim/fabric.hpp"
 
 using namespace rcnet;
@@ -40,8 +44,6 @@ using bench::Part;
 using bench::Scope;
 
 namespace {
-
-constexpr std::uint16_t kPort = 7471;
 
 // Every call from the manager into the simulated HCA is charged to the
 // simulator: what the manager costs is what remains.
@@ -190,16 +192,53 @@ class MeteredEvents final : public rdma::EventSink {
   Part part_;
 };
 
-struct BenchNode {
-  BenchNode(sim::SimNode& n, Part p) : sim(n), seam(n.seam()), timers(n.timers()), part(p) {}
-  sim::SimNode& sim;
-  MeteredSeam seam;
-  MeteredTimers timers;
+// A host of the benchmark: its manager runs on the metered seam and timers,
+// and every event or timer expiry the fabric hands it is charged to `part`.
+class BenchNode final : public sim::ClusterNode {
+ public:
+  explicit BenchNode(Part p) : part(p) {}
+  const Part part;
   CountingSink sink;
-  Part part;
-  std::unique_ptr<cm::Manager> mgr;
-  std::unique_ptr<MeteredEvents> events;
-  Endpoint ep() const { return Endpoint{sim.address(), kPort}; }
+
+  cm::PacketSink& packet_sink() override { return sink; }
+  rdma::Seam& seam() override {
+    if (!seam_)
+      seam_.emplace(sim->seam());
+    return *seam_;
+  }
+  TimerService& timers() override {
+    if (!timers_)
+      timers_.emplace(sim->timers());
+    return *timers_;
+  }
+  // Called inside Cluster::start, which runs in Scope(part): the meter's
+  // own object is charged to the manager, as the manager's sink would be.
+  rdma::EventSink& events() override {
+    events_ = std::make_unique<MeteredEvents>(*mgr, part);
+    return *events_;
+  }
+  void on_timer() override {
+    Scope s(part);
+    mgr->on_timer();
+  }
+
+ private:
+  std::optional<MeteredSeam> seam_;
+  std::optional<MeteredTimers> timers_;
+  std::unique_ptr<MeteredEvents> events_;
+};
+
+// The fabric's work for a new host is the simulator's.
+class BenchCluster final : public sim::Cluster {
+ public:
+  using sim::Cluster::Cluster;
+  BenchNode& at(std::size_t i) { return static_cast<BenchNode&>(node(i)); }
+
+ protected:
+  sim::SimNode& add_host(const IpAddr& addr) override {
+    Scope s(Part::kSim);
+    return sim::Cluster::add_host(addr);
+  }
 };
 
 struct Options {
@@ -218,84 +257,44 @@ struct Options {
   std::uint32_t hub_mtu = 65520, hub_srq = 512, hub_slots = 256;
 };
 
-constexpr const char* kUsage =
-    "usage: rcnet-bench-sim [--connections N] [--packets N] [--packet-size BYTES]\n"
-    "  [--data-peers N] [--batch N] [--idle-s S] [--profile mlx|ehca|rxe]\n"
-    "  [--measure hub|clients|managers|sim|all|none] [--hub-mtu BYTES] [--hub-srq N]\n"
-    "  [--hub-slots N] [--json FILE] [--log-level LEVEL] [--time-split]\n";
-
-// -1: parsed, go on; otherwise the exit status (0 for --help, 2 for an error).
-int parse_args(int argc, char** argv, Options& o) {
-  auto number = [](const char* text, std::uint64_t lo, std::uint64_t hi, std::uint64_t& out) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
-      return false;
-    out = v;
-    return true;
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (k == "--time-split") {
-      o.time_split = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: needs a value\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-    const char* v = argv[++i];
-    std::uint64_t n = 0;
-    bool good = true;
-    if (k == "--connections")
-      good = number(v, 1, 60000, n), o.connections = static_cast<std::uint32_t>(n);
-    else if (k == "--packets")
-      good = number(v, 0, 1ull << 40, n), o.packets = n;
-    else if (k == "--packet-size")
-      good = number(v, 8, 2048, n), o.packet_size = static_cast<std::uint32_t>(n);
-    else if (k == "--data-peers")
-      good = number(v, 1, 60000, n), o.data_peers = static_cast<std::uint32_t>(n);
-    else if (k == "--batch")
-      good = number(v, 1, 64, n), o.batch = static_cast<std::uint32_t>(n);
-    else if (k == "--idle-s")
-      good = number(v, 0, 3600, n), o.idle_s = static_cast<int>(n);
-    else if (k == "--hub-mtu")
-      good = number(v, 2048, 65520, n), o.hub_mtu = static_cast<std::uint32_t>(n);
-    else if (k == "--hub-srq")
-      good = number(v, 1, 1u << 20, n), o.hub_srq = static_cast<std::uint32_t>(n);
-    else if (k == "--hub-slots")
-      good = number(v, 1, 1u << 20, n), o.hub_slots = static_cast<std::uint32_t>(n);
-    else if (k == "--profile")
-      o.profile = v, good = o.profile == "mlx" || o.profile == "ehca" || o.profile == "rxe";
-    else if (k == "--measure")
-      o.measure = v, good = o.measure == "hub" || o.measure == "clients" ||
-                            o.measure == "managers" || o.measure == "sim" || o.measure == "all" ||
-                            o.measure == "none";
-    else if (k == "--json")
-      o.json_out = v;
-    else if (k == "--log-level")
-      o.log_level = v;
-    else {
-      std::fprintf(stderr, "unknown argument %s\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-    if (!good) {
-      std::fprintf(stderr, "%s: bad value '%s'\n%s", k.c_str(), v, kUsage);
-      return 2;
-    }
-  }
-  return -1;
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--connections", o.connections, "client nodes, one connection each")
+      ->check(CLI::Range(1u, 60000u));
+  app.add_option("--packets", o.packets, "packets of the data phase")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  app.add_option("--packet-size", o.packet_size, "bytes")->check(CLI::Range(8u, 2048u));
+  app.add_option("--data-peers", o.data_peers, "clients the data phase sends to, round robin")
+      ->check(CLI::Range(1u, 60000u));
+  app.add_option("--batch", o.batch, "packets between fabric runs")->check(CLI::Range(1u, 64u));
+  app.add_option("--idle-s", o.idle_s, "virtual seconds of the idle phase")
+      ->check(CLI::Range(0, 3600));
+  app.add_option("--profile", o.profile, "simulated HCA")
+      ->check(CLI::IsMember({"mlx", "ehca", "rxe"}));
+  app.add_option("--measure", o.measure, "parts callgrind counts")
+      ->check(CLI::IsMember({"hub", "clients", "managers", "sim", "all", "none"}));
+  app.add_option("--hub-mtu", o.hub_mtu, "bytes")->check(CLI::Range(2048u, 65520u));
+  app.add_option("--hub-srq", o.hub_srq, "SRQ size")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--hub-slots", o.hub_slots, "send slots")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--json", o.json_out, "also write the summary to FILE");
+  app.add_option("--log-level", o.log_level, "spdlog level");
+  app.add_flag("--time-split", o.time_split,
+               "charge wall time to each part (two clock reads per crossing)");
 }
 
-long maxrss_kib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
+// Which parts callgrind counts (--measure).
+unsigned measured_parts(const std::string& measure) {
+  auto bit = [](Part p) { return 1u << static_cast<unsigned>(p); };
+  if (measure == "hub")
+    return bit(Part::kHub);
+  if (measure == "clients")
+    return bit(Part::kClients);
+  if (measure == "managers")
+    return bit(Part::kHub) | bit(Part::kClients);
+  if (measure == "sim")
+    return bit(Part::kSim);
+  if (measure == "all")
+    return bit(Part::kHub) | bit(Part::kClients) | bit(Part::kSim) | bit(Part::kDriver);
+  return 0;
 }
 
 double secs(Clock::duration d) {
@@ -306,7 +305,10 @@ double secs(Clock::duration d) {
 class Phase {
  public:
   explicit Phase(std::string name)
-      : name_(std::move(name)), t0_(Clock::now()), m0_(bench::stats()), rss0_(maxrss_kib()) {}
+      : name_(std::move(name)),
+        t0_(Clock::now()),
+        m0_(bench::stats()),
+        rss0_(bench::maxrss_kib()) {}
 
   nlohmann::json finish(nlohmann::json extra) {
     const auto t1 = Clock::now();
@@ -315,7 +317,7 @@ class Phase {
     nlohmann::json j = std::move(extra);
     j["wall_s"] = secs(t1 - t0_);
     j["maxrss_kib_before"] = rss0_;
-    j["maxrss_kib_after"] = maxrss_kib();
+    j["maxrss_kib_after"] = bench::maxrss_kib();
     for (std::size_t i = 0; i < bench::kPartCount; ++i) {
       const auto name = std::string(bench::to_string(static_cast<Part>(i)));
       auto& p = j["parts"][name];
@@ -336,45 +338,220 @@ class Phase {
   long rss0_;
 };
 
-cm::ManagerConfig base_config(const IpAddr& addr, std::uint64_t incarnation) {
-  cm::ManagerConfig c;
-  c.local = Endpoint{addr, kPort};
-  c.incarnation = incarnation;
-  c.overlay = IpAddr::v4(0x0a640000u + (addr.v4_host_order() & 0xffffu));
-  // Nothing may be reaped by the idle timer while the benchmark idles.
-  c.idle_timeout = std::chrono::hours(1);
-  return c;
+// The benchmark's cluster: the hub first (node 0), then one client per
+// connection (node i + 1).
+class Run {
+ public:
+  explicit Run(const Options& o)
+      : o_(o),
+        cluster_(o.profile == "ehca"  ? sim::Profile::kEhca
+                 : o.profile == "rxe" ? sim::Profile::kRxe
+                                      : sim::Profile::kMlx) {
+    cluster_.reserve(o.connections + 1);
+  }
+
+  // Hub 10.98.0.1; clients 10.99.0.1 upwards (one /16 holds 60,000).
+  bool add_nodes() {
+    const bool hub_ok =
+        add(IpAddr::v4(0x0a620001u), Part::kHub, 0x4855420000000001ull, [&](cm::ManagerConfig& c) {
+          c.mtu = o_.hub_mtu;
+          c.srq_size = o_.hub_srq;
+          c.send_slots = o_.hub_slots;
+          c.max_connections = o_.connections;
+        });
+    if (!hub_ok)
+      return false;
+    for (std::uint32_t i = 0; i < o_.connections; ++i) {
+      // Clients are as small as the manager allows: their memory is not what
+      // is measured, and 16,000 of them share this process.
+      if (!add(sim::cluster_addr(i + 1), Part::kClients, 0xC11E000000000000ull + i + 1,
+               [](cm::ManagerConfig& c) {
+                 c.mtu = 2048;
+                 c.srq_size = 16;
+                 c.send_slots = 4;
+                 c.qp_send_depth = 4;
+                 c.max_connections = 4;
+               }))
+        return false;
+    }
+    return true;
+  }
+
+  // --- setup: the hub sends one packet to every client; each send starts a
+  // connection on demand (active side: REQ), and the packet waits in the
+  // peer queue until ESTABLISHED.
+  nlohmann::json setup(std::span<const std::byte> pkt) {
+    Phase ph("setup");
+    for (std::uint32_t i = 0; i < o_.connections; ++i) {
+      Scope s(Part::kHub);
+      (void)hub().mgr->send(cluster_.node(i + 1).ep(), pkt);
+    }
+    const TimePoint vt0 = cluster_.fabric.now();
+    for (int k = 0; k < 600; ++k) {
+      if (hub().ctr().connects_established >= o_.connections &&
+          delivered_to_clients() >= o_.connections)
+        break;
+      run_fabric(100ms);
+    }
+    const auto est = hub().ctr().connects_established;
+    const auto del = delivered_to_clients();
+    const bool ok = est == o_.connections && del == o_.connections;
+    return ph.finish({{"ok", ok},
+                      {"established", est},
+                      {"first_packets_delivered", del},
+                      {"virtual_ms", to_ms(cluster_.fabric.now() - vt0)},
+                      {"sim_live_qps_hub", hub().sim->live_qps()}});
+  }
+
+  // --- idle: nothing to send; only the reaper's ticks run.
+  nlohmann::json idle() {
+    Phase ph("idle");
+    const auto ticks_before = bench::stats()[static_cast<std::size_t>(Part::kHub)].entries;
+    {
+      Scope s(Part::kSim);
+      cluster_.run(std::chrono::seconds(o_.idle_s));
+    }
+    const auto ticks = bench::stats()[static_cast<std::size_t>(Part::kHub)].entries - ticks_before;
+    const bool ok = hub().mgr->live_qpns().size() == o_.connections;
+    return ph.finish({{"ok", ok}, {"virtual_s", o_.idle_s}, {"hub_timer_wakeups", ticks}});
+  }
+
+  // --- data: the hub sends --packets packets round robin to --data-peers
+  // clients, --batch at a time, the fabric running between batches.
+  nlohmann::json data(std::span<const std::byte> pkt) {
+    Phase ph("data");
+    const auto before = delivered_to_clients();
+    std::uint64_t sent = 0, refused = 0, queued = 0;
+    std::uint32_t peer = 0;
+    while (sent < o_.packets) {
+      for (std::uint32_t b = 0; b < o_.batch && sent < o_.packets; ++b, ++sent) {
+        cm::SendResult r;
+        {
+          Scope s(Part::kHub);
+          r = hub().mgr->send(cluster_.node(1 + peer).ep(), pkt);
+        }
+        if (r == cm::SendResult::kQueued)
+          ++queued;
+        else if (r != cm::SendResult::kSent)
+          ++refused;
+        peer = (peer + 1) % o_.data_peers;
+      }
+      run_fabric(10ms);
+    }
+    for (int k = 0; k < 100 && delivered_to_clients() - before < o_.packets - refused; ++k)
+      run_fabric(100ms);
+    const auto got = delivered_to_clients() - before;
+    return ph.finish({{"ok", got == o_.packets},
+                      {"packets", o_.packets},
+                      {"packet_bytes", o_.packet_size},
+                      {"data_peers", o_.data_peers},
+                      {"delivered", got},
+                      {"queued_by_backpressure", queued},
+                      {"refused_or_dropped", refused}});
+  }
+
+  // --- teardown: graceful shutdown of the hub (DREQ to every client, the
+  // spec teardown of every QP on the profile's Last WQE behaviour).
+  nlohmann::json teardown() {
+    Phase ph("teardown");
+    {
+      Scope s(Part::kHub);
+      hub().mgr->shutdown();
+    }
+    const TimePoint vt0 = cluster_.fabric.now();
+    for (int k = 0; k < 600 && !hub().mgr->stopped(); ++k) {
+      Scope s(Part::kSim);
+      cluster_.run(100ms);
+    }
+    const bool ok = hub().mgr->stopped() && hub().sim->live_qps() == 0;
+    const auto& c = hub().ctr();
+    return ph.finish({{"ok", ok},
+                      {"virtual_ms", to_ms(cluster_.fabric.now() - vt0)},
+                      {"hub_qps_destroyed", c.qps_destroyed},
+                      {"last_wqe_received", c.last_wqe_received},
+                      {"last_wqe_timeouts", c.last_wqe_timeouts},
+                      {"drain_timeouts", c.drain_timeouts},
+                      {"sim_live_qps_hub", hub().sim->live_qps()},
+                      {"sim_misuse_hub", hub().sim->stats().misuse}});
+  }
+
+ private:
+  template <class Tweak>
+  bool add(const IpAddr& addr, Part part, std::uint64_t incarnation, Tweak tweak) {
+    BenchNode& n = cluster_.add_node<BenchNode>(addr, part);
+    auto cfg = sim::cluster_config(addr, incarnation);
+    // Nothing may be reaped by the idle timer while the benchmark idles.
+    cfg.idle_timeout = std::chrono::hours(1);
+    tweak(cfg);
+    Result<void> r;
+    {
+      Scope s(part);
+      r = cluster_.start(n, cfg);
+    }
+    if (!r) {
+      std::fprintf(stderr, "manager start %s: %s\n", addr.to_string().c_str(),
+                   r.error().message().c_str());
+      return false;
+    }
+    return true;
+  }
+
+  BenchNode& hub() { return cluster_.at(0); }
+  std::uint64_t delivered_to_clients() {
+    std::uint64_t n = 0;
+    for (std::size_t i = 1; i < cluster_.size(); ++i)
+      n += cluster_.at(i).sink.packets;
+    return n;
+  }
+  void run_fabric(Duration limit) {
+    Scope s(Part::kSim);
+    (void)cluster_.fabric.run_until_idle(limit);
+  }
+
+  const Options& o_;
+  BenchCluster cluster_;
+};
+
+// Derived figures (the raw ones in `phases` stay for anyone who distrusts
+// these).
+nlohmann::json derived(const nlohmann::json& ph, const Options& o) {
+  const double n = o.connections;
+  const auto num = [](const nlohmann::json& v) { return static_cast<double>(v); };
+  const auto hub_part = [&](const char* phase) -> const nlohmann::json& {
+    return ph[phase]["parts"]["hub_manager"];
+  };
+  nlohmann::json d;
+  d["hub_heap_bytes_per_connection"] =
+      (num(hub_part("setup")["heap_bytes_delta"]) + num(hub_part("idle")["heap_bytes_delta"])) / n;
+  d["process_maxrss_bytes_per_connection_setup"] =
+      (num(ph["setup"]["maxrss_kib_after"]) - num(ph["setup"]["maxrss_kib_before"])) * 1024.0 / n;
+  d["process_wall_us_per_connection_setup"] = num(ph["setup"]["wall_s"]) * 1e6 / n;
+  d["process_wall_us_per_packet"] =
+      num(ph["data"]["wall_s"]) * 1e6 / static_cast<double>(o.packets);
+  d["process_wall_us_per_connection_teardown"] = num(ph["teardown"]["wall_s"]) * 1e6 / n;
+  d["hub_allocs_per_packet"] = num(hub_part("data")["allocs"]) / static_cast<double>(o.packets);
+  d["client_allocs_per_packet"] =
+      num(ph["data"]["parts"]["client_managers"]["allocs"]) / static_cast<double>(o.packets);
+  d["hub_heap_residual_after_teardown_bytes"] =
+      num(hub_part("teardown")["heap_bytes_after"]) - num(hub_part("init")["heap_bytes_after"]);
+  d["hub_registered_bytes"] = (std::uint64_t{o.hub_srq} + o.hub_slots) * o.hub_mtu;
+  return d;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  if (const int rc = parse_args(argc, argv, o); rc >= 0)
+  CLI::App app{"rcnet-bench-sim: the connection manager at scale on the simulated fabric",
+               "rcnet-bench-sim"};
+  add_options(app, o);
+  if (const int rc = bench::parse_args(app, argc, argv); rc >= 0)
     return rc;
-  if (o.data_peers > o.connections)
-    o.data_peers = o.connections;
-
+  o.data_peers = std::min(o.data_peers, o.connections);
   spdlog::set_level(spdlog::level::from_str(o.log_level));
-  unsigned mask = 0;
-  auto bit = [](Part p) { return 1u << static_cast<unsigned>(p); };
-  if (o.measure == "hub")
-    mask = bit(Part::kHub);
-  else if (o.measure == "clients")
-    mask = bit(Part::kClients);
-  else if (o.measure == "managers")
-    mask = bit(Part::kHub) | bit(Part::kClients);
-  else if (o.measure == "sim")
-    mask = bit(Part::kSim);
-  else if (o.measure == "all")
-    mask = bit(Part::kHub) | bit(Part::kClients) | bit(Part::kSim) | bit(Part::kDriver);
-  bench::set_measured(mask);
+  bench::set_measured(measured_parts(o.measure));
   bench::set_timing(o.time_split);
 
-  const sim::Profile profile = o.profile == "ehca"  ? sim::Profile::kEhca
-                               : o.profile == "rxe" ? sim::Profile::kRxe
-                                                    : sim::Profile::kMlx;
-  bool ok = true;
   nlohmann::json out;
   out["benchmark"] = "rcnet-bench-sim";
   out["connections"] = o.connections;
@@ -383,215 +560,24 @@ int main(int argc, char** argv) {
   out["under_valgrind"] = bench::running_on_valgrind();
   out["log_level"] = o.log_level;
 
-  const auto rss_start = maxrss_kib();
+  const auto rss_start = bench::maxrss_kib();
   Phase init("init");
-  sim::Fabric fabric(1);
-  std::vector<std::unique_ptr<BenchNode>> nodes;
-  nodes.reserve(o.connections + 1);
-  auto add = [&](const IpAddr& addr, Part part, std::uint64_t inc, auto tweak) -> bool {
-    sim::SimNode* sn = nullptr;
-    {
-      Scope s(Part::kSim);
-      sn = &fabric.add_node(addr, profile);
-    }
-    auto n = std::make_unique<BenchNode>(*sn, part);
-    auto cfg = base_config(addr, inc);
-    tweak(cfg);
-    {
-      Scope s(part);
-      n->mgr = std::make_unique<cm::Manager>(cfg, n->seam, n->timers, n->sink);
-      n->events = std::make_unique<MeteredEvents>(*n->mgr, part);
-    }
-    sn->set_sink(n->events.get());
-    sn->set_timer_callback([m = n->mgr.get(), part] {
-      Scope s(part);
-      m->on_timer();
-    });
-    Result<void> r;
-    {
-      Scope s(part);
-      r = n->mgr->start();
-    }
-    nodes.push_back(std::move(n));
-    if (!r) {
-      std::fprintf(stderr, "manager start %s: %s\n", addr.to_string().c_str(),
-                   r.error().message().c_str());
-      return false;
-    }
-    return true;
-  };
-  // Hub 10.98.0.1; clients 10.99.0.1 upwards (one /16 holds 60,000).
-  const IpAddr hub_addr = IpAddr::v4(0x0a620001u);
-  const bool hub_ok = add(hub_addr, Part::kHub, 0x4855420000000001ull, [&](cm::ManagerConfig& c) {
-    c.mtu = o.hub_mtu;
-    c.srq_size = o.hub_srq;
-    c.send_slots = o.hub_slots;
-    c.max_connections = o.connections;
-  });
-  if (!hub_ok)
+  Run run(o);
+  if (!run.add_nodes())
     return 1;
-  BenchNode& hub = *nodes.front();
-  for (std::uint32_t i = 0; i < o.connections; ++i) {
-    // Clients are as small as the manager allows: their memory is not what is
-    // measured, and 16,000 of them share this process.
-    if (!add(IpAddr::v4(0x0a630001u + i), Part::kClients, 0xC11E000000000000ull + i + 1,
-             [](cm::ManagerConfig& c) {
-               c.mtu = 2048;
-               c.srq_size = 16;
-               c.send_slots = 4;
-               c.qp_send_depth = 4;
-               c.max_connections = 4;
-             }))
-      return 1;
-  }
-  out["phases"]["init"] = init.finish({{"maxrss_kib_process_start", rss_start}});
-
-  const auto hub_id = [&] { return hub.mgr->counters(); };
-  std::vector<std::byte> pkt(o.packet_size, std::byte{0x45});
-  auto delivered_to_clients = [&] {
-    std::uint64_t n = 0;
-    for (std::size_t i = 1; i < nodes.size(); ++i)
-      n += nodes[i]->sink.packets;
-    return n;
-  };
-  auto run_fabric = [&](Duration limit) {
-    Scope s(Part::kSim);
-    return fabric.run_until_idle(limit);
-  };
-
-  // --- setup: the hub sends one packet to every client; each send starts a
-  // connection on demand (active side: REQ), and the packet waits in the
-  // peer queue until ESTABLISHED.
-  {
-    Phase ph("setup");
-    for (std::uint32_t i = 0; i < o.connections; ++i) {
-      Scope s(Part::kHub);
-      (void)hub.mgr->send(nodes[i + 1]->ep(), pkt);
-    }
-    const TimePoint vt0 = fabric.now();
-    for (int k = 0; k < 600; ++k) {
-      if (hub_id().connects_established >= o.connections && delivered_to_clients() >= o.connections)
-        break;
-      run_fabric(100ms);
-    }
-    const auto est = hub_id().connects_established;
-    const auto del = delivered_to_clients();
-    const bool phase_ok = est == o.connections && del == o.connections;
-    ok = ok && phase_ok;
-    out["phases"]["setup"] = ph.finish({{"ok", phase_ok},
-                                        {"established", est},
-                                        {"first_packets_delivered", del},
-                                        {"virtual_ms", to_ms(fabric.now() - vt0)},
-                                        {"sim_live_qps_hub", hub.sim.live_qps()}});
-  }
-
-  // --- idle: nothing to send; only the reaper's ticks run.
-  {
-    Phase ph("idle");
-    const auto ticks_before = bench::stats()[static_cast<std::size_t>(Part::kHub)].entries;
-    {
-      Scope s(Part::kSim);
-      fabric.run_for(std::chrono::seconds(o.idle_s));
-    }
-    const auto ticks = bench::stats()[static_cast<std::size_t>(Part::kHub)].entries - ticks_before;
-    const bool phase_ok = hub.mgr->live_qpns().size() == o.connections;
-    ok = ok && phase_ok;
-    out["phases"]["idle"] =
-        ph.finish({{"ok", phase_ok}, {"virtual_s", o.idle_s}, {"hub_timer_wakeups", ticks}});
-  }
-
-  // --- data: the hub sends --packets packets round robin to --data-peers
-  // clients, --batch at a time, the fabric running between batches.
-  {
-    Phase ph("data");
-    const auto before = delivered_to_clients();
-    std::uint64_t sent = 0, refused = 0, queued = 0;
-    std::uint32_t peer = 0;
-    while (sent < o.packets) {
-      for (std::uint32_t b = 0; b < o.batch && sent < o.packets; ++b, ++sent) {
-        cm::SendResult r;
-        {
-          Scope s(Part::kHub);
-          r = hub.mgr->send(nodes[1 + peer]->ep(), pkt);
-        }
-        if (r == cm::SendResult::kQueued)
-          ++queued;
-        else if (r != cm::SendResult::kSent)
-          ++refused;
-        peer = (peer + 1) % o.data_peers;
-      }
-      run_fabric(10ms);
-    }
-    for (int k = 0; k < 100 && delivered_to_clients() - before < o.packets - refused; ++k)
-      run_fabric(100ms);
-    const auto got = delivered_to_clients() - before;
-    const bool phase_ok = got == o.packets;
-    ok = ok && phase_ok;
-    out["phases"]["data"] = ph.finish({{"ok", phase_ok},
-                                       {"packets", o.packets},
-                                       {"packet_bytes", o.packet_size},
-                                       {"data_peers", o.data_peers},
-                                       {"delivered", got},
-                                       {"queued_by_backpressure", queued},
-                                       {"refused_or_dropped", refused}});
-  }
-
-  // --- teardown: graceful shutdown of the hub (DREQ to every client, the
-  // spec teardown of every QP on the profile's Last WQE behaviour).
-  {
-    Phase ph("teardown");
-    {
-      Scope s(Part::kHub);
-      hub.mgr->shutdown();
-    }
-    const TimePoint vt0 = fabric.now();
-    for (int k = 0; k < 600 && !hub.mgr->stopped(); ++k) {
-      Scope s(Part::kSim);
-      fabric.run_for(100ms);
-    }
-    const bool phase_ok = hub.mgr->stopped() && hub.sim.live_qps() == 0;
-    ok = ok && phase_ok;
-    const auto& c = hub.mgr->counters();
-    out["phases"]["teardown"] = ph.finish({{"ok", phase_ok},
-                                           {"virtual_ms", to_ms(fabric.now() - vt0)},
-                                           {"hub_qps_destroyed", c.qps_destroyed},
-                                           {"last_wqe_received", c.last_wqe_received},
-                                           {"last_wqe_timeouts", c.last_wqe_timeouts},
-                                           {"drain_timeouts", c.drain_timeouts},
-                                           {"sim_live_qps_hub", hub.sim.live_qps()},
-                                           {"sim_misuse_hub", hub.sim.stats().misuse}});
-  }
-
-  // Derived figures (the raw ones above stay for anyone who distrusts these).
   auto& ph = out["phases"];
-  const double n = o.connections;
-  const double hub_after_setup = ph["setup"]["parts"]["hub_manager"]["heap_bytes_delta"];
-  const double idle_delta = ph["idle"]["parts"]["hub_manager"]["heap_bytes_delta"];
-  auto& d = out["derived"];
-  d["hub_heap_bytes_per_connection"] = (hub_after_setup + idle_delta) / n;
-  d["process_maxrss_bytes_per_connection_setup"] =
-      (static_cast<double>(ph["setup"]["maxrss_kib_after"]) -
-       static_cast<double>(ph["setup"]["maxrss_kib_before"])) *
-      1024.0 / n;
-  d["process_wall_us_per_connection_setup"] = static_cast<double>(ph["setup"]["wall_s"]) * 1e6 / n;
-  d["process_wall_us_per_packet"] =
-      static_cast<double>(ph["data"]["wall_s"]) * 1e6 / static_cast<double>(o.packets);
-  d["process_wall_us_per_connection_teardown"] =
-      static_cast<double>(ph["teardown"]["wall_s"]) * 1e6 / n;
-  d["hub_allocs_per_packet"] = static_cast<double>(ph["data"]["parts"]["hub_manager"]["allocs"]) /
-                               static_cast<double>(o.packets);
-  d["client_allocs_per_packet"] =
-      static_cast<double>(ph["data"]["parts"]["client_managers"]["allocs"]) /
-      static_cast<double>(o.packets);
-  d["hub_heap_residual_after_teardown_bytes"] =
-      static_cast<double>(ph["teardown"]["parts"]["hub_manager"]["heap_bytes_after"]) -
-      static_cast<double>(ph["init"]["parts"]["hub_manager"]["heap_bytes_after"]);
-  d["hub_registered_bytes"] = (std::uint64_t{o.hub_srq} + o.hub_slots) * o.hub_mtu;
-  out["ok"] = ok;
+  ph["init"] = init.finish({{"maxrss_kib_process_start", rss_start}});
+  const std::vector<std::byte> pkt(o.packet_size, std::byte{0x45});
+  ph["setup"] = run.setup(pkt);
+  ph["idle"] = run.idle();
+  ph["data"] = run.data(pkt);
+  ph["teardown"] = run.teardown();
 
-  const std::string text = out.dump(2);
-  std::printf("%s\n", text.c_str());
-  if (!o.json_out.empty())
-    std::ofstream(o.json_out) << text << "\n";
+  bool ok = true;
+  for (const char* name : {"setup", "idle", "data", "teardown"})
+    ok = ok && ph[name]["ok"].get<bool>();
+  out["derived"] = derived(ph, o);
+  out["ok"] = ok;
+  (void)bench::print_summary(out, o.json_out, 2);
   return ok ? 0 : 1;
 }

@@ -90,6 +90,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -103,6 +104,10 @@
 #include <string>
 #include <vector>
 
+#include "common/args.hpp"
+#include "common/clock.hpp"
+#include "common/report.hpp"
+#include "common/stats.hpp"
 #include "unique_fd.hpp"
 #include "wire/gso.hpp"
 
@@ -276,21 +281,11 @@ UdpCounters read_udp() {
   return c;
 }
 
-double now_s() {
-  timespec ts{};
-  if (::clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-    fail("clock_gettime(CLOCK_MONOTONIC)", errno);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 double cpu_s(int who) {
-  rusage ru{};
-  if (::getrusage(who, &ru) != 0)
+  const auto s = rcnet::bench::cpu_s(who);
+  if (!s)
     fail(who == RUSAGE_SELF ? "getrusage(RUSAGE_SELF)" : "getrusage(RUSAGE_THREAD)", errno);
-  auto s = [](const timeval& tv) {
-    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
-  };
-  return s(ru.ru_utime) + s(ru.ru_stime);
+  return *s;
 }
 
 // Threads of this process besides the main one: io-wq workers (iou-wrk-*).
@@ -398,12 +393,12 @@ Sample measure(const Mode& mode, Ring& ring, int fd, std::span<const std::vector
   const UdpCounters u0 = read_udp();
   const double self0 = cpu_s(RUSAGE_SELF);
   const double thread0 = cpu_s(RUSAGE_THREAD);
-  const double t0 = now_s();
+  const double t0 = rcnet::bench::monotonic_s();
   if (mode.batch == 0)
     write_each(fd, bufs, packets, s.outcome);
   else
     write_uring(ring, fd, bufs, packets, mode.batch, s.outcome);
-  const double t1 = now_s();
+  const double t1 = rcnet::bench::monotonic_s();
   const double self1 = cpu_s(RUSAGE_SELF);
   const double thread1 = cpu_s(RUSAGE_THREAD);
   s.wall_s = t1 - t0;
@@ -418,12 +413,6 @@ std::uint64_t cell_packets(std::uint64_t packets_1500, const Size& sz) {
   return std::max<std::uint64_t>(1, packets_1500 / sz.divisor);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct Args {
   std::uint64_t packets = 250000;  // per cell at 1500 bytes
   unsigned repeats = 5;
@@ -431,114 +420,93 @@ struct Args {
   bool nonblock = false;
 };
 
-void usage(FILE* to) {
-  std::fprintf(to,
-               "usage: %s [--packets N] [--repeats R] [--json FILE] [--nonblock]\n"
-               "  --packets N  packets per cell at 1500 bytes (default 250000; 1/2 of it at 9000,\n"
-               "               1/4 at 65000)\n"
-               "  --repeats R  interleaved repeats, the median is reported (default 5)\n"
-               "  --json FILE  also write the rows as a JSON list of objects\n"
-               "  --nonblock   open the TUN fd O_NONBLOCK, as rcnetd does\n"
-               "Runs as root, in a network namespace of its own.\n",
-               kProg);
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("--packets", a.packets,
+                 "packets per cell at 1500 bytes (default 250000; 1/2 of it at 9000, 1/4 at 65000)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeats", a.repeats, "interleaved repeats, the median is reported (default 5)")
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--json", a.json, "also write the rows as a JSON list of objects");
+  app.add_flag("--nonblock", a.nonblock, "open the TUN fd O_NONBLOCK, as rcnetd does");
+  app.footer("Runs as root, in a network namespace of its own.");
 }
 
-}  // namespace
+// The network namespace of this process, with lo up, the TUN device and the
+// sink socket: all of it vanishes when the process exits.
+struct Sandbox {
+  UniqueFd ctl;    // AF_INET socket for the interface ioctls
+  UniqueFd tun;    // the device
+  UniqueFd sink;   // bound to 10.77.0.1:9, never read
+  int rcvbuf = 0;  // the sink's SO_RCVBUF as granted
+};
 
-int main(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "-h" || k == "--help") {
-      usage(stdout);
-      return 0;
-    }
-    if (k == "--nonblock") {
-      a.nonblock = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: %s needs a value\n", kProg, k.c_str());
-      return 2;
-    }
-    const std::string v = argv[++i];
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-    const bool num = end != v.c_str() && *end == '\0' && v[0] != '-' && n > 0;
-    if (k == "--packets" && num)
-      a.packets = n;
-    else if (k == "--repeats" && num && n <= 1000)
-      a.repeats = static_cast<unsigned>(n);
-    else if (k == "--json")
-      a.json = v;
-    else {
-      std::fprintf(stderr, "%s: bad argument %s %s\n", kProg, k.c_str(), v.c_str());
-      usage(stderr);
-      return 2;
-    }
-  }
-
+Sandbox enter_sandbox(bool nonblock) {
+  Sandbox box;
   if (::unshare(CLONE_NEWNET) != 0)
     fail("unshare(CLONE_NEWNET) (must run as root)", errno);
   const int sock_fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sock_fd < 0)
     fail("socket(AF_INET, SOCK_DGRAM)", errno);
-  const UniqueFd ctl(sock_fd);
-  set_up(ctl.get(), "lo");
-  const UniqueFd tun(open_tun(a.nonblock, ctl.get()));
+  box.ctl = UniqueFd(sock_fd);
+  set_up(box.ctl.get(), "lo");
+  box.tun = UniqueFd(open_tun(nonblock, box.ctl.get()));
 
-  // The sink: bound, never read. Its buffer is filled below.
+  // The sink: bound, never read. Its buffer is filled by fill_sink().
   const int udp_fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (udp_fd < 0)
     fail("socket(AF_INET, SOCK_DGRAM) for the sink", errno);
-  const UniqueFd sink(udp_fd);
-  if (::setsockopt(sink.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kRcvbuf, sizeof kRcvbuf) != 0)
+  box.sink = UniqueFd(udp_fd);
+  if (::setsockopt(box.sink.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kRcvbuf, sizeof kRcvbuf) != 0)
     fail("setsockopt(SO_RCVBUFFORCE)", errno);
-  int rcvbuf = 0;
-  socklen_t len = sizeof rcvbuf;
-  if (::getsockopt(sink.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) != 0)
+  socklen_t len = sizeof box.rcvbuf;
+  if (::getsockopt(box.sink.get(), SOL_SOCKET, SO_RCVBUF, &box.rcvbuf, &len) != 0)
     fail("getsockopt(SO_RCVBUF)", errno);
   sockaddr_in local{};
   local.sin_family = AF_INET;
   local.sin_addr.s_addr = htonl(kLocal);
   local.sin_port = htons(kPort);
-  if (::bind(sink.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
+  if (::bind(box.sink.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
     fail("bind(10.77.0.1:9)", errno);
+  return box;
+}
 
-  std::vector<std::vector<std::vector<std::byte>>> bufs;  // [size][slot]
+using Buffers = std::vector<std::vector<std::vector<std::byte>>>;  // [size][slot]
+
+Buffers make_buffers() {
+  Buffers bufs;
   for (const auto& sz : kSizes) {
     auto& slots = bufs.emplace_back();
     for (std::size_t i = 0; i < kSlots; ++i)
       slots.push_back(udp_packet(sz.bytes, static_cast<std::uint16_t>(i)));
   }
-  Ring ring;
+  return bufs;
+}
 
-  // Fill the sink's buffer: from here on every packet is a receive-buffer
-  // drop, in every cell alike.
-  {
-    const UdpCounters before = read_udp();
-    Outcome o;
-    std::uint64_t written = 0;
-    while (read_udp().rcvbuf_errors == before.rcvbuf_errors) {
-      if (written >= 10000000) {
-        std::fprintf(stderr, "%s: the sink's receive buffer never filled (%llu packets)\n", kProg,
-                     static_cast<unsigned long long>(written));
-        return 1;
-      }
-      write_each(tun.get(), bufs[0], 1000, o);
-      written += 1000;
-      if (o.failed + o.short_writes > 0) {
-        std::fprintf(stderr, "%s: write(2) to %s while filling: %s\n", kProg, kTunName,
-                     o.first_errno ? std::strerror(o.first_errno) : "short write");
-        return 1;
-      }
+// Fills the sink's buffer: from here on every packet is a receive-buffer
+// drop, in every cell alike. False (printed) when it never fills or a write
+// fails.
+bool fill_sink(int tun, std::span<const std::vector<std::byte>> bufs) {
+  const UdpCounters before = read_udp();
+  Outcome o;
+  std::uint64_t written = 0;
+  while (read_udp().rcvbuf_errors == before.rcvbuf_errors) {
+    if (written >= 10000000) {
+      std::fprintf(stderr, "%s: the sink's receive buffer never filled (%llu packets)\n", kProg,
+                   static_cast<unsigned long long>(written));
+      return false;
+    }
+    write_each(tun, bufs, 1000, o);
+    written += 1000;
+    if (o.failed + o.short_writes > 0) {
+      std::fprintf(stderr, "%s: write(2) to %s while filling: %s\n", kProg, kTunName,
+                   o.first_errno ? std::strerror(o.first_errno) : "short write");
+      return false;
     }
   }
-  // One untimed pass of each cell: page faults, first use of the ring.
-  for (std::size_t s = 0; s < kSizes.size(); ++s)
-    for (const auto& m : kModes)
-      (void)measure(m, ring, tun.get(), bufs[s], 2000 / kSizes[s].divisor);
+  return true;
+}
 
+void print_header(const Args& a, int rcvbuf) {
   utsname un{};
   if (::uname(&un) != 0)
     fail("uname", errno);
@@ -552,22 +520,41 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(cell_packets(a.packets, sz)));
   std::printf("\n");
   std::fflush(stdout);
+}
 
-  // samples[size][mode][repeat]
-  std::vector<std::vector<std::vector<Sample>>> samples(
-      kSizes.size(), std::vector<std::vector<Sample>>(kModes.size()));
+using Samples = std::vector<std::vector<std::vector<Sample>>>;  // [size][mode][repeat]
+
+// One untimed pass of each cell: page faults, first use of the ring.
+void warm_up(Ring& ring, int tun, const Buffers& bufs) {
+  for (std::size_t s = 0; s < kSizes.size(); ++s)
+    for (const auto& m : kModes)
+      (void)measure(m, ring, tun, bufs[s], 2000 / kSizes[s].divisor);
+}
+
+// --repeats passes over every cell, the modes interleaved.
+Samples run_cells(const Args& a, Ring& ring, int tun, const Buffers& bufs) {
+  Samples samples(kSizes.size(), std::vector<std::vector<Sample>>(kModes.size()));
   for (unsigned r = 0; r < a.repeats; ++r)
     for (std::size_t s = 0; s < kSizes.size(); ++s)
       for (std::size_t m = 0; m < kModes.size(); ++m)
         samples[s][m].push_back(
-            measure(kModes[m], ring, tun.get(), bufs[s], cell_packets(a.packets, kSizes[s])));
+            measure(kModes[m], ring, tun, bufs[s], cell_packets(a.packets, kSizes[s])));
+  return samples;
+}
 
+// What the table's rows add up to: the verdict.
+struct Totals {
+  std::uint64_t bad = 0;  // packets failed or cut short
+  std::uint64_t written = 0, at_udp = 0;
+};
+
+// The table on stdout and its rows as JSON objects.
+Totals print_table(const Samples& samples, nlohmann::json& rows) {
   std::printf("\n%6s %-9s %11s %6s %11s %6s %11s %7s %7s %7s\n", "size", "mode", "pkt/s", "ratio",
               "cpu ns/pkt", "cpu x", "other thr", "workers", "failed", "short");
   std::printf("%6s %-9s %11s %6s %11s %6s %11s %7s %7s %7s\n", "bytes", "", "(wall)", "pkt/s",
               "(all thr)", "anchor", "ns/pkt", "max", "", "");
-  nlohmann::json rows = nlohmann::json::array();
-  std::uint64_t bad = 0, written = 0, at_udp = 0;
+  Totals t;
   for (std::size_t s = 0; s < kSizes.size(); ++s) {
     double anchor_pps = 0, anchor_cpu = 0;
     for (std::size_t m = 0; m < kModes.size(); ++m) {
@@ -585,10 +572,11 @@ int main(int argc, char** argv) {
         o.short_writes += x.outcome.short_writes;
         if (o.first_errno == 0)
           o.first_errno = x.outcome.first_errno;
-        written += x.packets - x.outcome.failed;
-        at_udp += x.at_udp;
+        t.written += x.packets - x.outcome.failed;
+        t.at_udp += x.at_udp;
       }
-      bad += o.failed + o.short_writes;
+      t.bad += o.failed + o.short_writes;
+      using rcnet::bench::median;
       const double p = median(pps), c = median(cpu_ns), oc = median(other_ns);
       if (m == 0)
         anchor_pps = p, anchor_cpu = c;
@@ -622,25 +610,44 @@ int main(int argc, char** argv) {
       "over this mode's (above 1: cheaper); other thr: CPU in threads other than the main one\n"
       "(io-wq workers); workers: most extra threads seen after a cell.\n"
       "UDP saw %llu of the %llu packets written in the timed cells.\n",
-      static_cast<unsigned long long>(at_udp), static_cast<unsigned long long>(written));
-  if (!a.json.empty()) {
-    const std::string text = rows.dump(2) + "\n";
-    std::FILE* f = std::fopen(a.json.c_str(), "w");
-    if (f == nullptr)
-      fail("fopen(" + a.json + ")", errno);
-    if (std::fwrite(text.data(), 1, text.size(), f) != text.size())
-      fail("fwrite(" + a.json + ")", errno);
-    if (std::fclose(f) != 0)
-      fail("fclose(" + a.json + ")", errno);
-  }
-  if (bad > 0) {
+      static_cast<unsigned long long>(t.at_udp), static_cast<unsigned long long>(t.written));
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{
+      "rcnet-bench-tun-write: one write(2) per packet against batched io_uring writes "
+      "to a TUN device",
+      kProg};
+  add_options(app, a);
+  if (const int rc = rcnet::bench::parse_args(app, argc, argv); rc >= 0)
+    return rc;
+
+  const Sandbox box = enter_sandbox(a.nonblock);
+  const Buffers bufs = make_buffers();
+  Ring ring;
+  if (!fill_sink(box.tun.get(), bufs[0]))
+    return 1;
+  warm_up(ring, box.tun.get(), bufs);
+  print_header(a, box.rcvbuf);
+  const Samples samples = run_cells(a, ring, box.tun.get(), bufs);
+  nlohmann::json rows = nlohmann::json::array();
+  const Totals t = print_table(samples, rows);
+
+  if (!a.json.empty() && !rcnet::bench::write_file(a.json, rows.dump(2) + "\n"))
+    fail("write(" + a.json + ")", errno);
+  if (t.bad > 0) {
     std::fprintf(stderr, "%s: %llu packets failed or were cut short (see the table)\n", kProg,
-                 static_cast<unsigned long long>(bad));
+                 static_cast<unsigned long long>(t.bad));
     return 1;
   }
-  if (at_udp != written) {
+  if (t.at_udp != t.written) {
     std::fprintf(stderr, "%s: UDP saw %llu packets, %llu were written\n", kProg,
-                 static_cast<unsigned long long>(at_udp), static_cast<unsigned long long>(written));
+                 static_cast<unsigned long long>(t.at_udp),
+                 static_cast<unsigned long long>(t.written));
     return 1;
   }
   return 0;

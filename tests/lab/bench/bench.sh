@@ -34,54 +34,9 @@
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 
-# Own daemon helpers (the same idea as tests/lab/daemon/rcnetd_lib.sh, kept
-# here so that a benchmark run does not depend on that file's edits).
-RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
-declare -A RCD_PID=()
-rcd_now_ms() { echo $(($(date +%s%N) / 1000000)); }
-rcd_start() {
-  local n=$1 log=$RCNET_RESULTS/rcnetd-$1.log k skip=1
-  mkdir -p /run/rcnet
-  [[ -f $log ]] && skip=$(($(wc -l <"$log") + 1))
-  "$RCD_BIN" -c "$RCNET_RESULTS/node-$n.toml" >>"$log" 2>&1 &
-  RCD_PID[$n]=$!
-  for ((k = 0; k < 300; k++)); do
-    tail -n +"$skip" "$log" | grep -q "TUN rc0 up" && return 0
-    kill -0 "${RCD_PID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  lab_fail "rcnetd node$n did not start: $(tail -n +"$skip" "$log" | tail -3 | tr '\n' ' ')"
-  return 1
-}
-rcd_kill() { kill -"$2" "${RCD_PID[$1]}"; }
-rcd_wait_exit() {
-  local k
-  for ((k = 0; k < $2 * 10; k++)); do
-    kill -0 "${RCD_PID[$1]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  wait "${RCD_PID[$1]}" 2>/dev/null
-}
-rcd_ping() {
-  local from=$1 to=$2
-  shift 2
-  lab_in_node "$from" ping -n -q "$@" "10.100.0.$to"
-}
-rcd_qps() { lab_qp_count "rxe_$1"; }
-rcd_wait_qps() {
-  local k
-  for ((k = 0; k < $3 * 20; k++)); do
-    [ "$(rcd_qps "$1")" -eq "$2" ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
-rcd_stop_all() {
-  local n
-  for n in "${!RCD_PID[@]}"; do kill -TERM "${RCD_PID[$n]}" 2>/dev/null; done
-  for n in "${!RCD_PID[@]}"; do wait "${RCD_PID[$n]}" 2>/dev/null; done
-  RCD_PID=()
-}
+# The daemon helpers every rcnetd scenario uses (rcd_start, rcd_kill,
+# rcd_wait_exit, rcd_ping, rcd_qps, rcd_wait_qps, rcd_stop_all, rcd_now_ms).
+. "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 N=${1:-1000}
 # ARG 2: an rcnetd from another build tree (the guest sees no other variable).
@@ -490,7 +445,7 @@ if rcd_start 1; then
   t0=$(rcd_now_ms)
   for p in "${load_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${load_pids[@]}"; do wait "$p"; done
-  rcd_wait_qps 1 0 120 || lab_fail "hub QPs not all destroyed after the clients' DREQs"
+  rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the clients' DREQs"
   raw rcnet_teardown_all_ms $(($(rcd_now_ms) - t0))
   raw hub_vmrss_kib_after_teardown "$(vmrss_kib "$hub")"
   rcd_kill 1 TERM

@@ -84,8 +84,7 @@ TEST_CASE("events: connect and disconnect, both sides, in order", "[cm][events]"
   Recorder ra, rb;
   ra.attach(a);
   rb.attach(b);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(100ms);
+  c.connect(a, b, 1, 100ms);
   REQUIRE(b.sink.packets.size() == 1);
   const rdma::Qpn qa = a.mgr->live_qpns().at(0), qb = b.mgr->live_qpns().at(0);
   REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "operator"));
@@ -197,8 +196,7 @@ TEST_CASE("events: idle reap names its cause; no observer is fine", "[cm][events
   auto& b = c.add(2);
   Recorder ra;
   ra.attach(a);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(100ms);
+  c.connect(a, b, 1, 100ms);
   CHECK(a.mgr->reap_idle(Duration::zero()) == 1);
   bool reaped = false;
   for (const Seen& s : ra.events)

@@ -13,20 +13,19 @@ using sim::Profile;
 
 // Regression `duplicate-connect-request`: the simulator delivers one
 // CONNECT_REQUEST twice (FaultAction::kDuplicate; "duplicate events are
-// counted and ignored, never fatal", DESIGN.md). Manager::Impl::handle_req()
-// does not look the event's cm id up in by_cm_id_: the copy is judged as a
-// new REQ from a peer already ACCEPTING with this incarnation, gets REJ
-// `duplicate`, and reject() defers rdma_destroy_id() on the id that the
-// accepted connection owns, while its QP exists (SimStats::destroy_id_with_qp:
-// a leak on the real stack, which refuses to destroy the id). cm_ids_created
-// is counted twice for the one id.
+// counted and ignored, never fatal", docs/design.md "Connection lifecycle").
+// Manager::Impl::handle_req() does not look the event's cm id up in
+// by_cm_id_: the copy is judged as a new REQ from a peer already ACCEPTING
+// with this incarnation, gets REJ `duplicate`, and reject() defers
+// rdma_destroy_id() on the id that the accepted connection owns, while its QP
+// exists (SimStats::destroy_id_with_qp: a leak on the real stack, which
+// refuses to destroy the id). cm_ids_created is counted twice for the one id.
 TEST_CASE("a duplicated CONNECT_REQUEST is ignored, not rejected on the live id", "[cm][fuzz]") {
   Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
   auto& a = c.add(1);
   auto& b = c.add(2);
   c.fabric.faults().cm(sim::FaultAction::kDuplicate, rdma::CmEventType::kConnectRequest, 1);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(100ms);
+  c.connect(a, b, 1, 100ms);
   CHECK(b.sim->stats().misuse == 0);
   CHECK(b.ctr().rejects_sent_duplicate == 0);
   CHECK(b.ctr().cm_events_ignored >= 1);
@@ -68,8 +67,8 @@ TEST_CASE("a lower peer_queue_depth applies to packets already queued", "[cm][fu
 // unblock() on that timer path (only on_completions() does), so the true edge
 // never comes (TUN reading stays paused for every peer, for good) and the
 // queued packet stays in a peer with no connection and no retry: lost,
-// although DESIGN.md says "No send slot: the packet waits ... nothing is
-// dropped".
+// although docs/design.md "Decisions taken" says "No send slot: the packet
+// waits ... nothing is dropped".
 TEST_CASE("send capacity comes back when a blocked peer's QP is destroyed at drain_timeout",
           "[cm][fuzz]") {
   Cluster c(Profile::kMlx);

@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// A cluster of connection managers on the simulated fabric, for tests.
+// The unit tests' cluster of connection managers on the simulated fabric
+// (sim/cluster.hpp): node i at 10.99.0.i, small pools and short timeouts,
+// every delivered packet recorded.
 
 #include <cstring>
+#include <functional>
 #include <map>
-#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cm/manager.hpp"
+#include "sim/cluster.hpp"
 #include "sim/fabric.hpp"
 
 namespace rcnet::test {
 
-inline constexpr std::uint16_t kPort = 7471;
+inline constexpr std::uint16_t kPort = sim::kClusterPort;
 
 // What a node's TUN device would have received.
 struct RecordingSink final : cm::PacketSink {
@@ -30,10 +34,7 @@ struct RecordingSink final : cm::PacketSink {
 };
 
 inline cm::ManagerConfig test_config(const IpAddr& addr, std::uint64_t incarnation) {
-  cm::ManagerConfig c;
-  c.local = Endpoint{addr, kPort};
-  c.incarnation = incarnation;
-  c.overlay = IpAddr::v4(0x0a640000u | (addr.v4_host_order() & 0xff));
+  cm::ManagerConfig c = sim::cluster_config(addr, incarnation);
   c.mtu = 2048;
   c.srq_size = 128;
   c.send_slots = 256;
@@ -50,13 +51,9 @@ inline cm::ManagerConfig test_config(const IpAddr& addr, std::uint64_t incarnati
   return c;
 }
 
-struct Node {
-  sim::SimNode* sim = nullptr;
+struct Node final : sim::ClusterNode {
   RecordingSink sink;
-  std::unique_ptr<cm::Manager> mgr;
-  IpAddr addr;
-  Endpoint ep() const { return Endpoint{addr, kPort}; }
-  const cm::Counters& ctr() const { return mgr->counters(); }
+  cm::PacketSink& packet_sink() override { return sink; }
 };
 
 // For Cluster::add: a node with offload (GSO frames, kCapGso).
@@ -65,7 +62,7 @@ inline void offload_on(cm::ManagerConfig& c) {
 }
 
 inline IpAddr node_addr(int i) {
-  return IpAddr::v4(0x0a630000u + static_cast<std::uint32_t>(i));
+  return sim::cluster_addr(static_cast<std::uint32_t>(i));
 }
 
 inline std::vector<std::byte> packet(std::uint32_t seq, std::size_t size = 100) {
@@ -81,49 +78,55 @@ inline std::uint32_t seq_of(const std::vector<std::byte>& p) {
   return s;
 }
 
-class Cluster {
+// Nodes by number: c.add(1) is 10.99.0.1, incarnation 0x1001.
+class Cluster : public sim::Cluster {
  public:
-  explicit Cluster(sim::Profile profile, std::uint64_t seed = 1)
-      : fabric(seed), profile_(profile) {}
+  using Tweak = std::function<void(cm::ManagerConfig&)>;
+  explicit Cluster(sim::Profile profile, std::uint64_t seed = 1) : sim::Cluster(profile, seed) {}
 
-  Node& add(int i, std::function<void(cm::ManagerConfig&)> tweak = {}) {
-    auto n = std::make_unique<Node>();
-    n->addr = node_addr(i);
-    n->sim = &fabric.add_node(n->addr, profile_);
-    start(*n, tweak, 0x1000 + static_cast<std::uint64_t>(i));
-    Node& ref = *n;
-    nodes[i] = std::move(n);
-    return ref;
+  // Node i at node_addr(i) with test_config(), changed by `tweak`; started.
+  Node& add(int i, const Tweak& tweak = {}) {
+    Node& n = add_node<Node>(node_addr(i));
+    by_number_[i] = &n;
+    start_node(n, tweak, 0x1000 + static_cast<std::uint64_t>(i));
+    return n;
   }
 
-  // A new daemon incarnation on the node (after crash()/restart()).
-  void restart(int i, std::uint64_t incarnation,
-               std::function<void(cm::ManagerConfig&)> tweak = {}) {
-    Node& n = *nodes[i];
+  // A new daemon incarnation on node i (after crash()/restart()), with a
+  // fresh sink.
+  void restart(int i, std::uint64_t incarnation, const Tweak& tweak = {}) {
+    Node& n = (*this)[i];
     n.mgr.reset();
     n.sink = RecordingSink{};
-    start(n, tweak, incarnation);
+    start_node(n, tweak, incarnation);
   }
 
-  Node& operator[](int i) { return *nodes.at(i); }
-  void run(Duration d) { fabric.run_for(d); }
+  Node& operator[](int i) { return *by_number_.at(i); }
 
-  sim::Fabric fabric;
-  std::map<int, std::unique_ptr<Node>> nodes;
+  // The usual way a test gets a connection: `from` sends packet(seq) to
+  // `to` (the connection is made on demand) and the fabric runs `settle`,
+  // long enough for the handshake and the packet on every profile.
+  void connect(Node& from, Node& to, std::uint32_t seq = 1, Duration settle = 10ms) {
+    from.mgr->send(to.ep(), packet(seq));
+    run(settle);
+  }
+  // packet(first) .. packet(last) from `from` to `to`, without running the
+  // fabric in between.
+  static void send_range(Node& from, Node& to, std::uint32_t first, std::uint32_t last) {
+    for (std::uint32_t i = first; i <= last; ++i)
+      from.mgr->send(to.ep(), packet(i));
+  }
 
  private:
-  void start(Node& n, const std::function<void(cm::ManagerConfig&)>& tweak, std::uint64_t inc) {
-    auto cfg = test_config(n.addr, inc);
+  void start_node(Node& n, const Tweak& tweak, std::uint64_t incarnation) {
+    auto cfg = test_config(n.addr, incarnation);
     if (tweak)
       tweak(cfg);
-    n.mgr = std::make_unique<cm::Manager>(cfg, n.sim->seam(), n.sim->timers(), n.sink);
-    n.sim->set_sink(n.mgr.get());
-    n.sim->set_timer_callback([m = n.mgr.get()] { m->on_timer(); });
-    auto r = n.mgr->start();
+    auto r = start(n, cfg);
     if (!r)
       throw std::runtime_error("manager start: " + r.error().message());
   }
-  sim::Profile profile_;
+  std::map<int, Node*> by_number_;
 };
 
 }  // namespace rcnet::test

@@ -39,6 +39,13 @@ void require_clean(Node& n) {
   CHECK(s.send_slots_free == s.send_slots_total);
 }
 
+// `n` received packet(0) .. packet(last), exactly those, in order.
+void require_in_order(Node& n, std::uint32_t last) {
+  REQUIRE(n.sink.packets.size() == std::size_t{last} + 1);
+  for (std::uint32_t i = 0; i <= last; ++i)
+    CHECK(seq_of(n.sink.packets[i].bytes) == i);
+}
+
 std::size_t in_service(Node& n) {
   auto s = n.mgr->snapshot();
   return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
@@ -147,8 +154,7 @@ TEST_CASE("Last WQE never delivered: destroyed within last_wqe_timeout + drain",
   Cluster c(profile);
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   REQUIRE(in_service(a) == 1);
   const auto start = c.fabric.now();
   REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
@@ -183,8 +189,7 @@ TEST_CASE("drain WR never completes: destroyed at drain_timeout, counted", "[cm]
   Cluster c(any_profile());
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   const auto qpn = a.mgr->live_qpns().at(0);
   c.fabric.faults().drop_drain_completion(a.addr, qpn);
   REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
@@ -202,8 +207,7 @@ TEST_CASE("QP FATAL and Last WQE on one QP: one teardown", "[cm][async]") {
   Cluster c(Profile::kMlx);
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   const auto qpn = a.mgr->live_qpns().at(0);
   REQUIRE(c.fabric.faults().inject_qp_fatal(a.addr, qpn));
   c.run(5ms);
@@ -228,8 +232,7 @@ TEST_CASE("duplicate and reordered async and CM events are counted, never fatal"
   c.fabric.faults().async(sim::FaultAction::kDuplicate, rdma::AsyncEventType::kLastWqeReached, 4);
   c.fabric.faults().cm(sim::FaultAction::kDuplicate, rdma::CmEventType::kEstablished, 2);
   c.fabric.faults().cm(sim::FaultAction::kReorder, rdma::CmEventType::kDisconnected, 2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
   c.run(2s);
   CHECK(a.ctr().async_events_ignored + b.ctr().async_events_ignored >= 1);
@@ -316,8 +319,7 @@ TEST_CASE("peer restart: old QP reaped at the new REQ, not at the timer", "[cm][
   Cluster c(any_profile());
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   const auto old_qpn = a.mgr->live_qpns().at(0);
   b.sim->crash();
   c.run(1ms);
@@ -366,8 +368,7 @@ TEST_CASE("send to a dead peer: retry exceeded reaps it at once", "[cm][reap]") 
   Cluster c(GENERATE(Profile::kMlx, Profile::kEhca));
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   b.sim->crash();
   for (std::uint32_t i = 0; i < 20; ++i)
     a.mgr->send(b.ep(), packet(i));  // some signaled
@@ -387,8 +388,7 @@ TEST_CASE("ack_timeout reaches the QPs: a smaller one reaps a dead peer sooner",
         m.ack_timeout = *ack_timeout;
     });
     auto& b = c.add(2);
-    a.mgr->send(b.ep(), packet(1));
-    c.run(10ms);
+    c.connect(a, b);
     REQUIRE(in_service(a) == 1);
     b.sim->crash();
     const TimePoint t0 = c.fabric.now();
@@ -415,8 +415,7 @@ TEST_CASE("rnr_timer reaches the QPs: a peer resends after our RNR NAK that much
     Cluster c(Profile::kMlx);
     auto& a = c.add(1, [](cm::ManagerConfig& m) { m.min_rnr_timer = 0; });
     auto& b = c.add(2, [&](cm::ManagerConfig& m) { m.min_rnr_timer = receiver_rnr_timer; });
-    a.mgr->send(b.ep(), packet(0));
-    c.run(10ms);
+    c.connect(a, b, 0);
     REQUIRE(b.sink.packets.size() == 1);
     c.fabric.faults().starve_receives(b.addr, true);
     const std::uint64_t before = a.sim->stats().rnr_naks;
@@ -464,8 +463,7 @@ TEST_CASE("idle connections are reaped and come back on demand", "[cm][reap]") {
   Cluster c(Profile::kRxe);
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   c.run(a.mgr->config().idle_timeout + 1s);
   CHECK(a.ctr().idle_reaps + b.ctr().idle_reaps >= 1);
   c.run(2s);
@@ -713,17 +711,13 @@ TEST_CASE("back-pressure: slots run out, sending resumes, nothing lost", "[cm][d
     m.peer_queue_depth = 1000;
   });
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
-  for (std::uint32_t i = 1; i <= 200; ++i)
-    a.mgr->send(b.ep(), packet(i));
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 200);
   CHECK(a.sink.capacity_off >= 1);
   c.run(100ms);
   CHECK(a.sink.capacity_on >= 1);
   CHECK(a.sink.capacity_on == a.sink.capacity_off);  // every pause was ended
-  REQUIRE(b.sink.packets.size() == 201);
-  for (std::uint32_t i = 0; i <= 200; ++i)
-    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+  require_in_order(b, 200);
 }
 
 TEST_CASE("an idle QP's unsignaled sends are fenced so their slots come back", "[cm][datapath]") {
@@ -745,19 +739,15 @@ TEST_CASE("RNR: a receiver without buffers stalls the sender, nothing is lost", 
   Cluster c(Profile::kMlx);
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
+  c.connect(a, b, 0);
   c.fabric.faults().starve_receives(b.addr, true);
-  for (std::uint32_t i = 1; i <= 10; ++i)
-    a.mgr->send(b.ep(), packet(i));
+  c.send_range(a, b, 1, 10);
   c.run(50ms);
   CHECK(b.sink.packets.size() == 1);  // stalled by RNR (rnr_retry_count 7: retry forever)
   CHECK(a.sim->stats().rnr_naks >= 1);
   c.fabric.faults().starve_receives(b.addr, false);
   c.run(50ms);
-  REQUIRE(b.sink.packets.size() == 11);
-  for (std::uint32_t i = 0; i <= 10; ++i)
-    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+  require_in_order(b, 10);
   CHECK(a.ctr().dead_peer_reaps == 0);
 }
 
@@ -765,11 +755,9 @@ TEST_CASE("RNR retries exhausted: the peer is reaped as dead", "[cm][faults]") {
   Cluster c(Profile::kMlx);
   auto& a = c.add(1, [](cm::ManagerConfig& m) { m.rnr_retry_count = 2; });
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
+  c.connect(a, b, 0);
   c.fabric.faults().starve_receives(b.addr, true);
-  for (std::uint32_t i = 1; i <= 20; ++i)
-    a.mgr->send(b.ep(), packet(i));
+  c.send_range(a, b, 1, 20);
   c.run(1s);
   CHECK(a.ctr().dead_peer_reaps == 1);
   CHECK(a.mgr->live_qpns().empty());
@@ -785,8 +773,7 @@ TEST_CASE("SRQ limit events are counted and the data path goes on", "[cm][datapa
     m.srq_size = 32;
     m.srq_limit = 16;
   });
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
+  c.connect(a, b, 0);
   for (int k = 0; k < 2; ++k) {
     b.mgr->on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
     for (std::uint32_t i = 1; i <= 40; ++i)
@@ -853,10 +840,8 @@ TEST_CASE("back-pressure ends when a blocked peer's QP is destroyed without comp
     m.peer_queue_depth = 1000;
   });
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
-  for (std::uint32_t i = 1; i <= 100; ++i)
-    a.mgr->send(b.ep(), packet(i));
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 100);
   REQUIRE(a.sink.capacity_off == 1);
   c.fabric.faults().cq_overflow(a.addr);
   c.run(3s);
@@ -960,15 +945,14 @@ TEST_CASE("REQ from the same live incarnation replaces our stale connection", "[
   auto& b = c.add(2);
   c.fabric.faults().cm(sim::FaultAction::kDrop, rdma::CmEventType::kEstablished, 1, a.addr);
   c.fabric.faults().cm(sim::FaultAction::kDrop, rdma::CmEventType::kDisconnected, 1, b.addr);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   REQUIRE(in_service(b) == 1);
   REQUIRE(in_service(a) == 0);
   c.run(a.mgr->config().connect_timeout + 500ms);
   CHECK(b.ctr().rejects_sent_duplicate == 0);
   // mlx and ehca move b's QP to ERR on the lost DREQ and report Last WQE
-  // Reached, so b learns on its own; on rxe nothing moves it (LAB.md) and only
-  // the new REQ reveals the stale connection.
+  // Reached, so b learns on its own; on rxe nothing moves it (docs/lab.md)
+  // and only the new REQ reveals the stale connection.
   if (prof == Profile::kRxe)
     CHECK(b.ctr().stale_replaced == 1);
   REQUIRE(b.sink.packets.size() == 1);
@@ -1030,8 +1014,7 @@ TEST_CASE("a port error is a warning, not an error, and the port coming back rec
   Cluster c(Profile::kMlx);
   auto& a = c.add(1);
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(1));
-  c.run(10ms);
+  c.connect(a, b);
   REQUIRE(in_service(a) == 1);
   auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
   auto logger = std::make_shared<spdlog::logger>("capture", ring);
@@ -1070,14 +1053,10 @@ TEST_CASE("a small SQ never fills with unsignaled sends: a burst goes through at
     m.peer_queue_depth = 1000;
   });
   auto& b = c.add(2);
-  a.mgr->send(b.ep(), packet(0));
-  c.run(10ms);
-  for (std::uint32_t i = 1; i <= 40; ++i)
-    a.mgr->send(b.ep(), packet(i));
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 40);
   c.run(50ms);  // far below reaper_interval (1 s)
-  REQUIRE(b.sink.packets.size() == 41);
-  for (std::uint32_t i = 0; i <= 40; ++i)
-    CHECK(seq_of(b.sink.packets[i].bytes) == i);
+  require_in_order(b, 40);
   CHECK(a.sink.capacity_on == a.sink.capacity_off);
 }
 

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""tools/bench/bench_table.py on a small saved results directory (fixture/).
+
+    bench_table_test.py BENCH_TABLE_PY FIXTURE_DIR
+
+The fixture holds what tests/lab/bench/bench.sh and rcnet-bench-sim would
+have left (bench-raw.txt, anchors.json, sim.json, one iperf3 JSON) and the
+table rows expected from it (expected-table.txt). The figures are chosen so
+that each ratio and goal can be checked by hand below.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT, FIXTURE = sys.argv[1], sys.argv[2]
+
+
+def run_table(edit_raw=None, drop=()):
+    """Runs the script on a copy of the fixture; returns (stdout, rows by metric, dir)."""
+    res = tempfile.mkdtemp(prefix="bench-table-")
+    for name in os.listdir(FIXTURE):
+        if name != "expected-table.txt" and name not in drop:
+            shutil.copy(os.path.join(FIXTURE, name), res)
+    if edit_raw:
+        path = os.path.join(res, "bench-raw.txt")
+        with open(path) as f:
+            lines = [l for l in f if edit_raw(l)]
+        with open(path, "w") as f:
+            f.writelines(lines)
+    out = subprocess.run([sys.executable, SCRIPT, res], check=True, capture_output=True,
+                         text=True).stdout
+    with open(os.path.join(res, "bench.json")) as f:
+        rows = {r["metric"]: r for r in json.load(f)}
+    return out, rows, res
+
+
+class BenchTable(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.out, cls.rows, cls.res = run_table()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.res)
+
+    def row(self, metric):
+        self.assertIn(metric, self.rows)
+        return self.rows[metric]
+
+    def test_table_as_expected(self):
+        got = [l for l in self.out.splitlines() if l.startswith("|")]
+        with open(os.path.join(FIXTURE, "expected-table.txt")) as f:
+            want = f.read().splitlines()
+        self.assertEqual(got, want)
+
+    def test_latency_against_the_event_mode_anchor(self):
+        # ping -A median 0.120 ms RTT -> 60 us one way; ib_send_lat -e typical 40 us.
+        r = self.row("ping -A over rc0, median RTT/2")
+        self.assertAlmostEqual(r["rcnet"], 60.0)
+        self.assertEqual(r["anchor"], 40.0)
+        self.assertAlmostEqual(r["ratio"], 1.5)
+        self.assertIs(r["met"], True)  # <= 2.0
+        # UDP RR: (150 - 50) / 2 = 50 us against 40: 1.25.
+        r = self.row("UDP RR (python3), rc0 minus underlay, median RTT/2")
+        self.assertAlmostEqual(r["rcnet"], 50.0)
+        self.assertAlmostEqual(r["ratio"], 1.25)
+        self.assertIs(r["met"], True)
+        # A row without a goal says nothing about it.
+        self.assertIsNone(self.row("ping -A over rc0, min RTT/2")["met"])
+
+    def test_goals_on_absolute_figures(self):
+        # No anchor: the goal applies to the figure itself.
+        r = self.row("syscalls per forwarded packet, rcnetd node1, ping sender")
+        self.assertAlmostEqual(r["rcnet"], 5.0)  # 1000 / 200
+        self.assertIsNone(r["ratio"])
+        self.assertIs(r["met"], True)  # <= 6
+        r = self.row("RSS per idle connection (1000 QPs in rdma res)")
+        self.assertAlmostEqual(r["rcnet"], 20.0)  # (30000 - 10000) KiB / 1000
+        self.assertIs(r["met"], False)  # <= 16
+        r = self.row("reaper work per tick at 16K connections (sim)")
+        self.assertAlmostEqual(r["rcnet"], 0.5)  # 0.15 s * 1000 / 300 ticks
+        self.assertIs(r["met"], True)
+
+    def test_throughput_and_setup_ratios(self):
+        r = self.row("TCP iperf3 over rc0, MTU 1500, offload on")
+        self.assertAlmostEqual(r["ratio"], 0.7)  # 560 / 800, exactly at the goal
+        self.assertIs(r["met"], True)
+        self.assertIn("20.0 KiB of TCP payload per data SEND", self.out)  # 40 MiB / 2048
+        r = self.row("setup rate, 1000 connections from 4 nodes")
+        self.assertAlmostEqual(r["rcnet"], 500.0)  # 1000 in 2 s
+        self.assertAlmostEqual(r["anchor"], 400.0)  # 1000 in 2.5 s
+        self.assertAlmostEqual(r["ratio"], 1.25)
+        self.assertIs(r["met"], True)
+        r = self.row("teardown peer SIGKILL -> QP gone from rdma res")
+        self.assertAlmostEqual(r["ratio"], 4200 / 4100)  # bound 3000 + 500 + 600
+        self.assertIs(r["met"], False)
+
+    def test_notes_and_chart(self):
+        self.assertIn("anchor ib_send_lat -e: typical 40.0 us is 4.0x its min 10.0 us", self.out)
+        self.assertIn("reaped_during_latency: HAD REAPS", self.out)
+        with open(os.path.join(self.res, "bench-chart.dat")) as f:
+            chart = f.read().splitlines()
+        goals = [r for r in self.rows.values() if r["goal"] is not None]
+        self.assertEqual(len(chart), len(goals))
+        # value over threshold: 1.5 / 2.0 for the first goal row, met.
+        self.assertEqual(chart[0].split('"')[2].split(), ["0.75", "1"])
+
+    def test_a_goal_row_not_measured_did_not_meet_it(self):
+        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_connect_ms "),
+                                   drop=("sim.json",))
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes"]
+            self.assertIsNone(r["rcnet"])
+            self.assertIsNone(r["ratio"])
+            self.assertIs(r["met"], False)
+            self.assertFalse(any("(sim)" in m for m in rows))
+        finally:
+            shutil.rmtree(res)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The ratio table of a saved rcnet-bench results directory.
+
+    bench_table.py RESULTS
+
+Reads RESULTS/bench-raw.txt ("key value" lines from tests/lab/bench/bench.sh),
+RESULTS/anchors.json (the perftest anchors), RESULTS/sim.json (rcnet-bench-sim,
+when it ran) and the iperf3-*.json files beside them; prints the table
+(metric | unit | rcnet | anchor (name) | ratio | goal | met) and its notes, and
+writes RESULTS/bench.json (the rows), RESULTS/bench-raw.json (raw figures,
+anchors, notes) and RESULTS/bench-chart.dat (one line per goal row, for the
+chart). A goal applies to the ratio when the row has an anchor, else to the
+rcnet figure; a goal row that was not measured did not meet its goal.
+"""
+import json
+import os
+import sys
+
+
+def load_raw(res):
+    raw = {}
+    try:
+        for line in open(os.path.join(res, "bench-raw.txt")):
+            k, _, v = line.strip().partition(" ")
+            if k:
+                raw[k] = v
+    except FileNotFoundError:
+        pass
+    return raw
+
+
+def load(res, name):
+    try:
+        return json.load(open(os.path.join(res, name)))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def half(v, scale=1.0):
+    return v * scale / 2 if v is not None else None
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}"
+
+
+def met(goal, value):
+    if goal is None:
+        return None
+    if value is None:
+        return False  # a goal row that was not measured did not meet it
+    op, g = goal.split()
+    return value >= float(g) if op == ">=" else value <= float(g)
+
+
+class Table:
+    """The rows in order, and the notes printed under them."""
+
+    def __init__(self):
+        self.rows, self.notes = [], []
+
+    def row(self, metric, unit, rcnet, anchor=None, anchor_name=None, goal=None, note=None):
+        """The goal applies to the ratio when the row has an anchor, else to rcnet."""
+        r = ratio(rcnet, anchor) if anchor_name else None
+        self.rows.append({"metric": metric, "unit": unit, "rcnet": rcnet, "anchor": anchor,
+                          "anchor_name": anchor_name, "ratio": r, "goal": goal,
+                          "met": met(goal, r if anchor_name else rcnet)})
+        if note:
+            self.notes.append(f"{metric}: {note}")
+
+
+E_TYP, E_MIN = "ib_send_lat -e typical", "ib_send_lat -e min"
+
+
+def latency_rows(t, raw, anchors):
+    lat_e = anchors.get("ib_send_lat_e_us") or {}
+    lat_p = anchors.get("ib_send_lat_us") or {}
+    if "ping_rc0_A_median_ms" not in raw and "ping_underlay_A_median_ms" not in raw:
+        return
+    ping_a = num(raw.get("ping_rc0_A_median_ms"))
+    t.row("ping -A over rc0, median RTT/2", "us", half(ping_a, 1000), lat_e.get("typical"), E_TYP,
+        "<= 2.0", f"{raw.get('ping_rc0_A_count', '?')} per-packet RTTs (ping's per-line output); "
+        "one way = RTT/2; 4 wakeups per round trip against ib_send_lat -e's 2")
+    t.row("ping -A over rc0, min RTT/2", "us", half(num(raw.get("ping_rc0_A_min_ms")), 1000),
+        lat_e.get("min"), E_MIN)
+    t.row("ping -A over rc0, median RTT/2 (vs polling)", "us", half(ping_a, 1000),
+        lat_p.get("typical"), "ib_send_lat typical (polling)")
+    t.row("ping -i 0.2 over rc0 (cold), median RTT/2", "us",
+        half(num(raw.get("ping_rc0_cold_median_ms")), 1000), lat_e.get("typical"), E_TYP,
+        note="both vCPUs idle between packets: cold wakeups, reference only "
+        f"({raw.get('ping_rc0_cold_count', '?')} RTTs)")
+    t.row("ping -i 0.2 over rc0 (cold), min RTT/2", "us",
+        half(num(raw.get("ping_rc0_cold_min_ms")), 1000), lat_e.get("min"), E_MIN)
+    t.row("ping -A over the underlay veth, median RTT/2", "us",
+        half(num(raw.get("ping_underlay_A_median_ms")), 1000), lat_e.get("typical"), E_TYP,
+        note="netns node1 -> node2 over veth ul_i + bridge rcbr0 (10.98.0.i), no rcnetd; "
+        f"{raw.get('ping_underlay_A_count', '?')} RTTs")
+    t.row("ping -A over the underlay veth, min RTT/2", "us",
+        half(num(raw.get("ping_underlay_A_min_ms")), 1000), lat_e.get("min"), E_MIN)
+    u_rc, u_ul = num(raw.get("udp_rr_rc0_median_us")), num(raw.get("udp_rr_underlay_median_us"))
+    t.row("UDP RR (python3), rc0 minus underlay, median RTT/2", "us",
+        (u_rc - u_ul) / 2 if u_rc is not None and u_ul is not None else None,
+        lat_e.get("typical"), E_TYP, "<= 2.0",
+        f"the same script over rc0 ({raw.get('udp_rr_rc0_count', '?')} RTTs) and over the "
+        f"underlay veth ({raw.get('udp_rr_underlay_count', '?')}), 32-byte datagrams; median "
+        f"RTTs {u_rc} and {u_ul} us; min {raw.get('udp_rr_rc0_min_us')} and "
+        f"{raw.get('udp_rr_underlay_min_us')} us")
+    t.row("UDP RR (python3) over rc0, median RTT/2", "us", half(u_rc), half(u_ul),
+        "same script over the underlay veth")
+
+
+def syscall_rows(t, raw):
+    for n, role in ((1, "node1, ping sender"), (2, "node2, echo side")):
+        if f"strace_node{n}_syscalls" not in raw:
+            continue
+        calls = num(raw.get(f"strace_node{n}_syscalls"))
+        pk = num(raw.get(f"strace_node{n}_tun_packets"))
+        t.row(f"syscalls per forwarded packet, rcnetd {role}", "calls/pkt", ratio(calls, pk),
+            goal="<= 6", note=f"strace -f -c during ping -A -c 200: "
+            f"{raw.get(f'strace_node{n}_syscalls', '?')} syscalls / "
+            f"{raw.get(f'strace_node{n}_tun_packets', '?')} TUN packets (read + written, from its "
+            f"counters); the window includes the timer wakeups; top by count: "
+            f"{raw.get(f'strace_node{n}_top', '?')}")
+
+
+def throughput_rows(t, res, raw, anchors):
+    bw64 = anchors.get("ib_send_bw_64k_MBps")
+    bw_at = anchors.get("ib_send_bw_MBps") or {}
+    for mtu in (1500, 9000, 65520):
+        for off in ("true", "false"):
+            key = f"mtu{mtu}_offload_{off}"
+            if f"iperf3_{key}_MBps" not in raw:
+                continue
+            v = num(raw.get(f"iperf3_{key}_MBps"))
+            on = off == "true"
+            # Bytes per data SEND of the sender's rcnetd: TCP's super-packets
+            # (or MTU-sized packets without offload) as they reached the QP.
+            sent = (load(res, f"iperf3-{key}.json").get("end") or {}).get("sum_sent") or {}
+            sends = num((raw.get(f"doorbells_{key}_sends_calls") or "").partition("/")[0])
+            per_send = ratio(num(sent.get("bytes")), sends)
+            t.row(f"TCP iperf3 over rc0, MTU {mtu}, offload {'on' if on else 'off'}", "MB/s", v,
+                bw64, "ib_send_bw 64 KiB", ">= 0.7" if on else None,
+                f"vs ib_send_bw -s {mtu} ({fmt(bw_at.get(str(mtu)))} MB/s): "
+                f"{fmt(ratio(v, bw_at.get(str(mtu))))}; "
+                f"{'-' if per_send is None else f'{per_send / 1024:.1f}'} KiB of TCP payload per "
+                f"data SEND; softnet drops/rxe send failures/RC retransmissions "
+                f"{raw.get(f'loss_{key}_softnet_drops_rxe_send_failures_retries', '?')}; "
+                f"GSO sent/segmented on node1 "
+                f"{raw.get(f'gso_{key}_sent_segmented', '?')}; rcnetd CPU ticks sender/receiver "
+                f"{raw.get(f'cpu_{key}_rcnetd_sender_receiver_ticks', '?')}, guest "
+                f"user/sys/idle/irq {raw.get(f'cpu_{key}_guest_user_sys_idle_irq', '?')}")
+    rkey = "mtu1500_offload_true_min_tso_segs_44"
+    if f"iperf3_{rkey}_MBps" in raw:
+        v = num(raw.get(f"iperf3_{rkey}_MBps"))
+        sent = (load(res, f"iperf3-{rkey}.json").get("end") or {}).get("sum_sent") or {}
+        sends = num((raw.get(f"doorbells_{rkey}_sends_calls") or "").partition("/")[0])
+        per_send = ratio(num(sent.get("bytes")), sends)
+        t.row("TCP iperf3 over rc0, MTU 1500, offload on, sender tcp_min_tso_segs 44 (reference)",
+            "MB/s", v, bw64, "ib_send_bw 64 KiB",
+            note="not a default and not the goal row: the same run with the sender's TCP made to "
+            "build super-packets of at least 44 segments (net.ipv4.tcp_min_tso_segs, default 2); "
+            f"{'-' if per_send is None else f'{per_send / 1024:.1f}'} KiB of TCP payload per data "
+            "SEND")
+    for mtu in (1500, 9000, 65520):
+        if f"iperf3_mtu{mtu}_offload_true_MBps" in raw:
+            t.row(f"TCP iperf3 over rc0, MTU {mtu}, offload on (vs SEND of MTU size)", "MB/s",
+                num(raw.get(f"iperf3_mtu{mtu}_offload_true_MBps")), bw_at.get(str(mtu)),
+                f"ib_send_bw -s {mtu}")
+    if "iperf3_underlay_MBps" in raw:
+        t.row("TCP iperf3 over the underlay veth", "MB/s", num(raw.get("iperf3_underlay_MBps")),
+            bw64, "ib_send_bw 64 KiB",
+            note="netns node1 -> node2 over veth + bridge, MTU 1500, kernel TSO/GRO; reference")
+
+
+def scale_rows(t, raw):
+    """Setup rate, memory and idle CPU of the N-connection phases."""
+    if "rcnet_established" not in raw:
+        return
+    req = num(raw.get("connections_requested"))
+    n = num(raw.get("rcnet_established"))
+    nodes = int(num(raw.get("client_nodes")) or 0)
+    rc_ms, uc_ms = num(raw.get("rcnet_connect_ms")), num(raw.get("ucmatose_connect_ms"))
+    uc_note = "ucmatose: first client's 'connecting' -> server's 'disconnecting' (all accepted)"
+    if uc_ms is None:
+        uc_ms = num(raw.get("ucmatose_total_ms"))
+        uc_note = "ucmatose: whole client run (connect + disconnect)"
+    if raw.get("ucmatose_ok") == "0":
+        uc_note += "; ucmatose exited non-zero"
+    # A rate only when every requested connection was made.
+    rc_rate = n / rc_ms * 1000 if n and rc_ms and n == req else None
+    uc_rate = req / uc_ms * 1000 if req and uc_ms else None
+    t.row(f"setup rate, {int(req or 0)} connections from {nodes} nodes", "conn/s", rc_rate,
+        uc_rate, "ucmatose, same count and nodes", ">= 0.9",
+        f"rcnet: go (managers up) -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+        f"{raw.get('rcnet_in_service', '?')} still in service, client retry_count "
+        f"{raw.get('load_retry_count', '?')}; " + uc_note)
+    r0, r1 = num(raw.get("hub_vmrss_kib_idle0")), num(raw.get("hub_vmrss_kib_idle30"))
+    live = num(raw.get("hub_qps_idle30"))
+    per = (r1 - r0) / live if r0 is not None and r1 is not None and live else None
+    t.row(f"RSS per idle connection ({int(live or 0)} QPs in rdma res)", "KiB", per, goal="<= 16",
+        note="(VmRSS after 30 s idle - VmRSS before any connection) / QPs alive on the hub "
+        "(rdma res show qp); one SRQ")
+    def rss_parts(key):
+        out = {}
+        for part in (raw.get(key) or "").split(","):
+            k, _, v = part.partition(":=")
+            if num(v) is not None:
+                out[k] = num(v)
+        return out
+    p0, p1 = rss_parts("hub_rss_parts_idle0"), rss_parts("hub_rss_parts_idle30")
+    for k, what in (("RssAnon", "heap and other private memory"),
+                    ("RssFile", "file-backed maps: rxe queues mmapped from the uverbs device")):
+        if k in p0 and k in p1 and live:
+            t.row(f"{k} per idle connection", "KiB", (p1[k] - p0[k]) / live, note=what)
+    t.row(f"idle rcnetd CPU over 30 s, {int(live or 0)} connections", "s",
+        num(raw.get("hub_idle_cpu_s_per_30s")), goal="<= 0.05",
+        note="utime+stime from /proc/PID/stat")
+    reg = num(raw.get("hub_registered_bytes"))
+    t.row("registered memory (rdma res show mr)", "MiB", reg / 2**20 if reg is not None else None)
+
+
+def teardown_rows(t, raw):
+    """Teardown times, against the configured bounds (reference)."""
+    bound = num(raw.get("teardown_bound_ms"))
+    if bound is None:
+        return
+    for path, label in (("dreq", "DREQ received"), ("kill", "peer SIGKILL (idle reap 3 s)")):
+        t.row(f"teardown {label}, DISCONNECTING..DESTROYED, path "
+            f"{raw.get(f'teardown_{path}_path', '?')}", "ms",
+            num(raw.get(f"teardown_{path}_total_ms")), bound,
+            "configured bound disconnect+last_wqe+drain", "<= 1.0",
+            raw.get(f"teardown_{path}_stages_ms", ""))
+    b = 3000 + 500 + bound
+    t.row("teardown peer SIGKILL -> QP gone from rdma res", "ms",
+        num(raw.get("teardown_sigkill_to_destroyed_ms")), b, "idle 3 s + reaper 0.5 s + bound",
+        "<= 1.0")
+
+
+def sim_rows(t, sim):
+    """rcnet-bench-sim (on the host, not under TCG)."""
+    if not sim:
+        return
+    try:
+        idle = sim["phases"]["idle"]
+        ticks = idle.get("hub_timer_wakeups")
+        wall = idle["parts"]["hub_manager"].get("wall_s")
+        per_tick = wall * 1000 / ticks if wall is not None and ticks else None
+        why = "" if wall is not None else " (no hub wall time in sim.json: run with --time-split)"
+        t.row(f"reaper work per tick at {sim['connections'] // 1000}K connections (sim)", "ms",
+            per_tick, goal="<= 1",
+            note=f"hub manager wall time in the idle phase / its timer wakeups: {wall} s / "
+            f"{ticks} wakeups over {idle.get('virtual_s')} virtual s, measured on the host "
+            f"(rcnet-bench-sim --time-split){why}")
+        d = sim["derived"]
+        t.row(f"sim: manager heap per connection, {sim['connections']} connections", "KiB",
+            d["hub_heap_bytes_per_connection"] / 1024,
+            note="operator new bytes of the hub manager only")
+    except (KeyError, TypeError, ZeroDivisionError) as e:
+        t.notes.append(f"sim.json present but unreadable: {e!r}")
+
+
+def closing_notes(t, raw, anchors):
+    lat_e = anchors.get("ib_send_lat_e_us") or {}
+    lat_p = anchors.get("ib_send_lat_us") or {}
+    # An anchor whose typical is far from its min is itself bimodal (vCPU
+    # wakeups under TCG on a busy host): the rows against it say less.
+    for name, lat in (("ib_send_lat -e", lat_e), ("ib_send_lat", lat_p)):
+        typ, mn = num(lat.get("typical")), num(lat.get("min"))
+        if typ and mn and typ / mn > 3:
+            t.notes.append(f"anchor {name}: typical {typ} us is {typ / mn:.1f}x its min {mn} us "
+                           "(bimodal); "
+                         "read the min rows beside the median ones")
+    reaps = {k: v for k, v in raw.items() if k.startswith("reaped_during_")}
+    bad = [k for k, v in reaps.items() if v not in ("0", "")]
+    t.notes.append("reaps inside measurements (idle_reaps + dead_peer_reaps deltas, from the "
+                 "counters): " + (", ".join(bad) + ": HAD REAPS" if bad
+                                  else f"none in {len(reaps)} checked windows"))
+
+
+def render(rows, notes):
+    """The table and its notes on stdout."""
+    cols = [("metric", "metric"), ("unit", "unit"), ("rcnet", "rcnet"), ("anchor", "anchor (name)"),
+            ("ratio", "ratio"), ("goal", "goal"), ("met", "met")]
+    def cell(r, k):
+        if k == "anchor":
+            return "-" if not r["anchor_name"] else f"{fmt(r['anchor'])} ({r['anchor_name']})"
+        if k == "met":
+            return "-" if r["met"] is None else "yes" if r["met"] else "NO"
+        return fmt(r[k]) if k in ("rcnet", "ratio") else (r[k] or "-")
+    table = [[cell(r, k) for k, _ in cols] for r in rows]
+    w = [max([len(h)] + [len(t[i]) for t in table]) for i, (_, h) in enumerate(cols)]
+    print("| " + " | ".join(h.ljust(w[i]) for i, (_, h) in enumerate(cols)) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for t in table:
+        print("| " + " | ".join(c.rjust(w[i]) if i in (2, 4) else c.ljust(w[i])
+                                 for i, c in enumerate(t)) + " |")
+    print()
+    for note in notes:
+        print(f"  {note}")
+
+
+def write_outputs(res, t, raw, anchors, sim):
+    json.dump(t.rows, open(os.path.join(res, "bench.json"), "w"), indent=2)
+    json.dump({"raw": raw, "anchors": anchors, "notes": t.notes,
+               "sim_derived": sim.get("derived") if sim else None},
+              open(os.path.join(res, "bench-raw.json"), "w"), indent=2)
+    # Chart data: one bar per goal row, its value (the ratio, or the absolute
+    # figure when the row has no anchor) over the goal's threshold, so the goal
+    # is the line at 1: ">=" rows must reach it, "<=" rows must stay left of it.
+    with open(os.path.join(res, "bench-chart.dat"), "w") as f:
+        k = 0
+        for r in t.rows:
+            if r["goal"] is None:
+                continue
+            v = r["ratio"] if r["anchor_name"] else r["rcnet"]
+            g = float(r["goal"].split()[1])
+            x = v / g if v is not None and g else None
+            label = f"{r['metric']}  [{r['goal']}]".replace('"', "'")
+            f.write(f'{k} "{label}" {x if x is not None and x > 0 else "NaN"} '
+                    f'{1 if r["met"] else 0} "{fmt(v)}"\n')
+            k += 1
+    print(f"\n(json: {os.path.join(res, 'bench.json')}, "
+          f"raw: {os.path.join(res, 'bench-raw.json')})")
+
+
+def main(res):
+    raw = load_raw(res)
+    anchors, sim = load(res, "anchors.json"), load(res, "sim.json")
+    t = Table()
+    latency_rows(t, raw, anchors)
+    syscall_rows(t, raw)
+    throughput_rows(t, res, raw, anchors)
+    scale_rows(t, raw)
+    teardown_rows(t, raw)
+    sim_rows(t, sim)
+    closing_notes(t, raw, anchors)
+    render(t.rows, t.notes)
+    write_outputs(res, t, raw, anchors, sim)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: bench_table.py RESULTS")
+    main(sys.argv[1])
