@@ -139,9 +139,10 @@ class Manager::Impl {
   // Per-packet stamps: no clock read (TimerService::coarse_now).
   TimePoint coarse_now() const { return timers_.coarse_now(); }
   log::Fields fields(const Conn& c) const;
-  // The one state-changing function: checks the legality table, arms the new state's bound
-  // (arm_bound()), logs `old -> new` with the QP's journal fields. false on an illegal transition,
-  // which is a bug: the caller must then abandon(c) at once and not touch `c` again.
+  // The one state-changing function: checks the legality table, arms the
+  // new state's bound (arm_bound()), logs `old -> new` with the QP's journal
+  // fields. false on an illegal transition, which is a bug: the caller must
+  // then abandon(c) at once and not touch `c` again.
   [[nodiscard]] bool set_state(Conn& c, QpState to, std::string_view why);
   // A new conn of `p`, born without set_state() in RESOLVING_ADDR (`active`)
   // or ACCEPTING, that state's bound armed. Owned by table_.
