@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Establishment (DESIGN.md "Connection lifecycle", "Simultaneous open and
-// restarts"): RESOLVING_ADDR -> RESOLVING_ROUTE -> CONNECTING or ACCEPTING ->
+// Establishment (docs/design.md "Connection lifecycle", "Simultaneous open
+// and restarts"): RESOLVING_ADDR -> RESOLVING_ROUTE -> CONNECTING or ACCEPTING ->
 // ESTABLISHED; REQ/REP/REJ private data; the simultaneous-open merge (the
 // attempt of the lower node id wins); restarts detected by incarnation.
 #include <algorithm>
@@ -9,6 +9,15 @@
 #include "util/random.hpp"
 
 namespace rcnet::cm {
+
+// Wait for the winning REQ this long before retrying after REJ collision.
+constexpr Duration kCollisionBackoff = 50ms;
+// A failed attempt is retried after kRetryBase * 2^(attempt-1), capped at
+// kRetryCap, each scaled by a random factor in [0.5, 1.5): N nodes whose
+// attempts failed together (a hub restart, a link flap) do not retry in
+// lockstep.
+constexpr Duration kRetryBase = 100ms;
+constexpr Duration kRetryCap = 5s;
 
 void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
   using T = rdma::CmEventType;
@@ -136,7 +145,7 @@ void Manager::Impl::start_connect(Peer& p) {
   }
   ++ctr_.cm_ids_created;
   ++ctr_.connects_started;
-  Conn& c = table_.add(p, true, now());
+  Conn& c = add_conn(p, true);
   c.cm_id = *id;
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
@@ -144,7 +153,6 @@ void Manager::Impl::start_connect(Peer& p) {
     attempt_failed(c, "rdma_resolve_addr: " + r.error().message());
     return;
   }
-  table_.set_deadline(c, now() + cfg_.resolve_timeout * 2);
   auto f = fields(c);
   log::event(spdlog::level::debug, f, "connecting to peer {} (node {:#x})", p.underlay, p.node);
 }
@@ -156,7 +164,6 @@ void Manager::Impl::addr_resolved(Conn& c) {
   }
   if (!set_state(c, QpState::kResolvingRoute, "address resolved"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, now() + cfg_.resolve_timeout * 2);
 }
 
 Result<void> Manager::Impl::create_qp(Conn& c) {
@@ -208,7 +215,6 @@ void Manager::Impl::send_req(Conn& c) {
   }
   if (!set_state(c, QpState::kConnecting, "REQ sent"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, now() + cfg_.connect_timeout);
 }
 
 void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
@@ -233,7 +239,6 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
 void Manager::Impl::established(Conn& c) {
   if (!set_state(c, QpState::kEstablished, c.active ? "REP received" : "RTU received"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, TimePoint::max());  // ESTABLISHED set last_activity
   ++ctr_.connects_established;
   auto f = fields(c);
   f.message_id = log::kMsgPeerConnected;
@@ -458,7 +463,8 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
       }
     } else {
       // Simultaneous open: both sides have an attempt pending. The attempt
-      // made by the lower node id wins (DESIGN.md).
+      // made by the lower node id wins (docs/design.md "Simultaneous open and
+      // restarts").
       if (self_ < node) {
         reject(ev.id, wire::RejectReason::kCollision, ev.src,
                "simultaneous open: our attempt wins");
@@ -488,7 +494,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   table_.cancel_retry(p);
   p.incarnation = d.data.incarnation;
   p.overlay = d.data.overlay;
-  Conn& c = table_.add(p, false, now());
+  Conn& c = add_conn(p, false);
   c.cm_id = ev.id;
   c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
@@ -505,10 +511,10 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     attempt_failed(c, "rdma_accept: " + r.error().message());
     return;
   }
-  // A passive conn is born in ACCEPTING (there is no earlier state to leave).
+  // A passive conn is born in ACCEPTING (there is no earlier state to
+  // leave); add_conn() armed its bound.
   auto f = fields(c);
   log::event(spdlog::level::debug, f, "QPN {} peer {}: REQ accepted, REP sent", c.qpn, c.peer_addr);
-  table_.set_deadline(c, now() + cfg_.connect_timeout);
 }
 
 }  // namespace rcnet::cm

@@ -3,8 +3,11 @@
 // state-changing function and the read-only views. The concerns live in
 // establish.cpp, teardown.cpp, datapath.cpp and limits.cpp (manager_impl.hpp).
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "cm/lifecycle.hpp"
 #include "cm/manager_impl.hpp"
 
 namespace rcnet::cm {
@@ -128,34 +131,32 @@ void Manager::Impl::on_timer() {
   }
 }
 
-// The bound of the conn's current state ran out.
+// The bound of the conn's current state ran out: the row's Expiry
+// (cm/lifecycle.cpp has the bounds).
 void Manager::Impl::on_deadline(Conn& c) {
-  switch (c.state) {
-    case QpState::kResolvingAddr:
-    case QpState::kResolvingRoute:
-      if (!defer_for_cm_backlog(c, cfg_.resolve_timeout * 2))
-        attempt_failed(c, "address/route resolution timed out");
+  const Stage st = stage(c.state, cfg_);
+  switch (st.on_expiry) {
+    case Expiry::kAttemptFails:
+      if (!defer_for_cm_backlog(c, *st.bound))
+        attempt_failed(c, std::string(st.why));
       break;
-    case QpState::kConnecting:
-    case QpState::kAccepting:
-      if (!defer_for_cm_backlog(c, cfg_.connect_timeout))
-        attempt_failed(c, "connect_timeout: not ESTABLISHED in time");
-      break;
-    case QpState::kDisconnecting:
+    case Expiry::kToError:
       to_error(c);
       break;
-    case QpState::kAwaitLastWqe:
+    case Expiry::kDrainAnyway:
       last_wqe_timed_out(c);
       break;
-    case QpState::kDraining:
+    case Expiry::kForceDestroy:
       drain_timed_out(c);
       break;
-    case QpState::kEstablished:
-    case QpState::kError:
-    case QpState::kDestroyed:
-      break;  // no bound in these states
+    case Expiry::kNone:
+      break;
   }
 }
+
+// A deadline put off for rdma_cm events queued on the channel is looked at
+// again this much later (kCmBacklogGrace, manager.hpp).
+constexpr Duration kCmBacklogRecheck = 100ms;
 
 // The deadline is ours: the event that ends the wait (ESTABLISHED, REJECTED,
 // ADDR_RESOLVED...) may already be queued on the channel, unread because
@@ -180,6 +181,8 @@ bool Manager::Impl::defer_for_cm_backlog(Conn& c, Duration bound) {
                "QPN {} peer {}: {} deadline put off: rdma_cm events queued unread", c.qpn,
                c.peer_addr, to_string(c.state));
   }
+  // Not entering a state: the same state's deadline, put off (the one
+  // deadline written outside arm_bound()).
   table_.set_deadline(c, std::min(t + kCmBacklogRecheck, cap));
   return true;
 }
@@ -260,6 +263,7 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
   const TimePoint t = now();
   const Duration spent = t - c.state_since;
   table_.set_state(c, to, t);
+  arm_bound(c);
   auto f = fields(c);
   log::event(
       is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,
@@ -267,6 +271,17 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
       to_string(to), to_ms(spent), why);
   emit(EventKind::kState, c, why, from);
   return true;
+}
+
+Conn& Manager::Impl::add_conn(Peer& p, bool active) {
+  Conn& c = table_.add(p, active, now());
+  arm_bound(c);
+  return c;
+}
+
+void Manager::Impl::arm_bound(Conn& c) {
+  const std::optional<Duration> b = bound(c.state, cfg_);
+  table_.set_deadline(c, b ? c.state_since + *b : TimePoint::max());
 }
 
 void Manager::Impl::emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,

@@ -31,18 +31,6 @@
 
 namespace rcnet::cm {
 
-// Wait for the winning REQ this long before retrying after REJ collision.
-inline constexpr Duration kCollisionBackoff = 50ms;
-// A failed attempt is retried after kRetryBase * 2^(attempt-1), capped at
-// kRetryCap, each scaled by a random factor in [0.5, 1.5): N nodes whose
-// attempts failed together (a hub restart, a link flap) do not retry in
-// lockstep.
-inline constexpr Duration kRetryBase = 100ms;
-inline constexpr Duration kRetryCap = 5s;
-
-// A deadline put off for rdma_cm events queued on the channel is looked at
-// again this much later (kCmBacklogGrace, manager.hpp).
-inline constexpr Duration kCmBacklogRecheck = 100ms;
 
 enum class TeardownKind : std::uint8_t {
   kGraceful,  // we send DREQ and wait (bounded) for DISCONNECTED
@@ -89,11 +77,17 @@ class Manager::Impl final : private DataPathHooks {
   // --- manager.cpp: shared helpers ----------------------------------------------------
   TimePoint now() const { return timers_.now(); }
   log::Fields fields(const Conn& c) const override;
-  // The one state-changing function (STYLE.md item 4): checks the legality
-  // table, logs `old -> new` with the QP's journal fields. false on an
-  // illegal transition, which is a bug: the caller must then abandon(c) at
-  // once and not touch `c` again.
+  // The one state-changing function: checks the legality table, arms the
+  // new state's bound (arm_bound()), logs `old -> new` with the QP's journal
+  // fields. false on an illegal transition, which is a bug: the caller must
+  // then abandon(c) at once and not touch `c` again.
   [[nodiscard]] bool set_state(Conn& c, QpState to, std::string_view why);
+  // A new conn of `p`, born without set_state() in RESOLVING_ADDR (`active`)
+  // or ACCEPTING, that state's bound armed. Owned by table_.
+  Conn& add_conn(Peer& p, bool active);
+  // c's deadline: its state's bound (cm/lifecycle.hpp) after c.state_since,
+  // or none.
+  void arm_bound(Conn& c);
   // Reports `kind` about `c` to the observer, if any (cm/events.hpp).
   void emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,
             std::string_view message_id = {});
@@ -102,7 +96,8 @@ class Manager::Impl final : private DataPathHooks {
   // `c` waits for an rdma_cm event and its deadline (`bound` after it
   // entered its state) ran out: true when rdma_cm events are queued unread
   // on the channel, in which case its deadline is put off by
-  // kCmBacklogRecheck (never past bound + kCmBacklogGrace) instead.
+  // kCmBacklogRecheck (manager.cpp; never past bound + kCmBacklogGrace)
+  // instead.
   bool defer_for_cm_backlog(Conn& c, Duration bound);
 
   // --- establish.cpp ----------------------------------------------------------------

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// The one state machine of a QP and the connection it carries (DESIGN.md
-// "Connection lifecycle"): its states, the names operators see, and the
-// legality table. Every other file takes QpState from here.
+// The one state machine of a QP and the connection it carries
+// (docs/design.md "Connection lifecycle"): its states, the names operators
+// see, and the legality table. Every other file takes QpState from here.
+// How long each state may last and what its expiry does: cm/lifecycle.hpp.
 //
 // Establishment:  RESOLVING_ADDR -> RESOLVING_ROUTE -> CONNECTING (REQ sent)
 //                 or ACCEPTING (REP sent; a passive QP is born here)
@@ -45,7 +46,8 @@ namespace detail {
 constexpr std::uint16_t bit(QpState s) {
   return static_cast<std::uint16_t>(1u << static_cast<int>(s));
 }
-// kLegal[from] has the bit of every state `from` may move to.
+// kLegal[from] has the bit of every state `from` may move to (each state's
+// time bound and expiry, the rest of its row: cm/lifecycle.cpp).
 inline constexpr std::uint16_t kLegal[kQpStateCount] = {
     /* RESOLVING_ADDR  */ bit(QpState::kResolvingRoute) | bit(QpState::kDestroyed),
     /* RESOLVING_ROUTE */ bit(QpState::kConnecting) | bit(QpState::kError) |

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Teardown (DESIGN.md "Connection lifecycle", IB spec 10.3.1 for a QP on an
-// SRQ): DISCONNECTING -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
-// every wait bounded and every fallback counted; then the rdma_cm id is
-// released from the timer path, never inside its own event. Also the graceful
-// stop of the whole manager.
+// Teardown (docs/design.md "Connection lifecycle", IB spec 10.3.1 for a QP
+// on an SRQ): DISCONNECTING -> ERROR -> AWAIT_LAST_WQE -> DRAINING ->
+// DESTROYED, every wait bounded (cm/lifecycle.cpp) and every fallback
+// counted; then the rdma_cm id is released from the timer path, never inside
+// its own event. Also the graceful stop of the whole manager.
 #include "cm/manager_impl.hpp"
 
 namespace rcnet::cm {
@@ -44,11 +44,10 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
     if (!set_state(c, QpState::kDisconnecting,
                    kind == TeardownKind::kRemote ? "DREQ received, DREP sent" : "DREQ sent"))
       return abandon(c, "illegal transition");
-    if (kind == TeardownKind::kRemote || c.disconnected_seen) {
+    // DREQ received, or DISCONNECTED seen already: nothing to wait for.
+    // Otherwise DISCONNECTING waits for DISCONNECTED (its bound armed).
+    if (kind == TeardownKind::kRemote || c.disconnected_seen)
       to_error(c);
-    } else {
-      table_.set_deadline(c, now() + cfg_.disconnect_timeout);
-    }
     return;
   }
   if (was_established)
@@ -60,7 +59,6 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
 // every receive WR to flush (own RQ).
 void Manager::Impl::to_error(Conn& c) {
   dp_.flush_sends();
-  table_.set_deadline(c, TimePoint::max());
   if (auto r = seam_.modify_qp_to_error(c.cm_id); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f, "ibv_modify_qp(ERR) QPN {}: {}", c.qpn, r.error().message());
@@ -74,7 +72,6 @@ void Manager::Impl::to_error(Conn& c) {
   if (!set_state(c, QpState::kAwaitLastWqe,
                  cfg_.use_srq ? "waiting for Last WQE Reached" : "waiting for RQ flush"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, now() + cfg_.last_wqe_timeout);
 }
 
 void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
@@ -111,7 +108,6 @@ void Manager::Impl::post_drain(Conn& c) {
   }
   if (!set_state(c, QpState::kDraining, "drain WR posted"))
     return abandon(c, "illegal transition");
-  table_.set_deadline(c, now() + cfg_.drain_timeout);
 }
 
 void Manager::Impl::last_wqe_timed_out(Conn& c) {
@@ -140,7 +136,6 @@ void Manager::Impl::drain_timed_out(Conn& c) {
 // Destroys the QP (the seam acknowledged every event of it before the manager
 // saw it) and returns its unfinished send slots.
 void Manager::Impl::release_qp(Conn& c) {
-  table_.set_deadline(c, TimePoint::max());
   dp_.flush_sends();
   // Sends not known complete: their slots are ours again (stale completions
   // are recognised by QPN and ignored).

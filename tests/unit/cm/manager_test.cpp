@@ -55,29 +55,6 @@ std::size_t in_service(Node& n) {
 
 }  // namespace
 
-TEST_CASE("state names and the transition table", "[cm]") {
-  std::set<std::string_view> names;
-  for (int i = 0; i < cm::kQpStateCount; ++i) {
-    const auto s = static_cast<cm::QpState>(i);
-    const auto name = cm::to_string(s);
-    CHECK(name != "?");
-    names.insert(name);
-    CHECK_FALSE(cm::is_legal_transition(s, s));  // no self-loops
-    CHECK_FALSE(cm::is_legal_transition(cm::QpState::kDestroyed, s));
-  }
-  CHECK(names.size() == cm::kQpStateCount);
-  // Teardown only moves forward, through the spec's order.
-  CHECK(cm::is_legal_transition(cm::QpState::kEstablished, cm::QpState::kDisconnecting));
-  CHECK(cm::is_legal_transition(cm::QpState::kError, cm::QpState::kAwaitLastWqe));
-  CHECK(cm::is_legal_transition(cm::QpState::kAwaitLastWqe, cm::QpState::kDraining));
-  CHECK(cm::is_legal_transition(cm::QpState::kDraining, cm::QpState::kDestroyed));
-  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kEstablished, cm::QpState::kDestroyed));
-  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kDraining, cm::QpState::kAwaitLastWqe));
-  CHECK_FALSE(cm::is_legal_transition(cm::QpState::kAwaitLastWqe, cm::QpState::kEstablished));
-  CHECK(cm::is_teardown(cm::QpState::kDisconnecting));
-  CHECK_FALSE(cm::is_teardown(cm::QpState::kEstablished));
-}
-
 TEST_CASE("on-demand connect delivers queued packets in order", "[cm]") {
   Cluster c(any_profile());
   auto& a = c.add(1);
