@@ -7,9 +7,10 @@
 // io sources, and nothing here ever blocks the loop.
 //
 // Access (ctl::access_for): the client's SO_PEERCRED uid and its groups
-// (SO_PEERGROUPS, else /proc/PID/status "Groups:") decide, once at accept:
-// root may do everything, members of ctl.group the read-only commands, anyone
-// else gets a `forbidden` reply to every request.
+// (SO_PEERGROUPS, else /proc/PID/status "Groups:"; peer_cred.hpp) decide,
+// once at accept: root may do everything, members of ctl.group the read-only
+// commands, anyone else gets a `forbidden` reply to every request. Each
+// complete request line goes through handle_request (ctl_handler.hpp).
 //
 // Bounds, per client: a request line longer than ctl::kMaxRequestBytes gets a
 // bad_request reply and the connection is closed; a client that sends
@@ -50,60 +51,14 @@
 #include <string_view>
 #include <vector>
 
-#include "cm/manager.hpp"
 #include "config/config.hpp"
-#include "ctl/protocol.hpp"
+#include "ctl/access.hpp"
+#include "ctl_handler.hpp"
 #include "event_loop.hpp"
-#include "rdma/verbs_seam.hpp"
-#include "tun_path.hpp"
+#include "peer_cred.hpp"
 #include "unique_fd.hpp"
 
 namespace rcnet::daemon {
-
-// What the request handler needs from the daemon: implemented over
-// CtlDaemonParts in ctl_server.cpp (make_daemon_backend), and by fakes in the
-// unit tests. Loop thread only.
-class CtlBackend {
- public:
-  virtual ~CtlBackend() = default;
-  // The daemon began a graceful stop; "status" says so from now on.
-  virtual void stopping() {}
-  virtual cm::Snapshot snapshot() const = 0;
-  // Daemon facts for "status" beside the manager's snapshot: version, pid,
-  // uptime_ms, tun {name, address, netns}, stopping, log_level, status text.
-  virtual ctl::json daemon_status() const = 0;
-  // Daemon-side counters for "stats", as {name, value, help} objects.
-  virtual ctl::json daemon_counters() const = 0;
-  virtual const config::Config& config() const = 0;
-  // The "audit" data (ctl::audit_json plus details), or the error reading the
-  // kernel's QP table.
-  virtual Result<ctl::json> audit() = 0;
-  // false when there is no such peer.
-  virtual bool disconnect(NodeId node, std::string_view why) = 0;
-  virtual std::size_t reap(Duration idle) = 0;
-  virtual config::LogLevel log_level() const = 0;
-  virtual void set_log_level(config::LogLevel level) = 0;
-};
-
-// The parts of rcnetd the ctl server serves from, lent by their owner (the
-// Daemon), which keeps each alive at the same address until the CtlServer is
-// gone. Loop thread only.
-struct CtlDaemonParts {
-  cm::Manager& manager;             // snapshot, live QPNs, disconnect, reap
-  const rdma::VerbsSeam& seam;      // its own record of live QPNs ("audit")
-  const config::Config& config;     // the running config: a reload assigns to it
-  const TunCounters& tun_counters;  // "stats", after the manager's
-  std::string config_path;          // "status"
-  // When the daemon was constructed (steady clock): "status" uptime counts
-  // from there, so bringing the device, listener and TUN up is included.
-  TimePoint start_time;
-  // The STATUS= line the daemon would send systemd now (sd_notify(3)).
-  std::function<std::string()> status_text;
-};
-
-// The CtlBackend of the running daemon. Live log level changes go through
-// daemon/logging.hpp; "audit" through daemon/rdma_audit.hpp (audit_qps).
-std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts);
 
 // The ctl server's own counters, reported by "stats" after the daemon's.
 #define RCNETD_CTL_COUNTERS(X)                                                     \
@@ -131,36 +86,6 @@ struct CtlCounters {
 #undef RCNET_X
   }
 };
-
-struct HandledRequest {
-  std::string reply;     // one '\n'-terminated reply line
-  bool refused = false;  // forbidden, unparsable or unknown command
-  bool monitor = false;  // an accepted "monitor": the client becomes a subscriber
-};
-
-// One request line (without or with its '\n') from a client with `access` →
-// its reply. Pure apart from the backend's calls; never throws (an internal
-// failure becomes a `failed` reply). `ctl` counters, when given, are appended
-// to "stats".
-HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBackend& backend,
-                              const CtlCounters* ctl = nullptr);
-
-// A connected client's credentials (socket(7) SO_PEERCRED, SO_PEERGROUPS).
-struct PeerCred {
-  pid_t pid = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;  // primary gid first, then the supplementary ones
-};
-// Errors: getsockopt(2) SO_PEERCRED. The supplementary groups come from
-// SO_PEERGROUPS (Linux 4.13), else from /proc/PID/status; without either,
-// only the primary gid is known (a member of ctl.group only through a
-// supplementary group is then refused, never wrongly admitted).
-Result<PeerCred> peer_credentials(int fd);
-
-// The gid of group `name`, or nullopt when it does not exist. NSS lookup: may
-// block on a remote directory, so it runs at startup and on reload only.
-std::optional<gid_t> lookup_group(const std::string& name);
 
 struct CtlServerOptions {
   std::string socket_path;  // absolute; its directory is created 0755 if missing

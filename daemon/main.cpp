@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
   std::string ctl_socket;
   app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
   app.add_flag("--check-config", check_config, "parse and validate the configuration, then exit");
-  app.add_option("--log-level", log_level,
-                 "trace, debug, info, warn, error, critical, off (overrides log.level)");
+  app.add_option("--log-level", log_level, config::log_level_list() + " (overrides log.level)");
   app.add_option("--log-target", log_target, "auto, journal, stderr (overrides log.target)");
   app.add_option("--ctl-socket", ctl_socket,
                  "ctl socket path (overrides ctl.socket, also across reloads)");

@@ -235,6 +235,26 @@ std::string_view kernel_qp_state(std::uint8_t s) {
 
 }  // namespace
 
+ctl::AuditResult audit_compare(std::span<const rdma::Qpn> daemon,
+                               std::span<const rdma::Qpn> kernel) {
+  std::vector<rdma::Qpn> d(daemon.begin(), daemon.end());
+  std::vector<rdma::Qpn> k;
+  for (rdma::Qpn q : kernel) {
+    if (q > 1)
+      k.push_back(q);
+  }
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  std::sort(k.begin(), k.end());
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  ctl::AuditResult r;
+  r.daemon_count = d.size();
+  r.kernel_count = k.size();
+  std::set_difference(k.begin(), k.end(), d.begin(), d.end(), std::back_inserter(r.kernel_only));
+  std::set_difference(d.begin(), d.end(), k.begin(), k.end(), std::back_inserter(r.daemon_only));
+  return r;
+}
+
 ctl::json audit_report(const std::string& device, std::uint32_t pid,
                        std::vector<std::uint32_t> manager_qpns,
                        const std::vector<std::uint32_t>& seam_qpns,
@@ -242,7 +262,7 @@ ctl::json audit_report(const std::string& device, std::uint32_t pid,
   using ctl::json;
   std::vector<std::uint32_t>& mine = manager_qpns;
   std::sort(mine.begin(), mine.end());
-  json data = ctl::audit_json(ctl::audit_compare(mine, qpns_of_pid(kernel, pid)));
+  json data = ctl::audit_json(audit_compare(mine, qpns_of_pid(kernel, pid)));
   data["pid"] = pid;
   data["device"] = device;
   std::vector<std::uint32_t> seam_only, manager_only;

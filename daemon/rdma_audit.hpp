@@ -4,7 +4,7 @@
 // the nldev client): the table `rdma resource show qp` prints (rdma(8),
 // iproute2 rdma/res-qp.c; kernel drivers/infiniband/core/nldev.c), and the
 // ctl `audit` reply assembled from it: the daemon's own QPNs compared with
-// the kernel's (ctl::audit_compare), so that a QP leaked by the daemon, or
+// the kernel's (audit_compare), so that a QP leaked by the daemon, or
 // one it believes alive but the kernel has destroyed, shows up.
 //
 // Synchronous on purpose: a dump over a local netlink socket answers in well
@@ -15,10 +15,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "ctl/protocol.hpp"
+#include "ctl/views.hpp"
+#include "rdma/seam.hpp"
 #include "util/result.hpp"
 #include "util/time.hpp"
 
@@ -64,11 +66,17 @@ Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device);
 std::vector<std::uint32_t> qpns_of_pid(const std::vector<KernelQp>& qps, std::uint32_t pid);
 
 // --- The ctl "audit" reply ------------------------------------------------------
+// The daemon's QPNs against the kernel's (already filtered to rcnetd's pid by
+// the caller), as sorted sets: duplicates count once, and QPN 0 and 1 (the
+// SMI/GSI special QPs) are ignored on the kernel side.
+ctl::AuditResult audit_compare(std::span<const rdma::Qpn> daemon,
+                               std::span<const rdma::Qpn> kernel);
+
 // Three views of the QPs of process `pid` on `device`: the connection
 // manager's (`manager_qpns`, any order), the seam's own record (`seam_qpns`,
 // ascending: rdma::VerbsSeam::qpns()) and the kernel's (`kernel`, every
 // process's; filtered to `pid` here). The data is
-// ctl::audit_json(ctl::audit_compare(manager, kernel)) plus "pid", "device",
+// ctl::audit_json(audit_compare(manager, kernel)) plus "pid", "device",
 // "seam_qps", "seam_only" and "manager_only" (a QP the manager forgot but
 // never destroyed is a leak the kernel check alone would not name; either
 // list non-empty makes "ok" false) and "kernel": each of the process's QPs as

@@ -29,17 +29,13 @@
 #include <vector>
 
 #include "cm/manager.hpp"
+#include "config/log_level.hpp"
 #include "util/address.hpp"
 #include "util/result.hpp"
 
 namespace rcnet::config {
 
 inline constexpr std::uint16_t kDefaultPort = 7471;
-
-// spdlog's levels, by the names operators type.
-enum class LogLevel : std::uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
-std::string_view to_string(LogLevel l);
-std::optional<LogLevel> parse_log_level(std::string_view name);
 
 enum class LogTarget : std::uint8_t { kAuto, kJournal, kStderr };
 std::string_view to_string(LogTarget t);

@@ -19,8 +19,7 @@ namespace {
 using detail::Field;
 using detail::Reader;
 
-constexpr std::array<std::string_view, 7> kLevelNames = {"trace", "debug",    "info", "warn",
-                                                         "error", "critical", "off"};
+constexpr auto kLevelNames = log_level_names();
 constexpr std::array<std::string_view, 3> kTargetNames = {"auto", "journal", "stderr"};
 
 constexpr Duration kMinDuration = 1ms;
@@ -619,18 +618,6 @@ std::string format_duration(Duration d) {
   frac.insert(0, 9 - frac.size(), '0');
   frac.erase(frac.find_last_not_of('0') + 1);
   return sign + std::to_string(ns / 1'000'000'000) + "." + frac + "s";
-}
-
-std::string_view to_string(LogLevel l) {
-  const auto i = static_cast<std::size_t>(l);
-  return i < kLevelNames.size() ? kLevelNames[i] : "?";
-}
-
-std::optional<LogLevel> parse_log_level(std::string_view name) {
-  const auto it = std::find(kLevelNames.begin(), kLevelNames.end(), name);
-  if (it == kLevelNames.end())
-    return std::nullopt;
-  return static_cast<LogLevel>(it - kLevelNames.begin());
 }
 
 std::string_view to_string(LogTarget t) {

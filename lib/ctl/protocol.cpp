@@ -2,27 +2,24 @@
 #include "ctl/protocol.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <iterator>
-#include <type_traits>
-#include <variant>
 
-#include "config/keys.hpp"
-#include "util/log.hpp"
+#include "ctl/views.hpp"
 
 namespace rcnet::ctl {
 
 namespace {
 
-constexpr std::array<std::string_view, kCommandCount> kCommandNames = {
-    "status", "peers",  "connections", "qps",  "srq",       "stats",
-    "audit",  "config", "disconnect",  "reap", "log-level", "monitor",
+struct ErrorCodeName {
+  ErrorCode code;
+  std::string_view name;
 };
-constexpr std::array<std::string_view, 6> kErrorNames = {
-    "bad_request", "unknown_command", "forbidden", "failed", "version", "busy"};
+constexpr ErrorCodeName kErrorCodes[] = {
+    {ErrorCode::kBadRequest, "bad_request"}, {ErrorCode::kUnknownCommand, "unknown_command"},
+    {ErrorCode::kForbidden, "forbidden"},    {ErrorCode::kFailed, "failed"},
+    {ErrorCode::kVersion, "version"},        {ErrorCode::kBusy, "busy"},
+};
 
 // Reaping with an idle threshold above this is surely a typo (11.5 days).
 constexpr double kMaxIdleSeconds = 1e6;
@@ -60,75 +57,108 @@ std::optional<NodeId> parse_decimal_u64(std::string_view s) {
   return v;
 }
 
-// Only the args `allowed` may appear.
-Result<void> only_args(const json& args, Command cmd,
-                       std::initializer_list<std::string_view> allowed) {
-  for (auto it = args.begin(); it != args.end(); ++it) {
-    if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
-      return bad("unknown argument \"" + it.key() + "\" for " + std::string(to_string(cmd)));
-    }
-  }
-  return {};
+// --- Args: one reader and one writer per ArgKind -------------------------------------------
+
+std::string quoted(std::string_view key) {
+  return "\"" + std::string(key) + "\"";
 }
 
-Result<void> parse_args(const json& args, Request& r) {
-  switch (r.cmd) {
-    case Command::kDisconnect: {
-      if (auto ok = only_args(args, r.cmd, {"peer"}); !ok)
-        return ok.error();
-      const auto it = args.find("peer");
-      if (it == args.end())
-        return bad("disconnect needs \"peer\": a node id or underlay address");
-      if (it->is_number_unsigned()) {
-        r.peer_node = it->get<NodeId>();
-      } else if (it->is_string()) {
-        const std::string& s = it->get_ref<const std::string&>();
+// What a missing required arg of `kind` should have been, after its name.
+std::string_view missing_hint(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::kPeer:
+      return ": a node id or underlay address";
+    case ArgKind::kSeconds:
+    case ArgKind::kLogLevel:
+      break;
+  }
+  return "";
+}
+
+Result<void> read_arg(const Arg& a, const json& v, Request& r) {
+  switch (a.kind) {
+    case ArgKind::kPeer: {
+      if (v.is_number_unsigned()) {
+        r.peer_node = v.get<NodeId>();
+      } else if (v.is_string()) {
+        const std::string& s = v.get_ref<const std::string&>();
         if (auto n = parse_decimal_u64(s)) {
           r.peer_node = *n;
-        } else if (auto a = IpAddr::parse(s)) {
-          r.peer_addr = *a;
+        } else if (auto addr = IpAddr::parse(s)) {
+          r.peer_addr = *addr;
         } else {
-          return bad("\"peer\": \"" + s + "\" is neither a node id nor an IP address");
+          return bad(quoted(a.key) + ": \"" + s + "\" is neither a node id nor an IP address");
         }
       } else {
-        return bad("\"peer\" must be a node id or an underlay address string");
+        return bad(quoted(a.key) + " must be a node id or an underlay address string");
       }
       if (r.peer_node && *r.peer_node == 0)
-        return bad("\"peer\": node id 0 is never valid");
+        return bad(quoted(a.key) + ": node id 0 is never valid");
       return {};
     }
-    case Command::kReap: {
-      if (auto ok = only_args(args, r.cmd, {"idle_s"}); !ok)
-        return ok.error();
-      const auto it = args.find("idle_s");
-      if (it == args.end())
-        return {};
-      if (!it->is_number())
-        return bad("\"idle_s\" must be a number of seconds");
-      const double s = it->get<double>();
-      if (!std::isfinite(s) || s < 0 || s > kMaxIdleSeconds) {
-        return bad("\"idle_s\" must be between 0 and 1000000");
-      }
+    case ArgKind::kSeconds: {
+      if (!v.is_number())
+        return bad(quoted(a.key) + " must be a number of seconds");
+      const double s = v.get<double>();
+      if (!std::isfinite(s) || s < 0 || s > kMaxIdleSeconds)
+        return bad(quoted(a.key) + " must be between 0 and 1000000");
       r.reap_idle = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
       return {};
     }
-    case Command::kLogLevel: {
-      if (auto ok = only_args(args, r.cmd, {"level"}); !ok)
-        return ok.error();
-      const auto it = args.find("level");
-      if (it == args.end())
-        return bad("log-level needs \"level\"");
-      const auto l = it->is_string() ? config::parse_log_level(it->get_ref<const std::string&>())
-                                     : std::nullopt;
-      if (!l) {
-        return bad("\"level\" must be one of trace, debug, info, warn, error, critical, off");
-      }
+    case ArgKind::kLogLevel: {
+      const auto l =
+          v.is_string() ? config::parse_log_level(v.get_ref<const std::string&>()) : std::nullopt;
+      if (!l)
+        return bad(quoted(a.key) + " must be one of " + config::log_level_list());
       r.level = *l;
       return {};
     }
-    default:
-      return only_args(args, r.cmd, {});
   }
+  return bad("unhandled argument " + quoted(a.key));
+}
+
+// Adds `a`'s value from `r` to `args` when `r` has one.
+void write_arg(const Arg& a, const Request& r, json& args) {
+  const std::string key(a.key);
+  switch (a.kind) {
+    case ArgKind::kPeer:
+      if (r.peer_node) {
+        args[key] = *r.peer_node;
+      } else if (r.peer_addr) {
+        args[key] = r.peer_addr->to_string();
+      }
+      return;
+    case ArgKind::kSeconds:
+      if (r.reap_idle)
+        args[key] = std::chrono::duration<double>(*r.reap_idle).count();
+      return;
+    case ArgKind::kLogLevel:
+      args[key] = std::string(config::to_string(r.level));
+      return;
+  }
+}
+
+// Only the row's args may appear; each required one must.
+Result<void> parse_args(const json& args, Request& r) {
+  const CommandInfo& row = info(r.cmd);
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    const bool known = std::any_of(row.args.begin(), row.args.end(),
+                                   [&](const Arg& a) { return a.key == it.key(); });
+    if (!known)
+      return bad("unknown argument \"" + it.key() + "\" for " + std::string(row.name));
+  }
+  for (const Arg& a : row.args) {
+    const auto it = args.find(std::string(a.key));
+    if (it == args.end()) {
+      if (a.required)
+        return bad(std::string(row.name) + " needs " + quoted(a.key) +
+                   std::string(missing_hint(a.kind)));
+      continue;
+    }
+    if (auto ok = read_arg(a, *it, r); !ok)
+      return ok;
+  }
+  return {};
 }
 
 Result<Request> parse_request_json(std::string_view line) {
@@ -175,32 +205,20 @@ Result<Request> parse_request_json(std::string_view line) {
 
 }  // namespace
 
-std::string_view to_string(Command c) {
-  const auto i = static_cast<std::size_t>(c);
-  return i < kCommandNames.size() ? kCommandNames[i] : "?";
-}
-
-std::optional<Command> parse_command(std::string_view name) {
-  const auto it = std::find(kCommandNames.begin(), kCommandNames.end(), name);
-  if (it == kCommandNames.end())
-    return std::nullopt;
-  return static_cast<Command>(it - kCommandNames.begin());
-}
-
-bool is_mutating(Command c) {
-  return c == Command::kDisconnect || c == Command::kReap || c == Command::kLogLevel;
-}
-
 std::string_view to_string(ErrorCode c) {
-  const auto i = static_cast<std::size_t>(c);
-  return i < kErrorNames.size() ? kErrorNames[i] : "failed";
+  for (const ErrorCodeName& e : kErrorCodes) {
+    if (e.code == c)
+      return e.name;
+  }
+  return "failed";
 }
 
 std::optional<ErrorCode> parse_error_code(std::string_view name) {
-  const auto it = std::find(kErrorNames.begin(), kErrorNames.end(), name);
-  if (it == kErrorNames.end())
-    return std::nullopt;
-  return static_cast<ErrorCode>(it - kErrorNames.begin());
+  for (const ErrorCodeName& e : kErrorCodes) {
+    if (e.name == name)
+      return e.code;
+  }
+  return std::nullopt;
 }
 
 Result<Request> parse_request(std::string_view line) {
@@ -239,24 +257,8 @@ ErrorCode error_code_of(const Error& e) {
 std::string encode_request(const Request& r) {
   json j = {{"v", kVersion}, {"cmd", std::string(to_string(r.cmd))}};
   json args = json::object();
-  switch (r.cmd) {
-    case Command::kDisconnect:
-      if (r.peer_node) {
-        args["peer"] = *r.peer_node;
-      } else if (r.peer_addr) {
-        args["peer"] = r.peer_addr->to_string();
-      }
-      break;
-    case Command::kReap:
-      if (r.reap_idle)
-        args["idle_s"] = std::chrono::duration<double>(*r.reap_idle).count();
-      break;
-    case Command::kLogLevel:
-      args["level"] = std::string(config::to_string(r.level));
-      break;
-    default:
-      break;
-  }
+  for (const Arg& a : info(r.cmd).args)
+    write_arg(a, r, args);
   if (!args.empty())
     j["args"] = std::move(args);
   return dump(j);
@@ -316,62 +318,6 @@ Result<Reply> parse_reply(std::string_view line) {
   }
 }
 
-namespace {
-
-// The teardown's journal MESSAGE_ID as a word a monitor can show and match.
-std::string_view cause_name(std::string_view message_id) {
-  if (message_id.empty())
-    return "";
-  if (message_id == log::kMsgPeerDisconnected)
-    return "peer_disconnected";
-  if (message_id == log::kMsgReapedIdle)
-    return "reaped_idle";
-  if (message_id == log::kMsgReapedDead)
-    return "reaped_dead";
-  if (message_id == log::kMsgRestartDetected)
-    return "restart_detected";
-  if (message_id == log::kMsgCollisionMerged)
-    return "collision_merged";
-  if (message_id == log::kMsgLastWqeTimeout)
-    return "last_wqe_timeout";
-  if (message_id == log::kMsgForcedDestroy)
-    return "forced_destroy";
-  if (message_id == log::kMsgPeerConnected)
-    return "peer_connected";
-  return "other";
-}
-
-}  // namespace
-
-json event_json(const cm::Event& e, std::int64_t wall_ms) {
-  json j = {
-      {"kind", std::string(cm::to_string(e.kind))},
-      {"time_ms", wall_ms},
-      {"conn", e.conn},
-      {"peer_node", e.peer},
-      {"peer_addr", e.peer_addr.to_string()},
-      {"qpn", e.qpn},
-      {"remote_qpn", e.remote_qpn},
-      {"to", std::string(cm::to_string(e.to))},
-      {"reason", std::string(e.reason)},
-  };
-  switch (e.kind) {
-    case cm::EventKind::kState:
-      j["from"] = std::string(cm::to_string(e.from));
-      break;
-    case cm::EventKind::kTeardown:
-      j["cause"] = std::string(cause_name(e.message_id));
-      break;
-    case cm::EventKind::kReject:
-      j.erase("to");  // no connection, no state
-      j["detail"] = std::string(e.detail);
-      break;
-    case cm::EventKind::kEvict:
-      break;
-  }
-  return j;
-}
-
 std::string event_line(const cm::Event& e, std::int64_t wall_ms) {
   return dump({{"v", kVersion}, {"event", event_json(e, wall_ms)}});
 }
@@ -406,233 +352,6 @@ Result<Push> parse_push(std::string_view line) {
   } catch (const std::exception& ex) {
     return bad(std::string("malformed monitor line: ") + ex.what());
   }
-}
-
-Access access_for(uid_t uid, std::span<const gid_t> groups, gid_t rcnet_gid) {
-  if (uid == 0)
-    return Access::kAdmin;
-  if (std::find(groups.begin(), groups.end(), rcnet_gid) != groups.end())
-    return Access::kRead;
-  return Access::kDenied;
-}
-
-std::optional<std::string> authorize(Command c, Access access) {
-  switch (access) {
-    case Access::kAdmin:
-      return std::nullopt;
-    case Access::kRead:
-      if (!is_mutating(c))
-        return std::nullopt;
-      return "\"" + std::string(to_string(c)) + "\" changes the daemon and needs root";
-    case Access::kDenied:
-      break;
-  }
-  return "permission denied: only root and members of the ctl group may use rcnetd's ctl socket";
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// --- Encoders ------------------------------------------------------------------------
-
-json status_json(const cm::Snapshot& s) {
-  json states = json::object();
-  for (int i = 0; i < cm::kQpStateCount; ++i) {
-    states[std::string(cm::to_string(static_cast<cm::QpState>(i)))] = 0;
-  }
-  std::size_t in_service = 0;
-  std::size_t established = 0;
-  std::size_t teardown = 0;
-  for (const cm::QpSnapshot& q : s.qps) {
-    auto& n = states[std::string(cm::to_string(q.state))];
-    n = n.get<std::uint64_t>() + 1;
-    if (q.in_service)
-      ++in_service;
-    if (q.state == cm::QpState::kEstablished)
-      ++established;
-    if (cm::is_teardown(q.state))
-      ++teardown;
-  }
-  return {
-      {"node", s.node},
-      {"incarnation", hex64(s.incarnation)},
-      {"local", s.local.to_string()},
-      {"device", s.device},
-      {"mtu", s.mtu},
-      {"offload", s.offload},
-      {"peers", s.peers.size()},
-      {"qps", s.qps.size()},
-      {"connections", in_service},
-      {"established", established},
-      {"in_teardown", teardown},
-      {"states", std::move(states)},
-      {"send_slots", {{"total", s.send_slots_total}, {"free", s.send_slots_free}}},
-      {"srq", srq_json(s.srq)},
-  };
-}
-
-json peers_json(const cm::Snapshot& s) {
-  json arr = json::array();
-  for (const cm::PeerSnapshot& p : s.peers) {
-    json state = nullptr;
-    for (const cm::QpSnapshot& q : s.qps) {
-      if (p.conn_id != 0 && q.id == p.conn_id)
-        state = std::string(cm::to_string(q.state));
-    }
-    arr.push_back({
-        {"node", p.node},
-        {"underlay", p.underlay.to_string()},
-        {"overlay", p.overlay.empty() ? json(nullptr) : json(p.overlay.to_string())},
-        {"incarnation", p.incarnation == 0 ? json(nullptr) : json(hex64(p.incarnation))},
-        {"queue_depth", p.queue_depth},
-        {"conn_id", p.conn_id},
-        {"state", std::move(state)},
-    });
-  }
-  return {{"peers", std::move(arr)}};
-}
-
-json qp_json(const cm::QpSnapshot& q) {
-  return {
-      {"id", q.id},
-      {"peer_node", q.peer_node},
-      {"peer_addr", q.peer_addr.to_string()},
-      {"qpn", q.qpn},
-      {"remote_qpn", q.remote_qpn},
-      {"state", std::string(cm::to_string(q.state))},
-      {"active", q.active},
-      {"in_service", q.in_service},
-      {"offload", q.offload},
-      {"time_in_state_ms", to_ms(q.time_in_state)},
-      {"age_ms", to_ms(q.age)},
-      {"idle_ms", to_ms(q.idle)},
-      {"tx_packets", q.tx_packets},
-      {"tx_bytes", q.tx_bytes},
-      {"rx_packets", q.rx_packets},
-      {"rx_bytes", q.rx_bytes},
-      {"teardown_reason", q.teardown_reason},
-  };
-}
-
-json qps_json(const cm::Snapshot& s) {
-  json arr = json::array();
-  for (const cm::QpSnapshot& q : s.qps)
-    arr.push_back(qp_json(q));
-  return {{"qps", std::move(arr)}};
-}
-
-json connections_json(const cm::Snapshot& s) {
-  json arr = json::array();
-  for (const cm::QpSnapshot& q : s.qps) {
-    if (!q.in_service)
-      continue;
-    json j = qp_json(q);
-    j["overlay"] = nullptr;
-    for (const cm::PeerSnapshot& p : s.peers) {
-      if (p.node == q.peer_node && !p.overlay.empty())
-        j["overlay"] = p.overlay.to_string();
-    }
-    arr.push_back(std::move(j));
-  }
-  return {{"connections", std::move(arr)}};
-}
-
-json srq_json(const cm::SrqSnapshot& s) {
-  return {
-      {"enabled", s.enabled},
-      {"size", s.size},
-      {"posted", s.posted},
-      {"limit", s.limit},
-      {"limit_events", s.limit_events},
-      {"buffer_size", s.buffer_size},
-  };
-}
-
-json stats_json(const cm::Counters& c) {
-  json arr = json::array();
-  c.for_each([&](std::string_view name, std::uint64_t value, std::string_view help) {
-    arr.push_back({{"name", std::string(name)}, {"value", value}, {"help", std::string(help)}});
-  });
-  return {{"counters", std::move(arr)}};
-}
-
-namespace {
-
-// A config::Value as JSON: the same types, unset as null.
-json value_json(const config::Value& v) {
-  return std::visit(
-      [](const auto& x) -> json {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>) {
-          return nullptr;
-        } else if constexpr (std::is_same_v<T, std::vector<config::InlineTable>>) {
-          json arr = json::array();
-          for (const config::InlineTable& t : x) {
-            json o = json::object();
-            for (const auto& [k, val] : t)
-              o[k] = val;
-            arr.push_back(std::move(o));
-          }
-          return arr;
-        } else {
-          return x;
-        }
-      },
-      v);
-}
-
-}  // namespace
-
-json config_json(const config::Config& c) {
-  json out = json::object();
-  for (const config::Key& k : config::keys())
-    out[std::string(k.dotted)] = value_json(k.get(c));
-  return out;
-}
-
-json disconnect_json(NodeId node) {
-  return {{"disconnected", node}};
-}
-
-json reap_json(std::size_t reaped) {
-  return {{"reaped", reaped}};
-}
-
-json log_level_json(config::LogLevel previous, config::LogLevel now) {
-  return {{"previous", std::string(config::to_string(previous))},
-          {"level", std::string(config::to_string(now))}};
-}
-
-AuditResult audit_compare(std::span<const rdma::Qpn> daemon, std::span<const rdma::Qpn> kernel) {
-  std::vector<rdma::Qpn> d(daemon.begin(), daemon.end());
-  std::vector<rdma::Qpn> k;
-  for (rdma::Qpn q : kernel) {
-    if (q > 1)
-      k.push_back(q);
-  }
-  std::sort(d.begin(), d.end());
-  d.erase(std::unique(d.begin(), d.end()), d.end());
-  std::sort(k.begin(), k.end());
-  k.erase(std::unique(k.begin(), k.end()), k.end());
-  AuditResult r;
-  r.daemon_count = d.size();
-  r.kernel_count = k.size();
-  std::set_difference(k.begin(), k.end(), d.begin(), d.end(), std::back_inserter(r.kernel_only));
-  std::set_difference(d.begin(), d.end(), k.begin(), k.end(), std::back_inserter(r.daemon_only));
-  return r;
-}
-
-json audit_json(const AuditResult& a) {
-  return {
-      {"ok", a.ok()},
-      {"daemon_qps", a.daemon_count},
-      {"kernel_qps", a.kernel_count},
-      {"kernel_only", a.kernel_only},
-      {"daemon_only", a.daemon_only},
-  };
 }
 
 }  // namespace rcnet::ctl

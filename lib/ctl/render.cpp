@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// rcnetctl's tables and lines; render_prometheus is in prometheus.cpp,
+// render_config in config_text.cpp.
 #include "ctl/render.hpp"
 
 #include <algorithm>
@@ -10,62 +12,17 @@
 #include <utility>
 #include <vector>
 
-#include "config/keys.hpp"
+#include "ctl/json_fields.hpp"
 
 namespace rcnet::ctl {
 
+using detail::array_of;
+using detail::count;
+using detail::field;
+using detail::number;
+using detail::text;
+
 namespace {
-
-const json& empty_array() {
-  static const json kEmpty = json::array();
-  return kEmpty;
-}
-
-const json* field(const json& j, const char* key) {
-  if (!j.is_object())
-    return nullptr;
-  const auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
-
-// A value as table text; "-" for missing, null or an empty string.
-std::string text(const json* v) {
-  if (v == nullptr || v->is_null())
-    return "-";
-  if (v->is_string()) {
-    const auto& s = v->get_ref<const std::string&>();
-    return s.empty() ? "-" : s;
-  }
-  if (v->is_boolean())
-    return v->get<bool>() ? "yes" : "no";
-  if (v->is_number_unsigned())
-    return std::to_string(v->get<std::uint64_t>());
-  if (v->is_number_integer())
-    return std::to_string(v->get<std::int64_t>());
-  if (v->is_number_float()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v->get<double>());
-    return buf;
-  }
-  return v->dump(-1, ' ', false, json::error_handler_t::replace);
-}
-std::string text(const json& j, const char* key) {
-  return text(field(j, key));
-}
-
-std::optional<double> number(const json& j, const char* key) {
-  const json* v = field(j, key);
-  if (v == nullptr || !v->is_number())
-    return std::nullopt;
-  return v->get<double>();
-}
-
-std::optional<std::uint64_t> count(const json& j, const char* key) {
-  const json* v = field(j, key);
-  if (v == nullptr || !v->is_number_unsigned())
-    return std::nullopt;
-  return v->get<std::uint64_t>();
-}
 
 std::string duration(const json& j, const char* key) {
   const auto ms = number(j, key);
@@ -77,11 +34,6 @@ std::string traffic(const json& j, const char* packets, const char* bytes) {
   const auto p = count(j, packets);
   const auto b = count(j, bytes);
   return (p ? std::to_string(*p) : "-") + "/" + (b ? format_bytes(*b) : "-");
-}
-
-const json& array_of(const json& data, const char* key) {
-  const json* v = field(data, key);
-  return v != nullptr && v->is_array() ? *v : empty_array();
 }
 
 // Columns separated by two spaces, numbers right-aligned, no trailing blanks.
@@ -131,39 +83,6 @@ class Table {
   std::vector<Column> cols_;
   std::vector<std::vector<std::string>> rows_;
 };
-
-// Where render_config's comments start, unless a line is longer.
-constexpr std::size_t kConfigCommentColumn = 40;
-
-// A dotted key as TOML writes it: bare when every part can be, else quoted
-// whole (only a key from a newer or foreign daemon can need that).
-std::string toml_key(const std::string& k) {
-  const bool bare = !k.empty() && k.front() != '.' && k.back() != '.' &&
-                    k.find("..") == std::string::npos &&
-                    std::all_of(k.begin(), k.end(), [](char c) {
-                      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                             (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-                    });
-  return bare ? k : json(k).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// A JSON value in TOML syntax: scalars as JSON writes them (a TOML basic
-// string takes JSON's escapes), arrays as [a, b], objects as inline tables.
-std::string toml_text(const json& v) {
-  if (v.is_array() || v.is_object()) {
-    std::string out = v.is_array() ? "[" : "{ ";
-    bool first = true;
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      out += first ? "" : ", ";
-      first = false;
-      if (v.is_object())
-        out += toml_key(it.key()) + " = ";
-      out += toml_text(*it);
-    }
-    return out + (v.is_array() ? "]" : (first ? "}" : " }"));
-  }
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 }  // namespace
 
@@ -358,93 +277,6 @@ std::string render_stats(const json& d) {
   return t.str();
 }
 
-namespace {
-// Prometheus metric names: [a-zA-Z_:][a-zA-Z0-9_:]*; HELP text escapes '\\'
-// and newlines (exposition format 0.0.4).
-std::string prom_name(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                    (ch >= '0' && ch <= '9') || ch == '_' || ch == ':';
-    out += ok ? ch : '_';
-  }
-  return out;
-}
-std::string prom_help(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '\\')
-      out += "\\\\";
-    else if (ch == '\n')
-      out += "\\n";
-    else
-      out += ch;
-  }
-  return out;
-}
-void prom_metric(std::string& out, const std::string& name, const char* type,
-                 std::string_view help) {
-  out += "# HELP " + name + " " + prom_help(help) + "\n";
-  out += "# TYPE " + name + " " + type + "\n";
-}
-}  // namespace
-
-std::string render_prometheus(const json& stats, const json& status) {
-  std::string out;
-  for (const json& c : array_of(stats, "counters")) {
-    const auto v = count(c, "value");
-    if (!v)
-      continue;
-    const std::string name = "rcnet_" + prom_name(text(c, "name")) + "_total";
-    prom_metric(out, name, "counter", text(c, "help"));
-    out += name + " " + std::to_string(*v) + "\n";
-  }
-  const json& m = status;
-  prom_metric(out, "rcnet_up", "gauge", "1 when rcnetd answered");
-  out += "rcnet_up 1\n";
-  if (const json* states = field(m, "states"); states != nullptr && states->is_object()) {
-    prom_metric(out, "rcnet_qps", "gauge",
-                "QPs by state, establishment and teardown stages (rcnetctl qps)");
-    for (const auto& [state, n] : states->items()) {
-      if (n.is_number_unsigned())
-        out +=
-            "rcnet_qps{state=\"" + state + "\"} " + std::to_string(n.get<std::uint64_t>()) + "\n";
-    }
-  }
-  const std::pair<const char*, const char*> gauges[] = {
-      {"connections", "connections in service (one per peer at most)"},
-      {"peers", "peers known to the connection manager"},
-      {"in_teardown", "QPs in a teardown stage"},
-  };
-  for (const auto& [key, help] : gauges) {
-    if (auto v = count(m, key)) {
-      prom_metric(out, std::string("rcnet_") + key, "gauge", help);
-      out += std::string("rcnet_") + key + " " + std::to_string(*v) + "\n";
-    }
-  }
-  if (const json* srq = field(m, "srq"); srq != nullptr && srq->is_object()) {
-    const std::pair<const char*, const char*> srq_gauges[] = {
-        {"size", "receive WRs of the SRQ"},
-        {"posted", "receive WRs posted on the SRQ now"},
-        {"limit", "SRQ low watermark (IBV_SRQ_LIMIT)"},
-    };
-    for (const auto& [key, help] : srq_gauges) {
-      if (auto v = count(*srq, key)) {
-        prom_metric(out, std::string("rcnet_srq_") + key, "gauge", help);
-        out += std::string("rcnet_srq_") + key + " " + std::to_string(*v) + "\n";
-      }
-    }
-  }
-  if (const json* slots = field(m, "send_slots"); slots != nullptr && slots->is_object()) {
-    prom_metric(out, "rcnet_send_slots", "gauge", "registered send slots, total and free");
-    for (const char* kind : {"total", "free"}) {
-      if (auto v = count(*slots, kind))
-        out += std::string("rcnet_send_slots{kind=\"") + kind + "\"} " + std::to_string(*v) + "\n";
-    }
-  }
-  return out;
-}
-
 std::string render_audit(const json& d) {
   const json* ok = field(d, "ok");
   const bool good = ok != nullptr && ok->is_boolean() && ok->get<bool>();
@@ -468,45 +300,6 @@ std::string render_audit(const json& d) {
   list("daemon_only", "daemon only (gone from the kernel):");
   list("seam_only", "seam only (live in the verbs seam, forgotten by the manager: leaked):");
   list("manager_only", "manager only (the verbs seam holds no such QP):");
-  return out;
-}
-
-std::string render_config(const json& d) {
-  if (!d.is_object())
-    return "-\n";
-  std::vector<std::pair<std::string, std::string>> lines;  // text, comment
-  const auto add = [&](const std::string& key, const json& v) {
-    const config::Key* k = config::find_key(key);
-    std::string comment;
-    if (k != nullptr) {
-      comment = k->unit.empty() ? "" : std::string(k->unit) + ", ";
-      comment += k->apply == config::Apply::kLive ? "live" : "needs a restart";
-    }
-    if (v.is_null())
-      lines.emplace_back("# " + key + " is not set", comment);
-    else
-      lines.emplace_back(toml_key(key) + " = " + toml_text(v), comment);
-  };
-  // The table's order (the file's); then keys this rcnetctl does not know,
-  // from a newer rcnetd.
-  for (const config::Key& k : config::keys()) {
-    if (const json* v = field(d, std::string(k.dotted).c_str()))
-      add(std::string(k.dotted), *v);
-  }
-  for (auto it = d.begin(); it != d.end(); ++it) {
-    if (config::find_key(it.key()) == nullptr)
-      add(it.key(), *it);
-  }
-  std::size_t width = 0;
-  for (const auto& [text, comment] : lines)
-    width = std::max(width, std::min(text.size(), kConfigCommentColumn));
-  std::string out;
-  for (const auto& [text, comment] : lines) {
-    out += text;
-    if (!comment.empty())
-      out += std::string(text.size() < width ? width - text.size() : 0, ' ') + "  # " + comment;
-    out += "\n";
-  }
   return out;
 }
 

@@ -62,6 +62,19 @@ inline constexpr std::string_view kMsgCollisionMerged = "12829befa121449db23244d
 inline constexpr std::string_view kMsgLastWqeTimeout = "a8bdde38780e488bb2e82e499ffc1141";
 inline constexpr std::string_view kMsgForcedDestroy = "505d15fe55d441d18c9305368757868d";
 
+// A short word for each id, as the ctl monitor's teardown "cause" shows it
+// (lib/ctl/views.cpp event_json) and rcnetctl(8) documents it.
+struct MessageIdName {
+  std::string_view id;
+  std::string_view name;
+};
+inline constexpr MessageIdName kMessageIdNames[] = {
+    {kMsgPeerConnected, "peer_connected"},     {kMsgPeerDisconnected, "peer_disconnected"},
+    {kMsgReapedIdle, "reaped_idle"},           {kMsgReapedDead, "reaped_dead"},
+    {kMsgRestartDetected, "restart_detected"}, {kMsgCollisionMerged, "collision_merged"},
+    {kMsgLastWqeTimeout, "last_wqe_timeout"},  {kMsgForcedDestroy, "forced_destroy"},
+};
+
 }  // namespace rcnet::log
 
 // Addresses as log arguments: formatted only when the record is emitted, so a

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "config/config.hpp"
-#include "ctl/protocol.hpp"
+#include "ctl/views.hpp"
 #include "fuzz_check.hpp"
 #include "wire/private_data.hpp"
 

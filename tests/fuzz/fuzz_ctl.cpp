@@ -24,6 +24,7 @@
 
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
+#include "ctl/views.hpp"
 #include "fuzz_check.hpp"
 
 using namespace rcnet;
@@ -36,8 +37,8 @@ void check_rendered(const std::string& text) {
 }
 
 void render_all(const json& data) {
-  for (int i = 0; i < kCommandCount; ++i)
-    check_rendered(render(static_cast<Command>(i), data));
+  for (const CommandInfo& row : kCommands)
+    check_rendered(render(row.cmd, data));
 }
 
 // The data the daemon answers `r` with, from an empty manager.
@@ -64,7 +65,7 @@ json reply_data(const Request& r) {
     case Command::kStats:
       return stats_json(kSnap.counters);
     case Command::kAudit:
-      return audit_json(audit_compare({}, {}));
+      return audit_json(AuditResult{});
     case Command::kConfig:
       return config_json(config::Config{});
     case Command::kDisconnect:

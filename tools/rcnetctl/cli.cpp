@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -323,28 +324,49 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   app.add_flag("-p,--pretty", pretty, "with -j: indent the JSON");
   app.add_option("-s,--socket", socket, "rcnetd's ctl socket")->capture_default_str();
 
-  ctl::Request req;
-  std::string peer, level;
-  std::optional<double> idle_s;
-  std::string stats_format = "table";
-  std::string output_path;
+  // One subcommand per row of ctl::kCommands, one option or positional per
+  // row's arg; the values are read per ArgKind once the line is parsed.
+  struct ArgValue {
+    CLI::Option* opt = nullptr;
+    std::string text;               // kPeer, kLogLevel
+    std::optional<double> seconds;  // kSeconds
+  };
   struct Sub {
-    ctl::Command cmd;
+    const ctl::CommandInfo* row;
     CLI::App* app;
   };
   std::vector<Sub> subs;
-  auto add = [&](ctl::Command c, const char* help) {
-    CLI::App* s = app.add_subcommand(std::string(ctl::to_string(c)), help);
-    subs.push_back({c, s});
-    return s;
-  };
-  add(ctl::Command::kStatus, "daemon, device, counts of peers and QPs by state");
-  add(ctl::Command::kPeers, "known peers and their in-service connection");
-  add(ctl::Command::kConnections, "connections in service, with traffic");
-  add(ctl::Command::kQps, "every QP, in service and in teardown, with its stage");
-  add(ctl::Command::kSrq, "shared receive queue fill and limit events");
+  std::map<const ctl::Arg*, ArgValue> values;  // node-based: CLI11 keeps pointers into it
+  for (const ctl::CommandInfo& row : ctl::kCommands) {
+    std::string help(row.help);
+    if (row.effect == ctl::Effect::kMutating)
+      help += "; root only";
+    CLI::App* sub = app.add_subcommand(std::string(row.name), help);
+    subs.push_back({&row, sub});
+    for (const ctl::Arg& a : row.args) {
+      ArgValue& v = values[&a];
+      const std::string name(a.cli);
+      switch (a.kind) {
+        case ctl::ArgKind::kPeer:
+          v.opt = sub->add_option(name, v.text, std::string(a.help));
+          break;
+        case ctl::ArgKind::kSeconds:
+          v.opt =
+              sub->add_option(name, v.seconds, std::string(a.help))->check(CLI::NonNegativeNumber);
+          break;
+        case ctl::ArgKind::kLogLevel:
+          v.opt = sub->add_option(name, v.text, std::string(a.help) + config::log_level_list());
+          break;
+      }
+      if (a.required)
+        v.opt->required();
+    }
+  }
+  // rcnetctl's own options of "stats": how to print, not what to ask.
+  std::string stats_format = "table";
+  std::string output_path;
   {
-    CLI::App* stats = add(ctl::Command::kStats, "manager, data path and ctl counters");
+    CLI::App* stats = subs[static_cast<std::size_t>(ctl::Command::kStats)].app;
     stats
         ->add_option("--format", stats_format,
                      "table (default), or prometheus: the text exposition format, with gauges "
@@ -354,20 +376,6 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
                       "with --format prometheus: write FILE atomically (a temporary file, then "
                       "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
   }
-  add(ctl::Command::kAudit, "compare rcnetd's QPs with the kernel's (RDMA netlink)");
-  add(ctl::Command::kConfig, "the running configuration");
-  add(ctl::Command::kDisconnect, "tear a peer's connection down (DREQ); root only")
-      ->add_option("PEER", peer, "node id, or the peer's underlay address")
-      ->required();
-  add(ctl::Command::kReap, "tear down connections idle for at least --idle; root only")
-      ->add_option("--idle", idle_s, "seconds (default: timeouts.idle)")
-      ->check(CLI::NonNegativeNumber);
-  add(ctl::Command::kLogLevel, "change the log level live; root only")
-      ->add_option("LEVEL", level, "trace, debug, info, warn, error, critical, off")
-      ->required();
-  add(ctl::Command::kMonitor,
-      "follow connection events live (state changes, teardowns, REJs, evictions) until "
-      "rcnetd stops or Ctrl-C; -j prints the event JSON lines");
 
   std::vector<std::string> argv_s;
   argv_s.emplace_back("rcnetctl");
@@ -382,38 +390,45 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     return rc == 0 ? kExitOk : kExitUsage;
   }
 
+  const ctl::CommandInfo* row = &ctl::kCommands[0];
   for (const Sub& s : subs) {
     if (s.app->parsed())
-      req.cmd = s.cmd;
+      row = s.row;
   }
-  switch (req.cmd) {
-    case ctl::Command::kDisconnect:
-      if (!parse_peer(peer, req)) {
-        err << "rcnetctl: disconnect: '" << peer << "' is neither a node id nor an IP address\n";
-        return kExitUsage;
-      }
-      break;
-    case ctl::Command::kReap:
-      if (idle_s) {
-        if (!std::isfinite(*idle_s) || *idle_s > 1e9) {
-          err << "rcnetctl: reap: --idle out of range\n";
+  ctl::Request req;
+  req.cmd = row->cmd;
+  for (const ctl::Arg& a : row->args) {
+    const ArgValue& v = values.at(&a);
+    if (v.opt->count() == 0)
+      continue;
+    const std::string prefix = "rcnetctl: " + std::string(row->name) + ": ";
+    switch (a.kind) {
+      case ctl::ArgKind::kPeer:
+        if (!parse_peer(v.text, req)) {
+          err << prefix << "'" << v.text << "' is neither a node id nor an IP address\n";
+          return kExitUsage;
+        }
+        break;
+      case ctl::ArgKind::kSeconds:
+        if (!v.seconds)
+          break;
+        if (!std::isfinite(*v.seconds) || *v.seconds > 1e9) {
+          err << prefix << a.cli << " out of range\n";
           return kExitUsage;
         }
         req.reap_idle =
-            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*idle_s));
-      }
-      break;
-    case ctl::Command::kLogLevel:
-      if (auto l = config::parse_log_level(level)) {
-        req.level = *l;
-      } else {
-        err << "rcnetctl: log-level: unknown level '" << level
-            << "' (trace, debug, info, warn, error, critical, off)\n";
-        return kExitUsage;
-      }
-      break;
-    default:
-      break;
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*v.seconds));
+        break;
+      case ctl::ArgKind::kLogLevel:
+        if (auto l = config::parse_log_level(v.text)) {
+          req.level = *l;
+        } else {
+          err << prefix << "unknown level '" << v.text << "' (" << config::log_level_list()
+              << ")\n";
+          return kExitUsage;
+        }
+        break;
+    }
   }
 
   const bool prometheus = req.cmd == ctl::Command::kStats && stats_format == "prometheus";

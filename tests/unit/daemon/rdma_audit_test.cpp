@@ -158,3 +158,26 @@ TEST_CASE("audit: the reply names a QP the manager forgot but the seam still hol
   CHECK(good["ok"] == true);
   CHECK(good["daemon_qps"] == 2);
 }
+
+TEST_CASE("audit compare finds differences both ways", "[ops][audit]") {
+  const std::vector<rdma::Qpn> daemon = {17, 18, 19, 40};
+  const std::vector<rdma::Qpn> kernel = {1, 0, 19, 18, 17, 21, 22, 17};
+  const ctl::AuditResult a = audit_compare(daemon, kernel);
+  CHECK_FALSE(a.ok());
+  CHECK(a.kernel_only == std::vector<rdma::Qpn>{21, 22});
+  CHECK(a.daemon_only == std::vector<rdma::Qpn>{40});
+  CHECK(a.daemon_count == 4);
+  CHECK(a.kernel_count == 5);  // 0 and 1 ignored, 17 once
+
+  const ctl::json j = ctl::audit_json(a);
+  CHECK(j["ok"] == false);
+  CHECK(j["kernel_only"] == ctl::json::array({21, 22}));
+  CHECK(j["daemon_only"] == ctl::json::array({40}));
+  CHECK(j["kernel_qps"] == 5);
+
+  const std::vector<rdma::Qpn> same = {40, 19, 18, 17};
+  const ctl::AuditResult b = audit_compare(daemon, same);
+  CHECK(b.ok());
+  CHECK(ctl::audit_json(b)["ok"] == true);
+  CHECK(audit_compare({}, {}).ok());
+}

@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "config/keys.hpp"
 #include "ctl/protocol.hpp"
+#include "ctl/views.hpp"
 
 using namespace rcnet;
 using namespace rcnet::rcnetctl;
@@ -138,17 +139,21 @@ TEST_CASE("rcnetctl: error replies exit 1 and show the daemon's message", "[ops]
 
 TEST_CASE("rcnetctl: audit exits 1 on a mismatch, 0 when the tables agree", "[ops][rcnetctl]") {
   FakeDaemon d;
-  const std::vector<rdma::Qpn> daemon{17, 19}, kernel_same{17, 19}, kernel_leak{17, 19, 23};
-  d.reply = ctl::ok_reply(ctl::audit_json(ctl::audit_compare(daemon, kernel_same)));
+  // The daemon has QPs 17 and 19; the kernel the same, or 23 as well.
+  const ctl::AuditResult same{
+      .kernel_only = {}, .daemon_only = {}, .daemon_count = 2, .kernel_count = 2};
+  const ctl::AuditResult leak{
+      .kernel_only = {23}, .daemon_only = {}, .daemon_count = 2, .kernel_count = 3};
+  d.reply = ctl::ok_reply(ctl::audit_json(same));
   auto ok = run_with(d, {"audit"});
   CHECK(ok.rc == kExitOk);
   CHECK_FALSE(ok.out.empty());
-  d.reply = ctl::ok_reply(ctl::audit_json(ctl::audit_compare(daemon, kernel_leak)));
+  d.reply = ctl::ok_reply(ctl::audit_json(leak));
   auto bad = run_with(d, {"audit"});
   CHECK(bad.rc == kExitFailed);
   CHECK(bad.out.find("23") != std::string::npos);
   // A mismatch only the seam saw (the daemon sets ok=false) counts as well.
-  json j = ctl::audit_json(ctl::audit_compare(daemon, kernel_same));
+  json j = ctl::audit_json(same);
   j["ok"] = false;
   j["seam_only"] = {31};
   d.reply = ctl::ok_reply(j);

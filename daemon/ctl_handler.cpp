@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ctl_handler.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "ctl/views.hpp"
+#include "ctl_server.hpp"  // CtlCounters
+#include "logging.hpp"
+#include "rcnet_build_config.h"
+#include "rdma_audit.hpp"
+
+namespace rcnet::daemon {
+
+using ctl::json;
+
+// --- Request handling -------------------------------------------------------------
+
+namespace {
+
+json append_counters(json stats, const json& extra) {
+  if (!stats.contains("counters") || !stats["counters"].is_array() || !extra.is_array())
+    return stats;
+  for (const json& c : extra)
+    stats["counters"].push_back(c);
+  return stats;
+}
+
+HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounters* ctl) {
+  using ctl::Command;
+  using ctl::ErrorCode;
+  switch (req.cmd) {
+    case Command::kStatus: {
+      json data = ctl::status_json(b.snapshot());
+      data["daemon"] = b.daemon_status();
+      return {ctl::ok_reply(data)};
+    }
+    case Command::kPeers:
+      return {ctl::ok_reply(ctl::peers_json(b.snapshot()))};
+    case Command::kConnections:
+      return {ctl::ok_reply(ctl::connections_json(b.snapshot()))};
+    case Command::kQps:
+      return {ctl::ok_reply(ctl::qps_json(b.snapshot()))};
+    case Command::kSrq:
+      return {ctl::ok_reply(ctl::srq_json(b.snapshot().srq))};
+    case Command::kStats: {
+      json data = append_counters(ctl::stats_json(b.snapshot().counters), b.daemon_counters());
+      if (ctl != nullptr)
+        data = append_counters(std::move(data), ctl::counters_json(*ctl));
+      return {ctl::ok_reply(data)};
+    }
+    case Command::kAudit: {
+      auto a = b.audit();
+      if (!a)
+        return {ctl::error_reply(ErrorCode::kFailed, "audit: " + a.error().message())};
+      return {ctl::ok_reply(*a)};
+    }
+    case Command::kConfig:
+      return {ctl::ok_reply(ctl::config_json(b.config()))};
+    case Command::kDisconnect: {
+      std::optional<NodeId> node = req.peer_node;
+      std::string name;
+      if (node) {
+        name = fmt::format("node {}", *node);
+      } else if (req.peer_addr) {
+        name = req.peer_addr->to_string();
+        for (const cm::PeerSnapshot& p : b.snapshot().peers) {
+          if (p.underlay.addr == *req.peer_addr)
+            node = p.node;
+        }
+        // Not in the table: its id is still derived from the address.
+        if (!node)
+          node = node_id_for(*req.peer_addr);
+      }
+      if (!node || !b.disconnect(*node, "rcnetctl disconnect"))
+        return {ctl::error_reply(ErrorCode::kFailed, "no peer " + name)};
+      return {ctl::ok_reply(ctl::disconnect_json(*node))};
+    }
+    case Command::kReap: {
+      const Duration idle = req.reap_idle.value_or(b.config().manager.idle_timeout);
+      return {ctl::ok_reply(ctl::reap_json(b.reap(idle)))};
+    }
+    case Command::kLogLevel: {
+      const config::LogLevel previous = b.log_level();
+      b.set_log_level(req.level);
+      return {ctl::ok_reply(ctl::log_level_json(previous, req.level))};
+    }
+    case Command::kMonitor:
+      return {ctl::ok_reply({{"monitor", true}}), false, true};
+  }
+  return {ctl::error_reply(ErrorCode::kUnknownCommand, "unknown command"), true};
+}
+
+}  // namespace
+
+HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBackend& backend,
+                              const CtlCounters* ctl) {
+  try {
+    // A stranger learns nothing, not even whether its request parses.
+    if (access == ctl::Access::kDenied) {
+      return {ctl::error_reply(ctl::ErrorCode::kForbidden,
+                               ctl::authorize(ctl::Command::kStatus, access).value_or("forbidden")),
+              true};
+    }
+    auto req = ctl::parse_request(line);
+    if (!req)
+      return {ctl::error_reply(req.error()), true};
+    if (auto why = ctl::authorize(req->cmd, access))
+      return {ctl::error_reply(ctl::ErrorCode::kForbidden, *why), true};
+    return dispatch(*req, backend, ctl);
+  } catch (const std::exception& e) {
+    // Allocation or a JSON type error: answer, never unwind into the loop.
+    return {ctl::error_reply(ctl::ErrorCode::kFailed, std::string("internal error: ") + e.what())};
+  }
+}
+
+// --- Over the daemon's parts ---------------------------------------------------------
+
+namespace {
+
+class DaemonBackend final : public CtlBackend {
+ public:
+  explicit DaemonBackend(CtlDaemonParts parts) : p_(std::move(parts)) {}
+
+  void stopping() override { stopping_ = true; }
+
+  cm::Snapshot snapshot() const override { return p_.manager.snapshot(); }
+
+  json daemon_status() const override {
+    const config::Config& c = p_.config;
+    return {
+        {"version", RCNET_VERSION},
+        {"pid", ::getpid()},
+        // From the Daemon's construction, not the ctl server's: the time
+        // spent bringing the device, listener and TUN up counts as uptime.
+        {"uptime_ms", to_ms(Clock::now() - p_.start_time)},
+        {"config_path", p_.config_path},
+        {"tun",
+         {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
+        {"stopping", stopping_},
+        {"log_level", config::to_string(log_level())},
+        {"status", p_.status_text()},
+    };
+  }
+
+  json daemon_counters() const override { return ctl::counters_json(p_.tun_counters); }
+
+  const config::Config& config() const override { return p_.config; }
+
+  Result<json> audit() override {
+    return audit_qps(p_.manager.snapshot().device, p_.manager.live_qpns(), p_.seam.qpns());
+  }
+
+  bool disconnect(NodeId node, std::string_view why) override {
+    return p_.manager.disconnect_peer(node, why);
+  }
+  std::size_t reap(Duration idle) override { return p_.manager.reap_idle(idle); }
+  config::LogLevel log_level() const override {
+    return from_spdlog(spdlog::default_logger_raw()->level());
+  }
+  void set_log_level(config::LogLevel level) override {
+    rcnet::daemon::set_log_level(level);
+    spdlog::info("log level set to {}", config::to_string(level));
+  }
+
+ private:
+  CtlDaemonParts p_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts) {
+  return std::make_unique<DaemonBackend>(std::move(parts));
+}
+
+}  // namespace rcnet::daemon

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ctl/views.hpp"
+
+#include <cstdio>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "config/keys.hpp"
+#include "util/log.hpp"
+
+namespace rcnet::ctl {
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// --- The read commands -----------------------------------------------------------------
+
+json status_json(const cm::Snapshot& s) {
+  json states = json::object();
+  for (int i = 0; i < cm::kQpStateCount; ++i) {
+    states[std::string(cm::to_string(static_cast<cm::QpState>(i)))] = 0;
+  }
+  std::size_t in_service = 0;
+  std::size_t established = 0;
+  std::size_t teardown = 0;
+  for (const cm::QpSnapshot& q : s.qps) {
+    auto& n = states[std::string(cm::to_string(q.state))];
+    n = n.get<std::uint64_t>() + 1;
+    if (q.in_service)
+      ++in_service;
+    if (q.state == cm::QpState::kEstablished)
+      ++established;
+    if (cm::is_teardown(q.state))
+      ++teardown;
+  }
+  return {
+      {"node", s.node},
+      {"incarnation", hex64(s.incarnation)},
+      {"local", s.local.to_string()},
+      {"device", s.device},
+      {"mtu", s.mtu},
+      {"offload", s.offload},
+      {"peers", s.peers.size()},
+      {"qps", s.qps.size()},
+      {"connections", in_service},
+      {"established", established},
+      {"in_teardown", teardown},
+      {"states", std::move(states)},
+      {"send_slots", {{"total", s.send_slots_total}, {"free", s.send_slots_free}}},
+      {"srq", srq_json(s.srq)},
+  };
+}
+
+json peers_json(const cm::Snapshot& s) {
+  json arr = json::array();
+  for (const cm::PeerSnapshot& p : s.peers) {
+    json state = nullptr;
+    for (const cm::QpSnapshot& q : s.qps) {
+      if (p.conn_id != 0 && q.id == p.conn_id)
+        state = std::string(cm::to_string(q.state));
+    }
+    arr.push_back({
+        {"node", p.node},
+        {"underlay", p.underlay.to_string()},
+        {"overlay", p.overlay.empty() ? json(nullptr) : json(p.overlay.to_string())},
+        {"incarnation", p.incarnation == 0 ? json(nullptr) : json(hex64(p.incarnation))},
+        {"queue_depth", p.queue_depth},
+        {"conn_id", p.conn_id},
+        {"state", std::move(state)},
+    });
+  }
+  return {{"peers", std::move(arr)}};
+}
+
+json qp_json(const cm::QpSnapshot& q) {
+  return {
+      {"id", q.id},
+      {"peer_node", q.peer_node},
+      {"peer_addr", q.peer_addr.to_string()},
+      {"qpn", q.qpn},
+      {"remote_qpn", q.remote_qpn},
+      {"state", std::string(cm::to_string(q.state))},
+      {"active", q.active},
+      {"in_service", q.in_service},
+      {"offload", q.offload},
+      {"time_in_state_ms", to_ms(q.time_in_state)},
+      {"age_ms", to_ms(q.age)},
+      {"idle_ms", to_ms(q.idle)},
+      {"tx_packets", q.tx_packets},
+      {"tx_bytes", q.tx_bytes},
+      {"rx_packets", q.rx_packets},
+      {"rx_bytes", q.rx_bytes},
+      {"teardown_reason", q.teardown_reason},
+  };
+}
+
+json qps_json(const cm::Snapshot& s) {
+  json arr = json::array();
+  for (const cm::QpSnapshot& q : s.qps)
+    arr.push_back(qp_json(q));
+  return {{"qps", std::move(arr)}};
+}
+
+json connections_json(const cm::Snapshot& s) {
+  json arr = json::array();
+  for (const cm::QpSnapshot& q : s.qps) {
+    if (!q.in_service)
+      continue;
+    json j = qp_json(q);
+    j["overlay"] = nullptr;
+    for (const cm::PeerSnapshot& p : s.peers) {
+      if (p.node == q.peer_node && !p.overlay.empty())
+        j["overlay"] = p.overlay.to_string();
+    }
+    arr.push_back(std::move(j));
+  }
+  return {{"connections", std::move(arr)}};
+}
+
+json srq_json(const cm::SrqSnapshot& s) {
+  return {
+      {"enabled", s.enabled},
+      {"size", s.size},
+      {"posted", s.posted},
+      {"limit", s.limit},
+      {"limit_events", s.limit_events},
+      {"buffer_size", s.buffer_size},
+  };
+}
+
+json stats_json(const cm::Counters& c) {
+  return {{"counters", counters_json(c)}};
+}
+
+namespace {
+
+// A config::Value as JSON: the same types, unset as null.
+json value_json(const config::Value& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, std::vector<config::InlineTable>>) {
+          json arr = json::array();
+          for (const config::InlineTable& t : x) {
+            json o = json::object();
+            for (const auto& [k, val] : t)
+              o[k] = val;
+            arr.push_back(std::move(o));
+          }
+          return arr;
+        } else {
+          return x;
+        }
+      },
+      v);
+}
+
+}  // namespace
+
+json config_json(const config::Config& c) {
+  json out = json::object();
+  for (const config::Key& k : config::keys())
+    out[std::string(k.dotted)] = value_json(k.get(c));
+  return out;
+}
+
+json disconnect_json(NodeId node) {
+  return {{"disconnected", node}};
+}
+
+json reap_json(std::size_t reaped) {
+  return {{"reaped", reaped}};
+}
+
+json log_level_json(config::LogLevel previous, config::LogLevel now) {
+  return {{"previous", std::string(config::to_string(previous))},
+          {"level", std::string(config::to_string(now))}};
+}
+
+json audit_json(const AuditResult& a) {
+  return {
+      {"ok", a.ok()},
+      {"daemon_qps", a.daemon_count},
+      {"kernel_qps", a.kernel_count},
+      {"kernel_only", a.kernel_only},
+      {"daemon_only", a.daemon_only},
+  };
+}
+
+namespace {
+
+// The teardown's journal MESSAGE_ID as a word a monitor can show and match.
+std::string_view cause_name(std::string_view message_id) {
+  if (message_id.empty())
+    return "";
+  for (const log::MessageIdName& m : log::kMessageIdNames) {
+    if (m.id == message_id)
+      return m.name;
+  }
+  return "other";
+}
+
+}  // namespace
+
+json event_json(const cm::Event& e, std::int64_t wall_ms) {
+  json j = {
+      {"kind", std::string(cm::to_string(e.kind))},
+      {"time_ms", wall_ms},
+      {"conn", e.conn},
+      {"peer_node", e.peer},
+      {"peer_addr", e.peer_addr.to_string()},
+      {"qpn", e.qpn},
+      {"remote_qpn", e.remote_qpn},
+      {"to", std::string(cm::to_string(e.to))},
+      {"reason", std::string(e.reason)},
+  };
+  switch (e.kind) {
+    case cm::EventKind::kState:
+      j["from"] = std::string(cm::to_string(e.from));
+      break;
+    case cm::EventKind::kTeardown:
+      j["cause"] = std::string(cause_name(e.message_id));
+      break;
+    case cm::EventKind::kReject:
+      j.erase("to");  // no connection, no state
+      j["detail"] = std::string(e.detail);
+      break;
+    case cm::EventKind::kEvict:
+      break;
+  }
+  return j;
+}
+
+}  // namespace rcnet::ctl

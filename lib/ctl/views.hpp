@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// The "data" of the ctl replies (protocol.hpp): the manager's snapshot, the
+// running config and connection events as JSON, in the conventions of
+// protocol.hpp (durations in ms under keys ending "_ms", node ids as
+// numbers, incarnations as 16-digit hex strings). Pure; nothing throws but
+// allocation.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cm/events.hpp"
+#include "cm/snapshot.hpp"
+#include "config/config.hpp"
+#include "ctl/protocol.hpp"
+#include "rdma/seam.hpp"
+
+namespace rcnet::ctl {
+
+// --- The read commands -----------------------------------------------------------------
+// status: node, incarnation, local, device, mtu, peer and QP counts, QPs by
+// state name (every state, zeros included), send slots, SRQ summary.
+json status_json(const cm::Snapshot& s);
+// peers: {"peers":[{node, underlay, overlay, incarnation, queue_depth,
+// conn_id, state}]}; state is the in-service QP's state name, or null.
+json peers_json(const cm::Snapshot& s);
+// One QP: every field of cm::QpSnapshot, state by cm::to_string(QpState).
+json qp_json(const cm::QpSnapshot& q);
+// qps: {"qps":[qp_json...]}, every QP in service and in teardown.
+json qps_json(const cm::Snapshot& s);
+// connections: {"connections":[qp_json + "overlay"]}, in-service QPs only.
+json connections_json(const cm::Snapshot& s);
+// srq: enabled, size, posted, limit, limit_events.
+json srq_json(const cm::SrqSnapshot& s);
+
+// A set of counters as [{name, value, help}], in declaration order: any type
+// whose for_each(f) calls f(name, value, help) once per counter (cm::Counters
+// and the daemon's TunCounters and CtlCounters, each from its X-macro).
+template <class Counters>
+json counters_json(const Counters& c) {
+  json arr = json::array();
+  c.for_each([&](std::string_view name, std::uint64_t value, std::string_view help) {
+    arr.push_back({{"name", name}, {"value", value}, {"help", help}});
+  });
+  return arr;
+}
+// stats: {"counters": counters_json(c)}; the daemon appends its own.
+json stats_json(const cm::Counters& c);
+
+// config: the running configuration, one member per row of config::keys(),
+// named by the TOML dotted key ("timeouts.idle") and valued as rcnetd.toml
+// writes it (config::Value): durations are duration strings ("10s", "1500ms",
+// config::format_duration), not milliseconds, so that a value read here can
+// be pasted into the file and a key looked up in rcnetd.toml(5) as shown;
+// an unset optional key (peers.underlay_prefix) is null; peers.static is a
+// list of {"overlay", "underlay"}.
+json config_json(const config::Config& c);
+
+// audit: the daemon's QPNs against the kernel's (daemon/rdma_audit.hpp
+// compares them; QPN 0 and 1, the special QPs, are left out on the kernel
+// side).
+struct AuditResult {
+  std::vector<rdma::Qpn> kernel_only;  // leaked or unknown to the daemon (sorted)
+  std::vector<rdma::Qpn> daemon_only;  // daemon thinks alive, kernel has none (sorted)
+  std::size_t daemon_count = 0;
+  std::size_t kernel_count = 0;
+  bool ok() const { return kernel_only.empty() && daemon_only.empty(); }
+};
+// {"ok", "daemon_qps", "kernel_qps", "kernel_only":[...], "daemon_only":[...]}
+json audit_json(const AuditResult& a);
+
+// --- The mutating commands' results ----------------------------------------------------
+json disconnect_json(NodeId node);
+json reap_json(std::size_t reaped);
+json log_level_json(config::LogLevel previous, config::LogLevel now);
+
+// --- Monitor ---------------------------------------------------------------------------
+// {"kind":"state"|"teardown"|"reject"|"evict", "time_ms": wall clock (Unix
+// epoch ms), "conn", "peer_node", "peer_addr" (as in qp_json), "qpn",
+// "remote_qpn", "from" (state events only), "to" (the state after the event),
+// "reason", "detail" (reject only), "cause" (teardown: the name of its
+// journal MESSAGE_ID in log::kMessageIdNames, e.g. "reaped_idle", "other"
+// for an id without one, "" for none)}
+json event_json(const cm::Event& e, std::int64_t wall_ms);
+
+// "0123456789abcdef"
+std::string hex64(std::uint64_t v);
+
+}  // namespace rcnet::ctl
