@@ -31,7 +31,6 @@
 
 namespace rcnet::cm {
 
-
 enum class TeardownKind : std::uint8_t {
   kGraceful,  // we send DREQ and wait (bounded) for DISCONNECTED
   kRemote,    // DREQ received: answer it and go on
