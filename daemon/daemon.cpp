@@ -378,17 +378,15 @@ Result<void> Daemon::reload() {
   }
   if (opts_.ctl_socket)
     next->ctl_socket = *opts_.ctl_socket;
-  const auto keys = config::restart_required(cfg_, *next);
+  const auto keys = config::reload(cfg_, *next);
   if (!keys.empty()) {
     sd_notify(0, "READY=1");
     return Error::invalid("not applied, keeping the running configuration: " + join(keys) +
                           (keys.size() == 1 ? " needs" : " need") + " a restart");
   }
-  cm::ManagerConfig mc = next->manager;
+  cm::ManagerConfig mc = cfg_.manager;
   mc.incarnation = incarnation_;
-  next->manager.incarnation = incarnation_;
   manager_->reconfigure(mc);
-  cfg_ = std::move(*next);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
   if (ctl_)
     ctl_->reloaded(cfg_);

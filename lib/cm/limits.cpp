@@ -187,17 +187,9 @@ bool Manager::Impl::disconnect_peer(NodeId node, std::string_view why) {
 }
 
 void Manager::Impl::reconfigure(const ManagerConfig& n) {
-  cfg_.idle_timeout = n.idle_timeout;
-  cfg_.last_wqe_timeout = n.last_wqe_timeout;
-  cfg_.drain_timeout = n.drain_timeout;
-  cfg_.disconnect_timeout = n.disconnect_timeout;
-  cfg_.resolve_timeout = n.resolve_timeout;
-  cfg_.connect_timeout = n.connect_timeout;
-  cfg_.connect_retries = n.connect_retries;
-  cfg_.reaper_interval = n.reaper_interval;
-  cfg_.retry_count = n.retry_count;
-  cfg_.rnr_retry_count = n.rnr_retry_count;
-  cfg_.peer_queue_depth = n.peer_queue_depth;
+  // Taken whole: only the live settings differ from cfg_ (manager.hpp), so
+  // what start() sized stays as it is.
+  cfg_ = with_defaults(n);
   // A lower depth applies to packets already queued: oldest dropped, counted.
   table_.for_each_peer([&](Peer& p) {
     while (p.queue.size() > cfg_.peer_queue_depth) {
@@ -205,9 +197,6 @@ void Manager::Impl::reconfigure(const ManagerConfig& n) {
       ++ctr_.drops_queue_full;
     }
   });
-  cfg_.signal_every = std::max<std::uint32_t>(1, n.signal_every);
-  cfg_.allowed_peers = n.allowed_peers;
-  cfg_.max_connections = n.max_connections != 0 ? n.max_connections : (cfg_.use_srq ? 4096 : 128);
   next_reap_ = TimePoint::max();
 }
 

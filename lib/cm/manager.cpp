@@ -13,18 +13,22 @@
 namespace rcnet::cm {
 
 Manager::Impl::Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink)
-    : cfg_(std::move(cfg)),
+    : cfg_(with_defaults(std::move(cfg))),
       seam_(seam),
       timers_(timers),
       dp_(cfg_, ctr_, seam, timers, sink, table_, *this) {
   self_ = node_id_for(cfg_.local.addr);
-  if (cfg_.max_connections == 0)
-    cfg_.max_connections = cfg_.use_srq ? 4096 : 128;
-  if (cfg_.srq_limit == 0)
-    cfg_.srq_limit = std::max<std::uint32_t>(1, cfg_.srq_size / 8);
-  if (cfg_.signal_every == 0)
-    cfg_.signal_every = 1;
   rng_ = cfg_.incarnation * 0x9e3779b97f4a7c15ull + self_;
+}
+
+ManagerConfig Manager::Impl::with_defaults(ManagerConfig c) {
+  if (c.max_connections == 0)
+    c.max_connections = c.use_srq ? 4096 : 128;
+  if (c.srq_limit == 0)
+    c.srq_limit = std::max<std::uint32_t>(1, c.srq_size / 8);
+  if (c.signal_every == 0)
+    c.signal_every = 1;
+  return c;
 }
 
 Manager::Impl::~Impl() {

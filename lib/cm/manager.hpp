@@ -197,9 +197,12 @@ class Manager final : public rdma::EventSink {
   bool disconnect_peer(NodeId node, std::string_view why);
   // Tears down every connection idle for at least `idle`; returns how many.
   std::size_t reap_idle(Duration idle);
-  // Applies live-changeable settings: timeouts, retries, max_connections,
-  // peer_queue_depth, signal_every, allowed_peers. Other fields are ignored
-  // (they need a restart; config::restart_required names them).
+  // Replaces the running configuration with `cfg`, its "0 = default" fields
+  // resolved as at construction. `cfg` may differ from config() only in
+  // live-changeable settings: signal_every and the fields of the rcnetd.toml
+  // keys a reload applies (config::reload() copies exactly those: the key
+  // table's Apply::kLive rows). The others were sized or handed to the
+  // device by start(); a restart changes them (config::restart_required).
   void reconfigure(const ManagerConfig& cfg);
 
   // Graceful stop: DREQ every connection, tear every QP down (bounded by the

@@ -43,6 +43,10 @@ class Manager::Impl final : private DataPathHooks {
   ~Impl();
 
   // --- manager.cpp ------------------------------------------------------------------
+  // `c` with its "0 = default" fields resolved, at construction and at
+  // reconfigure(): max_connections (128 without SRQ, 4096 with: IPoIB-CM's),
+  // srq_limit (srq_size / 8, at least 1), signal_every (1).
+  static ManagerConfig with_defaults(ManagerConfig c);
   Result<void> start();
   // After every entry point: one wakeup request for the earliest deadline, and
   // the true edge of back-pressure when room came back.

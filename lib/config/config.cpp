@@ -205,4 +205,15 @@ std::vector<std::string> restart_required(const Config& running, const Config& n
   return out;
 }
 
+std::vector<std::string> reload(Config& running, const Config& next) {
+  auto keys_to_restart = restart_required(running, next);
+  if (!keys_to_restart.empty())
+    return keys_to_restart;
+  for (const Key& k : keys()) {
+    if (k.apply == Apply::kLive)
+      k.copy(next, running);
+  }
+  return {};
+}
+
 }  // namespace rcnet::config

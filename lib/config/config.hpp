@@ -94,4 +94,13 @@ Result<Config> load(const std::string& path);
 // via cm::Manager::reconfigure() and the daemon's reload.
 std::vector<std::string> restart_required(const Config& running, const Config& next);
 
+// A reload of `next` (SIGHUP, daemon/daemon.cpp Daemon::reload): when
+// restart_required(running, next) is empty, sets every key whose row says
+// Apply::kLive to its value in `next` (the rows' copy()) and returns an empty
+// list; the daemon then hands running.manager to cm::Manager::reconfigure().
+// Otherwise returns restart_required()'s keys and leaves `running` as it is.
+// Fields no key names (manager.incarnation, manager.signal_every) keep
+// their running values.
+std::vector<std::string> reload(Config& running, const Config& next);
+
 }  // namespace rcnet::config

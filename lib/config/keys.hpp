@@ -6,6 +6,7 @@
 //   - config::parse(): which tables and keys exist (anything else is an
 //     "unknown key"), each key's type, range or validator, required keys;
 //   - config::restart_required(): a changed key whose row says kRestart;
+//   - config::reload(): what a SIGHUP applies, the kLive rows' copy();
 //   - the ctl "config" reply (ctl::config_json) and its rendering: one entry
 //     per row, named by the dotted key, valued as the file writes it.
 // Checks that involve several keys (srq.limit < srq.size, ...) run after the
@@ -36,7 +37,8 @@ struct Field;  // one TOML value being read (reader.hpp)
 
 // What a SIGHUP does with a changed key.
 enum class Apply : std::uint8_t {
-  kLive,     // applied by the reload (cm::Manager::reconfigure, log level, peer table)
+  kLive,     // applied by the reload (config::reload, then cm::Manager::reconfigure,
+             // log level, peer table)
   kRestart,  // the reload refuses the whole file and names the key
 };
 
@@ -65,6 +67,9 @@ struct Key {
   // Reads the key's TOML value into `c`, validating type, range and its own
   // validator; a failure is recorded in the reader with file, line and key.
   void (*read)(detail::Field& f, Config& c);
+  // kLive rows: sets the key's value in `to` to the one in `from` (the
+  // reload's copy, config::reload()). nullptr for kRestart rows.
+  void (*copy)(const Config& from, Config& to);
 
   // "timeouts" and "idle" of "timeouts.idle".
   constexpr std::string_view section() const { return dotted.substr(0, dotted.find('.')); }

@@ -2,7 +2,8 @@
 #pragma once
 // Internal to lib/config: walks one parsed TOML document, remembers the line
 // of every key it reads (so that cross-field checks can point at the right
-// line) and keeps the first error. Only config.cpp and keys.cpp include it.
+// line) and keeps the first error. Only lib/config's .cpp files and
+// key_kinds.hpp include it.
 
 #include <toml++/toml.h>
 #include <algorithm>

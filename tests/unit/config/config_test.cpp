@@ -11,6 +11,7 @@
 #include "config/example_toml.hpp"
 #include "config/key_docs.hpp"
 #include "config/keys.hpp"
+#include "sim/fabric.hpp"
 
 using namespace rcnet;
 using namespace rcnet::config;
@@ -571,6 +572,62 @@ TEST_CASE("config: load reports a missing file with its errno and path", "[confi
 
 namespace {
 
+// One change per row to kFull: (row, text in kFull, replacement).
+struct Change {
+  const char* key;
+  const char* from;
+  const char* to;
+};
+constexpr Change kChanges[] = {
+    {"node.address", "\naddress = \"10.99.0.1\"", "\naddress = \"10.99.0.3\""},
+    {"node.port", "\nport = 7472", "\nport = 7473"},
+    {"tun.name", "\nname = \"rc1\"", "\nname = \"rc2\""},
+    {"tun.address", "\naddress = \"10.100.0.1/24\"", "\naddress = \"10.100.0.2/24\""},
+    {"tun.mtu", "\nmtu = 9000", "\nmtu = 9001"},
+    {"tun.netns", "\nnetns = \"node1\"", "\nnetns = \"node2\""},
+    {"peers.underlay_prefix", "\nunderlay_prefix = \"10.99.0.0/24\"",
+     "\nunderlay_prefix = \"10.99.5.0/24\""},
+    {"peers.allowed", "\nallowed = [\"10.99.0.0/24\", \"10.98.0.0/16\"]",
+     "\nallowed = [\"10.99.0.0/24\"]"},
+    {"peers.static", "\nunderlay = \"10.99.1.8\"", "\nunderlay = \"10.99.1.9\""},
+    {"srq.enabled", "\nenabled = false", "\nenabled = true"},
+    {"srq.size", "\nsize = 2048", "\nsize = 4096"},
+    {"srq.limit", "\nlimit = 100", "\nlimit = 101"},
+    {"srq.rq_depth", "\nrq_depth = 32", "\nrq_depth = 33"},
+    {"limits.max_connections", "\nmax_connections = 100", "\nmax_connections = 101"},
+    {"limits.send_slots", "\nsend_slots = 512", "\nsend_slots = 511"},
+    {"limits.qp_send_depth", "\nqp_send_depth = 63", "\nqp_send_depth = 127"},
+    {"limits.peer_queue_depth", "\npeer_queue_depth = 16", "\npeer_queue_depth = 17"},
+    {"timeouts.idle", "\nidle = \"30s\"", "\nidle = \"31s\""},
+    {"timeouts.last_wqe", "\nlast_wqe = \"250ms\"", "\nlast_wqe = \"251ms\""},
+    {"timeouts.drain", "\ndrain = 2", "\ndrain = 3"},
+    {"timeouts.disconnect", "\ndisconnect = 1.5", "\ndisconnect = 2.5"},
+    {"timeouts.resolve", "\nresolve = \"3s\"", "\nresolve = \"4s\""},
+    {"timeouts.connect", "\nconnect = \"1m\"", "\nconnect = \"2m\""},
+    {"timeouts.reaper_interval", "\nreaper_interval = \"500ms\"", "\nreaper_interval = \"600ms\""},
+    {"transport.retry_count", "\nretry_count = 5", "\nretry_count = 4"},
+    {"transport.ack_timeout", "\nack_timeout = 12", "\nack_timeout = 13"},
+    {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
+    {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
+    {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
+    {"transport.offload", "\noffload = false", "\noffload = true"},
+    {"transport.poll_us", "\npoll_us = 50", "\npoll_us = 0"},
+    {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
+    {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
+    {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},
+    {"ctl.group", "\ngroup = \"wheel\"", "\ngroup = \"adm\""},
+};
+
+// kFull with `ch` made; ch.from occurs exactly once.
+std::string changed(const Change& ch) {
+  std::string text = kFull;
+  const std::size_t at = text.find(ch.from);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(ch.from, at + 1) == std::string::npos);
+  text.replace(at, std::string(ch.from).size(), ch.to);
+  return text;
+}
+
 std::set<std::string> table_keys() {
   std::set<std::string> out;
   for (const Key& k : keys())
@@ -656,6 +713,7 @@ TEST_CASE("config: the key table has one row per key, each in its section", "[co
     CHECK(k.dotted == std::string(k.section()) + "." + std::string(k.name()));
     CHECK_FALSE(k.help.empty());
     CHECK(k.min <= k.max);
+    CHECK((k.copy != nullptr) == (k.apply == Apply::kLive));  // what config::reload() copies
     // A section's rows are contiguous, so errors come in file order.
     if (sections.empty() || sections.back() != k.section()) {
       CHECK(std::find(sections.begin(), sections.end(), k.section()) == sections.end());
@@ -745,65 +803,14 @@ TEST_CASE("config: format_duration writes the largest exact unit, and parse read
 }
 
 TEST_CASE("config: restart_required follows each row's reload flag", "[config]") {
-  // One change per row to kFull: (row, text in kFull, replacement).
-  struct Change {
-    const char* key;
-    const char* from;
-    const char* to;
-  };
-  const Change changes[] = {
-      {"node.address", "\naddress = \"10.99.0.1\"", "\naddress = \"10.99.0.3\""},
-      {"node.port", "\nport = 7472", "\nport = 7473"},
-      {"tun.name", "\nname = \"rc1\"", "\nname = \"rc2\""},
-      {"tun.address", "\naddress = \"10.100.0.1/24\"", "\naddress = \"10.100.0.2/24\""},
-      {"tun.mtu", "\nmtu = 9000", "\nmtu = 9001"},
-      {"tun.netns", "\nnetns = \"node1\"", "\nnetns = \"node2\""},
-      {"peers.underlay_prefix", "\nunderlay_prefix = \"10.99.0.0/24\"",
-       "\nunderlay_prefix = \"10.99.5.0/24\""},
-      {"peers.allowed", "\nallowed = [\"10.99.0.0/24\", \"10.98.0.0/16\"]",
-       "\nallowed = [\"10.99.0.0/24\"]"},
-      {"peers.static", "\nunderlay = \"10.99.1.8\"", "\nunderlay = \"10.99.1.9\""},
-      {"srq.enabled", "\nenabled = false", "\nenabled = true"},
-      {"srq.size", "\nsize = 2048", "\nsize = 4096"},
-      {"srq.limit", "\nlimit = 100", "\nlimit = 101"},
-      {"srq.rq_depth", "\nrq_depth = 32", "\nrq_depth = 33"},
-      {"limits.max_connections", "\nmax_connections = 100", "\nmax_connections = 101"},
-      {"limits.send_slots", "\nsend_slots = 512", "\nsend_slots = 511"},
-      {"limits.qp_send_depth", "\nqp_send_depth = 63", "\nqp_send_depth = 127"},
-      {"limits.peer_queue_depth", "\npeer_queue_depth = 16", "\npeer_queue_depth = 17"},
-      {"timeouts.idle", "\nidle = \"30s\"", "\nidle = \"31s\""},
-      {"timeouts.last_wqe", "\nlast_wqe = \"250ms\"", "\nlast_wqe = \"251ms\""},
-      {"timeouts.drain", "\ndrain = 2", "\ndrain = 3"},
-      {"timeouts.disconnect", "\ndisconnect = 1.5", "\ndisconnect = 2.5"},
-      {"timeouts.resolve", "\nresolve = \"3s\"", "\nresolve = \"4s\""},
-      {"timeouts.connect", "\nconnect = \"1m\"", "\nconnect = \"2m\""},
-      {"timeouts.reaper_interval", "\nreaper_interval = \"500ms\"",
-       "\nreaper_interval = \"600ms\""},
-      {"transport.retry_count", "\nretry_count = 5", "\nretry_count = 4"},
-      {"transport.ack_timeout", "\nack_timeout = 12", "\nack_timeout = 13"},
-      {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
-      {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
-      {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
-      {"transport.offload", "\noffload = false", "\noffload = true"},
-      {"transport.poll_us", "\npoll_us = 50", "\npoll_us = 0"},
-      {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
-      {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
-      {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},
-      {"ctl.group", "\ngroup = \"wheel\"", "\ngroup = \"adm\""},
-  };
   const Config a = parse_ok(kFull);
-  std::set<std::string> changed;
-  for (const Change& ch : changes) {
+  std::set<std::string> seen;
+  for (const Change& ch : kChanges) {
     INFO(ch.key);
     const Key* k = find_key(ch.key);
     REQUIRE(k != nullptr);
-    changed.insert(ch.key);
-    std::string text = kFull;
-    const std::size_t at = text.find(ch.from);
-    REQUIRE(at != std::string::npos);
-    REQUIRE(text.find(ch.from, at + 1) == std::string::npos);
-    text.replace(at, std::string(ch.from).size(), ch.to);
-    const Config b = parse_ok(text);
+    seen.insert(ch.key);
+    const Config b = parse_ok(changed(ch));
     // Exactly this row changed...
     for (const Key& other : keys()) {
       INFO(other.dotted);
@@ -815,5 +822,73 @@ TEST_CASE("config: restart_required follows each row's reload flag", "[config]")
     CHECK(restart_required(a, b) == want);
     CHECK(restart_required(b, a) == want);
   }
-  CHECK(changed == table_keys());  // a new row needs its line here
+  CHECK(seen == table_keys());  // a new row needs its line here
+}
+
+namespace {
+
+struct NoSink final : cm::PacketSink {
+  void deliver(NodeId, std::span<const std::byte>) override {}
+  void send_capacity(bool) override {}
+};
+
+struct Reloaded {
+  std::vector<std::string> refused;  // config::reload()'s keys that need a restart
+  Config running;                    // the daemon's config after the reload
+  Config seen;  // `running` with the manager's fields read back from cm::Manager::config()
+};
+
+// What Daemon::reload does with `next` over a daemon started with `start`:
+// config::reload(), then, when nothing needs a restart, reconfigure() of the
+// running manager (one on the simulated fabric, not started: a reload
+// touches nothing start() made).
+Reloaded reload_manager(const Config& start, const Config& next) {
+  sim::Fabric fabric;
+  sim::SimNode& node = fabric.add_node(start.manager.local.addr, sim::Profile::kMlx);
+  NoSink sink;
+  cm::Manager mgr(start.manager, node.seam(), node.timers(), sink);
+  Reloaded out{{}, start, {}};
+  out.refused = reload(out.running, next);
+  if (out.refused.empty())
+    mgr.reconfigure(out.running.manager);
+  out.seen = out.running;
+  out.seen.manager = mgr.config();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("config: a reload applies every live row, to the running manager too", "[config]") {
+  const Config a = parse_ok(kFull);
+  for (const Change& ch : kChanges) {
+    INFO(ch.key);
+    const Key* k = find_key(ch.key);
+    REQUIRE(k != nullptr);
+    const Config b = parse_ok(changed(ch));
+    const Reloaded r = reload_manager(a, b);
+    const bool live = k->apply == Apply::kLive;
+    CHECK(r.refused == (live ? std::vector<std::string>{} : std::vector<std::string>{ch.key}));
+    // The changed row reads the new value back from what runs (the manager
+    // for its fields), unless the reload was refused; every other row keeps
+    // the running value.
+    for (const Key& other : keys()) {
+      INFO(other.dotted);
+      CHECK(other.get(r.seen) == other.get(&other == k && live ? b : a));
+      CHECK(other.get(r.running) == other.get(&other == k && live ? b : a));
+    }
+  }
+}
+
+TEST_CASE("config: limits.max_connections = 0 reloads to 128 without SRQ, 4096 with", "[config]") {
+  // kFull: srq.enabled = false, max_connections = 100.
+  const Reloaded no_srq = reload_manager(
+      parse_ok(kFull), parse_ok(changed({"", "\nmax_connections = 100", "\nmax_connections = 0"})));
+  CHECK(no_srq.refused.empty());
+  CHECK(no_srq.running.manager.max_connections == 0);  // as the file writes it
+  CHECK(no_srq.seen.manager.max_connections == 128);
+  const Reloaded srq =
+      reload_manager(parse_ok(with("[limits]\nmax_connections = 7")), parse_ok(kMinimal));
+  CHECK(srq.refused.empty());
+  CHECK(srq.running.manager.max_connections == 0);
+  CHECK(srq.seen.manager.max_connections == 4096);
 }
