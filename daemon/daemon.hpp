@@ -5,7 +5,7 @@
 // and its data path; underlay monitoring over netlink; the ctl server;
 // sd_notify.
 //
-// Lifecycle (DESIGN.md "Observability", sd_notify(3)):
+// Lifecycle (docs/design.md "Observability", sd_notify(3)):
 //   create()  netlink (underlay must exist) → seam → manager.start() (the
 //             listener is bound) → TUN created, moved, configured → ctl
 //             server (the socket is bound)

@@ -6,7 +6,7 @@
 //
 // Callbacks are std::function. The trampolines are noexcept: an exception that
 // escapes a callback is logged as critical and ends the loop with exit code 1,
-// so it never unwinds through sd-event's C frames (STYLE.md item 3).
+// so it never unwinds through sd-event's C frames (docs/design.md "Conventions" item 3).
 //
 // A callback must not destroy its own EventSource (its std::function would be
 // freed while running); disable it and destroy it from a later callback.

@@ -32,7 +32,7 @@
 // per-hop link CRCs protect the bytes end to end.
 //
 // The device may be moved into a named network namespace after creation; its
-// fd keeps working there (LAB.md: each lab node's rc0 must live in a namespace
+// fd keeps working there (docs/lab.md: each lab node's rc0 must live in a namespace
 // of its own). Address, MTU and up are then set with libnl-route in that
 // namespace.
 #include <cstddef>

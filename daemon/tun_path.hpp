@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// The TUN side of the data path (DESIGN.md "Data path"): packets read from
+// The TUN side of the data path (docs/design.md "Data path"): packets read from
 // the TUN fd are routed by IP destination to a peer's underlay endpoint and
 // handed to the connection manager; packets the manager receives are written
 // to the TUN fd. It is the manager's cm::PacketSink.

@@ -221,7 +221,7 @@ class ConnTable {
 
   // --- the fence list ---------------------------------------------------------------
   // ESTABLISHED conns whose SQ tail is an unsignaled SEND, oldest first: the
-  // reaper fences them (DESIGN.md "Selective signalling").
+  // reaper fences them (docs/design.md "Selective signalling").
   // After a SEND was posted on `c` at `now`: an unsignaled one lists `c` (if
   // not yet listed, since `now`), a signaled one (or the fence) unlists it.
   void sq_tail_posted(Conn& c, bool signaled, TimePoint now) {

@@ -53,7 +53,7 @@ bool Manager::Impl::make_room() {
   return true;
 }
 
-// The reaper (DESIGN.md "Reaping and limits"). It wakes only when something
+// The reaper (docs/design.md "Reaping and limits"). It wakes only when something
 // is due: no ESTABLISHED connection, no wakeup. Its wakeups lie on a grid of
 // reaper_interval, so connections expiring within one interval share one
 // wakeup, and a connection with no traffic for idle_timeout is reaped with

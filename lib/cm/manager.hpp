@@ -35,7 +35,7 @@ class PacketSink {
   // virtio_net_hdr in front, or none). The bytes are valid only during the
   // call: the receive buffer is reposted right after it returns.
   virtual void deliver(NodeId peer, std::span<const std::byte> packet) = 0;
-  // The one back-pressure channel (DESIGN.md "Data path"), edges only: false
+  // The one back-pressure channel (docs/design.md "Data path"), edges only: false
   // when a packet had to wait for a send slot or SQ room (it is held in its
   // peer's queue; nothing is lost), true once every waiting peer drained
   // and a slot is free. Called from inside Manager::send() (false) and at the
@@ -62,7 +62,7 @@ struct ManagerConfig {
   std::uint64_t incarnation = 0;  // nonzero; random per daemon start
   IpAddr overlay;                 // our TUN address, sent in private data
   std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
-  // GSO frames (DESIGN.md "Offloads"; the decision: wire/gso.hpp). When
+  // GSO frames (docs/design.md "Offloads"; the decision: wire/gso.hpp). When
   // true, every packet handed to send() and to PacketSink::deliver() is a
   // frame, a virtio_net_hdr (wire/vnet_hdr.hpp, 10 bytes, little-endian) then
   // one IP packet, maybe a GSO super-packet of up to wire::kGsoMaxPacket
@@ -151,7 +151,7 @@ class Manager final : public rdma::EventSink {
   // `peer` (underlay). Starts a connection on demand. Back-pressure is signalled only through
   // PacketSink::send_capacity().
   SendResult send(const Endpoint& peer, std::span<const std::byte> packet);
-  // Zero-copy send (DESIGN.md "Data path"): lends a free registered send
+  // Zero-copy send (docs/design.md "Data path"): lends a free registered send
   // buffer to read the next packet into, so that one which goes out at once
   // is posted from where it was read, without a copy. Empty when no buffer
   // is free, before start(), or when a buffer is not larger than the
@@ -169,7 +169,7 @@ class Manager final : public rdma::EventSink {
   SendResult send_lent(const Endpoint& peer, std::size_t len);
   // Gives the lent buffer back unused (nothing read, or nothing to send).
   void return_lent();
-  // Doorbell batching (DESIGN.md "Data path"): the data SENDs that send()
+  // Doorbell batching (docs/design.md "Data path"): the data SENDs that send()
   // and send_lent() post between begin_send_batch() and the matching
   // end_send_batch() are chained per connection and posted at the end, one
   // ibv_post_send(3) (one doorbell) per connection (counter send_doorbells).

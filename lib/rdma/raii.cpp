@@ -62,7 +62,7 @@ void CmIdDeleter::operator()(rdma_cm_id* p) const noexcept {
 }
 void IdQpDeleter::operator()(rdma_cm_id* id) const noexcept {
   // rdma_destroy_qp(3) reports nothing; ibv_destroy_qp under it returns in
-  // ~1 ms on rxe in any QP state (LAB.md).
+  // ~1 ms on rxe in any QP state (docs/lab.md).
   if (id->qp != nullptr)
     rdma_destroy_qp(id);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// One owning type per rdma-core object (STYLE.md item 2). Each is a
+// One owning type per rdma-core object (docs/design.md "Conventions" item 2). Each is a
 // std::unique_ptr with a noexcept deleter: a failed destroy is logged with the
 // call's name and errno text and never throws, because deleters run from
 // destructors and from event-loop callbacks.

@@ -14,7 +14,7 @@
 // Event delivery: the seam reads events (rdma_get_cm_event, ibv_get_async_event,
 // ibv_poll_cq), copies them into the value types below, ACKNOWLEDGES THEM AT
 // ONCE (rdma_ack_cm_event, ibv_ack_async_event) and then hands them to the
-// EventSink. Acknowledging before dispatch is what guarantees the DESIGN.md
+// EventSink. Acknowledging before dispatch is what guarantees the docs/design.md
 // rule "every async event is acknowledged before the QP it names is destroyed"
 // (ibv_destroy_qp(3) and rdma_destroy_id(3) block on unacknowledged events).
 // A sink may call back into the seam from inside a handler, but must not
@@ -113,7 +113,7 @@ std::string_view to_string(WcStatus s);
 enum class WcOpcode : std::uint8_t { kSend, kRecv, kOther };
 
 // One work completion (ibv_poll_cq(3)). On error only wr_id, status and qpn
-// are meaningful: classify by wr_id, never by opcode (LAB.md: rxe reports
+// are meaningful: classify by wr_id, never by opcode (docs/lab.md: rxe reports
 // flushed receives as SEND with byte_len 0).
 struct WorkCompletion {
   std::uint64_t wr_id = 0;
@@ -144,7 +144,7 @@ struct DeviceConfig {
   // RDMA_OPTION_ID_ACK_TIMEOUT (rdma_set_option(3)) for every id: 4.096 us *
   // 2^ack_timeout per transport retry, 0..31 (rdma/ib_timers.hpp; 0 = no
   // timer, a dead peer is never reported). 14 → RETRY_EXC_ERR after ~0.27 s
-  // with retry_count 3 on rxe (LAB.md); rdma_cm's default 19 takes ~9 s.
+  // with retry_count 3 on rxe (docs/lab.md); rdma_cm's default 19 takes ~9 s.
   std::uint8_t ack_timeout = 14;
   // min_rnr_timer of every QP (ibv_modify_qp(3) IBV_QP_MIN_RNR_TIMER): the
   // RNR NAK timer code our QP sends when a SEND finds no receive WR, i.e. how
@@ -181,7 +181,7 @@ struct QpCaps {
 // rdma_conn_param(3) fields the manager sets.
 struct ConnParams {
   std::span<const std::uint8_t> private_data;
-  std::uint8_t retry_count = 3;      // 7 is infinite on rxe (LAB.md)
+  std::uint8_t retry_count = 3;      // 7 is infinite on rxe (docs/lab.md)
   std::uint8_t rnr_retry_count = 7;  // 7 = infinite RNR retries
 };
 

@@ -118,7 +118,7 @@ CmIdHandle VerbsSeam::adopt(rdma_cm_id* id) {
 
 void VerbsSeam::set_ack_timeout(rdma_cm_id* id) {
   // Without it rdma_cm uses timeout 19: ~9 s to RETRY_EXC_ERR on a dead peer
-  // instead of ~0.27 s (LAB.md). Not fatal: the connection still works.
+  // instead of ~0.27 s (docs/lab.md). Not fatal: the connection still works.
   std::uint8_t t = cfg_.ack_timeout;
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) != 0) {
     spdlog::warn("rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT={} failed: {}", t,
@@ -358,7 +358,7 @@ Result<void> VerbsSeam::resolve_addr(CmIdHandle h, const Endpoint& dst, Duration
   if (!listener_)
     return Error::from_errno(ENODEV, "rdma_resolve_addr: seam not open");
   // Our own address as the source: an unbound connect loops back on the local
-  // device when several nodes share one namespace (LAB.md).
+  // device when several nodes share one namespace (docs/lab.md).
   sockaddr_storage src{};
   sockaddr_storage dsts{};
   if (auto local = endpoint_from_sockaddr(rdma_get_local_addr(listener_.get()))) {

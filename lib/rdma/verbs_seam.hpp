@@ -12,7 +12,7 @@
 // id->context; handles count up from 1 and are never reused.
 //
 // Threading: single-threaded. Every call, including the destructor, on the
-// loop's thread; never call any of it from a second thread (DESIGN.md
+// loop's thread; never call any of it from a second thread (docs/design.md
 // "Why it exists", item 3).
 
 #include <cstdint>

@@ -16,7 +16,7 @@
 // Semantics follow rdma_cm(7), rdma_connect(3), rdma_accept(3),
 // rdma_disconnect(3), ibv_modify_qp(3), ibv_post_send(3), ibv_poll_cq(3),
 // ibv_get_async_event(3), IB spec 10.3.1 / 11.6.3, and the Soft-RoCE facts in
-// LAB.md for Profile::kRxe. Where the real stack leaks or deadlocks on misuse
+// docs/lab.md for Profile::kRxe. Where the real stack leaks or deadlocks on misuse
 // (destroy_id with a QP, destroy_id from inside its own event), the simulator
 // refuses the call and counts it in SimStats::misuse instead.
 //
@@ -86,11 +86,11 @@
 
 namespace rcnet::sim {
 
-// Device quirk profiles (DESIGN.md "Components").
+// Device quirk profiles (docs/design.md "Components").
 enum class Profile : std::uint8_t {
   kMlx,   // delivers Last WQE Reached for an SRQ QP entering ERR
   kEhca,  // never delivers Last WQE Reached for an SRQ QP in ERR with an empty RQ
-  kRxe,   // Soft-RoCE as measured in LAB.md: no async events at all, passive QP
+  kRxe,   // Soft-RoCE as measured in docs/lab.md: no async events at all, passive QP
           // stays RTS after DISCONNECTED, retry_count 7 is infinite, drain CQE
           // after 2-3 ms, flushed receives reported as SEND with byte_len 0
 };
@@ -100,7 +100,7 @@ std::string_view to_string(Profile p);
 enum class QpStateSim : std::uint8_t { kReset, kInit, kRtr, kRts, kErr };
 std::string_view to_string(QpStateSim s);
 
-// Latencies of the simulated fabric. Defaults are in the range LAB.md measured
+// Latencies of the simulated fabric. Defaults are in the range docs/lab.md measured
 // or the IB spec gives; change them through Fabric::timing() before running.
 struct Timing {
   Duration resolve = 50us;                  // rdma_resolve_addr / rdma_resolve_route
@@ -111,7 +111,7 @@ struct Timing {
   Duration last_wqe = 100us;                // ERR → Last WQE Reached (mlx)
   Duration async = 10us;                    // injected async events (QP FATAL, ...)
   Duration drain = 10us;                    // drain WR flush on mlx/ehca
-  Duration drain_rxe_min = 2ms;             // rxe: drain flush after [min, max) (LAB.md)
+  Duration drain_rxe_min = 2ms;             // rxe: drain flush after [min, max) (docs/lab.md)
   Duration drain_rxe_max = 3ms;
   Duration unreachable = 1s;      // REQ unanswered → UNREACHABLE (CM retries exhausted)
   Duration dreq_timeout = 100ms;  // DREQ without DREP → DISCONNECTED anyway

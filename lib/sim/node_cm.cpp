@@ -10,7 +10,7 @@
 namespace rcnet::sim {
 
 namespace {
-// rdma_cm private data limits on IB/RoCE (LAB.md; IBTA vol. 1 12.6): what the
+// rdma_cm private data limits on IB/RoCE (docs/lab.md; IBTA vol. 1 12.6): what the
 // sender may pass, and what the receiver always sees (zero-padded).
 constexpr std::size_t kReqPd = 56, kRepPd = 196, kRejPd = 148;
 // IB CM reject reasons as rdma_cm reports them in event->status.
@@ -442,7 +442,7 @@ void SimNode::Impl::on_dreq(rdma::CmIdHandle h, const PeerRef& from) {
         id.state == IdState::kRepSent) {
       if (id.state != IdState::kDisconnecting)
         id.state = IdState::kDisconnected;
-      // LAB.md: on rxe nothing moves the passive QP to ERR; IB providers do.
+      // docs/lab.md: on rxe nothing moves the passive QP to ERR; IB providers do.
       if (profile != Profile::kRxe && id.qpn && qps.contains(*id.qpn)) {
         qp_to_error(qps.at(*id.qpn));
       }

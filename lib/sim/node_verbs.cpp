@@ -12,7 +12,7 @@
 namespace rcnet::sim {
 
 namespace {
-constexpr std::uint8_t kInfiniteRetry = 7;  // rnr_retry 7; retry_cnt 7 on rxe (LAB.md)
+constexpr std::uint8_t kInfiniteRetry = 7;  // rnr_retry 7; retry_cnt 7 on rxe (docs/lab.md)
 }  // namespace
 
 Result<rdma::MemoryRegion> SimNode::Impl::register_memory(std::span<std::byte> mem) {
@@ -112,7 +112,7 @@ void SimNode::Impl::qp_to_error(SimQp& qp) {
   }
   qp.sq.clear();
   if (!qp.use_srq) {
-    // LAB.md: rxe reports flushed receives as SEND with byte_len 0.
+    // docs/lab.md: rxe reports flushed receives as SEND with byte_len 0.
     const auto op = profile == Profile::kRxe ? rdma::WcOpcode::kSend : rdma::WcOpcode::kRecv;
     for (const RecvWr& wr : qp.rq) {
       push_cqe(rdma::WorkCompletion{wr.wr_id, rdma::WcStatus::kFlushErr, op, 0, false, 0, qp.qpn});
@@ -120,7 +120,7 @@ void SimNode::Impl::qp_to_error(SimQp& qp) {
     qp.rq.clear();
   } else if (profile == Profile::kMlx) {
     // IB spec 11.6.3: an SRQ QP in ERR reports Last WQE Reached. ehca never
-    // did (its RQ is always empty here), rxe never does (LAB.md).
+    // did (its RQ is always empty here), rxe never does (docs/lab.md).
     ++stats.last_wqe_events;
     emit_async(fab.timing.last_wqe,
                rdma::AsyncEvent{rdma::AsyncEventType::kLastWqeReached, qp.qpn});
@@ -238,7 +238,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   if (rqp == nullptr) {
     // Nobody ACKs: the responder is gone, destroyed, or in ERR (drops silently).
     if (profile == Profile::kRxe && qp.retry_count == kInfiniteRetry)
-      return;  // LAB.md
+      return;  // docs/lab.md
     const auto ack_time = rdma::ack_timeout_duration(qp.ack_timeout);
     if (!ack_time)
       return;  // ack_timeout 0: no transport timer, the send waits forever
@@ -301,7 +301,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   }
   if (rqp->state == QpStateSim::kRtr && !rqp->comm_est_reported) {
     // Data before the RTU: the HCA reports communication established
-    // (ibv_get_async_event(3)); rxe reports no async events (LAB.md).
+    // (ibv_get_async_event(3)); rxe reports no async events (docs/lab.md).
     rqp->comm_est_reported = true;
     if (r->profile != Profile::kRxe)
       r->emit_async(fab.timing.async,
@@ -414,7 +414,7 @@ void SimNode::Impl::srq_consumed() {
   if (srq_limit == 0 || srq.size() >= srq_limit)
     return;
   srq_limit = 0;  // one event per arming (ibv_modify_srq(3))
-  // rxe reports no async events at all (LAB.md).
+  // rxe reports no async events at all (docs/lab.md).
   if (profile == Profile::kRxe)
     return;
   emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});

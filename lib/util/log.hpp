@@ -6,7 +6,8 @@
 // `journalctl PEER_ADDR=10.99.0.2` works. spdlog sinks only see text, so the
 // fields travel beside the message: log::event() publishes them for the
 // duration of the call and a journal sink reads log::current_fields().
-// Single-threaded by design (DESIGN.md): the pointer is a plain global.
+// Single-threaded by design (docs/design.md "Why it exists", item 3): the pointer is a plain
+// global.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // Result<T>: the error type used at every seam of librcnet. No exception
-// crosses an event-loop callback (STYLE.md item 3); C calls are converted by
+// crosses an event-loop callback (docs/design.md "Conventions" item 3); C calls are converted by
 // their own documented contract with the helpers below.
 
 #include <cerrno>

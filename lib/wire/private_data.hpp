@@ -3,7 +3,7 @@
 // Connection private data: what rcnet puts in REQ, REP and REJ (rdma_connect(3),
 // rdma_accept(3), rdma_reject(3)). Pure encode/decode, no I/O.
 //
-// Limits measured on Soft-RoCE (LAB.md) and given by the IB CM (IBTA vol. 1,
+// Limits measured on Soft-RoCE (docs/lab.md) and given by the IB CM (IBTA vol. 1,
 // 12.6.5 REQ, 12.6.8 REP, 12.6.7 REJ, less rdma_cm's own header): REQ 56 bytes,
 // REP 196, REJ 148. A REQ's receiver always sees 56 bytes, zero-padded, so
 // decoding accepts trailing bytes up to the kind's limit.

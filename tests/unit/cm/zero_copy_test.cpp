@@ -50,7 +50,7 @@ TEST_CASE("zero copy: a lent buffer goes out from where it was read", "[cm][zero
   CHECK(b.sink.packets[1].bytes == small);
   CHECK(b.sink.packets[2].bytes == super);  // header and every byte as read
   // Unsignaled sends hold their slots until a signaled completion (the
-  // reaper's fence at the latest, DESIGN.md "Selective signalling").
+  // reaper's fence at the latest, docs/design.md "Selective signalling").
   c.run(2s);
   const auto s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);  // both slots came back

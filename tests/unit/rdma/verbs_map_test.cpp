@@ -152,7 +152,7 @@ TEST_CASE("a successful receive with immediate is converted to host order", "[rd
 }
 
 TEST_CASE("an error WC keeps only wr_id, status and QPN", "[rdma][map]") {
-  // LAB.md: rxe reports flushed receives as opcode SEND with byte_len 0, so
+  // docs/lab.md: rxe reports flushed receives as opcode SEND with byte_len 0, so
   // nothing but wr_id may classify them.
   ibv_wc wc{};
   wc.wr_id = 42;

@@ -208,7 +208,7 @@ TEST_CASE("sim disconnect: DREQ, both DISCONNECTED, QP states per profile", "[si
     lab.fabric.run_for(10ms);
     CHECK(a.rec.count(CmEventType::kDisconnected) == 1);
     CHECK(b.rec.count(CmEventType::kDisconnected) == 1);
-    // LAB.md: on rxe the passive QP stays RTS after DISCONNECTED.
+    // docs/lab.md: on rxe the passive QP stays RTS after DISCONNECTED.
     CHECK(b.node->qp_state(c.b_qpn) ==
           (prof == Profile::kRxe ? QpStateSim::kRts : QpStateSim::kErr));
   }
