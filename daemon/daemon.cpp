@@ -297,7 +297,7 @@ std::string Daemon::status_text() const {
   std::size_t established = 0, teardown = 0;
   const auto snap = manager_->snapshot();
   for (const auto& q : snap.qps) {
-    if (q.state == cm::QpState::kEstablished && q.in_service)
+    if (q.state == cm::ConnState::kEstablished && q.in_service)
       ++established;
     if (cm::is_teardown(q.state))
       ++teardown;

@@ -10,7 +10,7 @@ Conn& ConnTable::add(const Peer& p, bool active, TimePoint now) {
   c->peer_addr = p.underlay;
   c->active = active;
   c->created = c->state_since = c->last_activity = now;
-  c->state = active ? QpState::kResolvingAddr : QpState::kAccepting;
+  c->state = active ? ConnState::kResolvingAddr : ConnState::kAccepting;
   Conn& ref = *c;
   conns_.emplace(ref.id, std::move(c));
   return ref;
@@ -19,7 +19,7 @@ Conn& ConnTable::add(const Peer& p, bool active, TimePoint now) {
 void ConnTable::erase(Conn& c) {
   leave_service(c);
   idle_.erase(c);
-  fence_.erase(c);
+  reclaim_.erase(c);
   set_deadline(c, TimePoint::max());
   unindex_qpn(c);
   unindex_cm_id(c);
@@ -74,8 +74,8 @@ std::vector<Conn*> ConnTable::all() {
   return v;
 }
 
-void ConnTable::set_state(Conn& c, QpState to, TimePoint now) {
-  if (to == QpState::kEstablished)
+void ConnTable::set_state(Conn& c, ConnState to, TimePoint now) {
+  if (to == ConnState::kEstablished)
     c.last_activity = now;
   c.state = to;
   c.state_since = now;
@@ -83,9 +83,9 @@ void ConnTable::set_state(Conn& c, QpState to, TimePoint now) {
 }
 
 void ConnTable::relist(Conn& c) {
-  const bool established = c.state == QpState::kEstablished;
+  const bool established = c.state == ConnState::kEstablished;
   if (!established)
-    fence_.erase(c);
+    reclaim_.erase(c);
   if (established && c.in_service) {
     if (!idle_.contains(c))
       idle_.insert_sorted(c, [](const Conn& x) { return x.last_activity; });
@@ -102,11 +102,11 @@ Conn* ConnTable::pop_idle(TimePoint now, Duration idle) {
   return c;
 }
 
-Conn* ConnTable::pop_fence(TimePoint cutoff) {
-  Conn* c = fence_.front();
+Conn* ConnTable::pop_reclaim(TimePoint cutoff) {
+  Conn* c = reclaim_.front();
   if (c == nullptr || c->unsignaled_since > cutoff)
     return nullptr;
-  fence_.erase(*c);
+  reclaim_.erase(*c);
   return c;
 }
 

@@ -5,7 +5,7 @@
 // resolve (or the REQ) to DESTROYED; a Peer is a node we talk to, with at most
 // one Conn in service and its queue of packets waiting for ESTABLISHED.
 // ConnTable owns both and keeps every index (by conn id, QPN, rdma_cm id, node),
-// every deadline and the reaper's two lists (idle, fence) in one place, so no
+// every deadline and the reaper's two lists (idle, reclaim) in one place, so no
 // other file touches a map or a list.
 #include <cstdint>
 #include <deque>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cm/buffer_pool.hpp"
-#include "cm/qp_state.hpp"
+#include "cm/conn_state.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
@@ -48,7 +48,7 @@ struct Conn {
   rdma::CmIdHandle cm_id = rdma::kNoCmId;
   rdma::Qpn qpn = 0;  // 0 until the QP exists (QPN 0 is never an RC QP)
   rdma::Qpn remote_qpn = 0;
-  QpState state = QpState::kResolvingAddr;
+  ConnState state = ConnState::kResolvingAddr;
   bool active = false;      // we sent the REQ
   bool in_service = false;  // its Peer's connection (Peer::conn == id)
   // Event memory the state cannot hold: Last WQE Reached may come in
@@ -61,8 +61,8 @@ struct Conn {
   TimePoint last_activity{};
   TimePoint deadline = TimePoint::max();  // mirrored in ConnTable's deadline set
   ConnLink idle_link;                     // ConnTable's idle list
-  ConnLink fence_link;                    // ConnTable's fence list
-  TimePoint unsignaled_since{};  // while on the fence list: when the SQ tail became unsignaled
+  ConnLink reclaim_link;                  // ConnTable's reclaim list
+  TimePoint unsignaled_since{};  // while on the reclaim list: when the SQ tail became unsignaled
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   std::string teardown_reason;
   std::deque<SendEntry> sends;
@@ -160,9 +160,9 @@ class ConnTable {
   // A stable list, safe against erase() of any element while walking it.
   std::vector<Conn*> all();
   // The one place a conn's state is written (Manager::Impl::set_state checks
-  // and logs the transition first): also keeps the idle and fence lists.
+  // and logs the transition first): also keeps the idle and reclaim lists.
   // Entering ESTABLISHED counts as activity (last_activity = now).
-  void set_state(Conn& c, QpState to, TimePoint now);
+  void set_state(Conn& c, ConnState to, TimePoint now);
   template <class F>
   void for_each(F&& f) const {
     for (const auto& [id, c] : conns_)
@@ -219,26 +219,26 @@ class ConnTable {
   // otherwise.
   Conn* pop_idle(TimePoint now, Duration idle);
 
-  // --- the fence list ---------------------------------------------------------------
+  // --- the reclaim list ---------------------------------------------------------------
   // ESTABLISHED conns whose SQ tail is an unsignaled SEND, oldest first: the
-  // reaper fences them (docs/design.md "Selective signalling").
+  // reaper reclaims them (docs/design.md "Selective signalling").
   // After a SEND was posted on `c` at `now`: an unsignaled one lists `c` (if
-  // not yet listed, since `now`), a signaled one (or the fence) unlists it.
+  // not yet listed, since `now`), a signaled one (or the reclaim SEND) unlists it.
   void sq_tail_posted(Conn& c, bool signaled, TimePoint now) {
     if (signaled) {
-      fence_.erase(c);
-    } else if (!fence_.contains(c) && c.state == QpState::kEstablished) {
+      reclaim_.erase(c);
+    } else if (!reclaim_.contains(c) && c.state == ConnState::kEstablished) {
       // In order even with a cached `now` (as touch()).
-      if (const Conn* newest = fence_.back(); newest != nullptr && newest->unsignaled_since > now)
+      if (const Conn* newest = reclaim_.back(); newest != nullptr && newest->unsignaled_since > now)
         now = newest->unsignaled_since;
       c.unsignaled_since = now;
-      fence_.push_back(c);
+      reclaim_.push_back(c);
     }
   }
-  Conn* fence_front() const { return fence_.front(); }
+  Conn* reclaim_front() const { return reclaim_.front(); }
   // The oldest listed conn if it is listed since <= `cutoff`, taken off the
   // list; nullptr otherwise.
-  Conn* pop_fence(TimePoint cutoff);
+  Conn* pop_reclaim(TimePoint cutoff);
 
   // --- deadlines (one per conn: the bound of its current state) ------------------
   void set_deadline(Conn& c, TimePoint when);  // TimePoint::max() clears it
@@ -264,7 +264,7 @@ class ConnTable {
   std::uint64_t next_id_ = 1;
   std::size_t in_service_ = 0;
   ConnList<&Conn::idle_link> idle_;
-  ConnList<&Conn::fence_link> fence_;
+  ConnList<&Conn::reclaim_link> reclaim_;
 
   // Lists or unlists `c` after a change of state or service.
   void relist(Conn& c);

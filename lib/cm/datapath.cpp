@@ -96,7 +96,7 @@ SendResult DataPath::send(const Endpoint& dst, std::span<const std::byte> packet
     return SendResult::kRefused;
   Peer& p = table_.peer_for(node, dst);
   Conn* c = table_.conn_of(p);
-  if (c != nullptr && c->state == QpState::kEstablished) {
+  if (c != nullptr && c->state == ConnState::kEstablished) {
     if (too_big_for(*c, packet)) {
       ++ctr_.drops_oversize;
       return SendResult::kOversize;
@@ -171,7 +171,7 @@ Conn* DataPath::direct_target(const Endpoint& dst, std::span<const std::byte> fr
   if (p == nullptr || !p->queue.empty())
     return nullptr;
   Conn* c = table_.conn_of(*p);
-  if (c == nullptr || c->state != QpState::kEstablished || too_big_for(*c, frame))
+  if (c == nullptr || c->state != ConnState::kEstablished || too_big_for(*c, frame))
     return nullptr;
   if (cfg_.offload && !c->gso)
     return nullptr;  // plain packets: post_packet() strips, cuts, completes
@@ -300,9 +300,9 @@ bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const st
 
 void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
-  // The last WR that fits before the room kept for fence and drain is always
+  // The last WR that fits before the room kept for reclaim SEND and drain is always
   // signaled: an SQ full of unsignaled WRs would otherwise produce no
-  // completion until the reaper's fence, and the TUN would stall that long.
+  // completion until the reaper's reclaim SEND, and the TUN would stall that long.
   const bool last_room = c.sends.size() + 3 >= cfg_.qp_send_depth;
   const bool signaled = scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
   if (signaled)
@@ -376,17 +376,17 @@ void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size
     ctr_.bytes_tx -= wrs[k].sge.length;
     ++ctr_.send_errors;
   }
-  // What is now the SQ's tail decides the fence list; when unsure (nothing of
-  // the chain went), list c: a needless fence costs one WR.
+  // What is now the SQ's tail decides the reclaim list; when unsure (nothing of
+  // the chain went), list c: a needless reclaim SEND costs one WR.
   table_.sq_tail_posted(c, posted > 0 && wrs[posted - 1].signaled, timers_.coarse_now());
   auto f = hooks_.fields(c);
   log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {} WRs not posted: {}", c.qpn, lost,
              why.message());
 }
 
-void DataPath::post_fence(Conn& c) {
+void DataPath::post_reclaim(Conn& c) {
   flush_sends();
-  const std::uint64_t wr = make_wr(kTagFence, c.id);
+  const std::uint64_t wr = make_wr(kTagReclaim, c.id);
   if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), wire::kImmControl, true)) {
     table_.sq_tail_posted(c, false, timers_.now());  // the tail is still unsignaled: next tick
     return;
@@ -437,7 +437,7 @@ void DataPath::unblock() {
       continue;
     p->blocked = false;
     Conn* c = table_.conn_of(*p);
-    if (c == nullptr || c->state != QpState::kEstablished)
+    if (c == nullptr || c->state != ConnState::kEstablished)
       continue;
     flush_queue(*p, *c);  // may re-block it at the back
   }
@@ -482,7 +482,7 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
       on_qp_recv(wc);
       return;
     case kTagSend:
-    case kTagFence: {
+    case kTagReclaim: {
       Conn* c = nullptr;
       if (wr_tag(wc.wr_id) == kTagSend) {
         const auto slot = static_cast<std::uint32_t>(low);
@@ -502,7 +502,7 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
     }
     case kTagDrain: {
       Conn* c = table_.find(low);
-      if (c == nullptr || c->state != QpState::kDraining) {
+      if (c == nullptr || c->state != ConnState::kDraining) {
         ++ctr_.completions_ignored;
         return;
       }
@@ -541,13 +541,13 @@ void DataPath::on_qp_recv(const rdma::WorkCompletion& wc) {
   } else {
     ++ctr_.recv_errors;
   }
-  if (c->state == QpState::kAwaitLastWqe && c->rq_posted == 0)
+  if (c->state == ConnState::kAwaitLastWqe && c->rq_posted == 0)
     hooks_.post_drain(*c);
 }
 
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
   if (!wc.has_imm || (wc.imm != wire::kImmData && wc.imm != wire::kImmFrame))
-    return;  // control (fence) or foreign
+    return;  // control (reclaim SEND) or foreign
   if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
     ++ctr_.recv_errors;
     return;

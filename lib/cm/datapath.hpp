@@ -3,7 +3,7 @@
 // The data path of the connection manager (docs/design.md "Data path"; not
 // part of the contract: include cm/manager.hpp). One IP packet per RC SEND
 // with immediate (wire/immediate.hpp); send slots shared by every QP, with
-// selective signalling and the fence; doorbell batching; SRQ (or per-QP RQ)
+// selective signalling and the reclaim SEND; doorbell batching; SRQ (or per-QP RQ)
 // receive buffers and their reposts; completions classified by wr_id; and
 // the one back-pressure channel, PacketSink::send_capacity().
 //
@@ -56,7 +56,7 @@ enum WrTag : std::uint64_t {
   kTagSrqRecv = 1,  // low 32 bits: SRQ buffer index
   kTagQpRecv = 2,   // bits 20..55: conn id, low 20 bits: RQ buffer index
   kTagSend = 3,     // low 32 bits: send slot index
-  kTagFence = 4,    // low 56 bits: conn id (zero-length signaled control SEND)
+  kTagReclaim = 4,  // low 56 bits: conn id (zero-length signaled control SEND)
   kTagDrain = 5,    // low 56 bits: conn id
 };
 inline constexpr std::uint64_t kWrLow56 = (1ull << 56) - 1;
@@ -134,7 +134,7 @@ class DataPath {
   // posted with one ibv_post_send. A chain's WRs are accounted as posted
   // when appended (slot owner, c.sends, counters), so room and selective
   // signalling see them. Anything else that touches a QP's SQ or state
-  // (fence, disconnect, Error, drain, destroy) calls flush_sends() first, so
+  // (reclaim SEND, disconnect, Error, drain, destroy) calls flush_sends() first, so
   // the SQ order is c.sends' order.
   void begin_batch() { ++batch_depth_; }
   void end_batch() {
@@ -169,7 +169,7 @@ class DataPath {
   // A zero-length signaled control SEND (kImmControl): completes the
   // unsignaled tail of an idle QP so its send slots come back (the reaper,
   // docs/design.md "Selective signalling"). Not traffic: last_activity stays.
-  void post_fence(Conn& c);
+  void post_reclaim(Conn& c);
 
   // --- completions and events ---------------------------------------------------------
   // A batch polled from the shared CQ, in CQ order; SRQ reposts go as one
@@ -196,7 +196,7 @@ class DataPath {
   // Gives back the send slots of c.sends [begin, end) and forgets those WRs.
   void forget_sends(Conn& c, std::deque<SendEntry>::iterator end);
   // Room for `n` more SENDs on `c` (send slots and SQ, keeping room for
-  // fence and drain).
+  // reclaim SEND and drain).
   bool room_for(const Conn& c, std::uint32_t n) const {
     return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n;
   }

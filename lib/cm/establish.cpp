@@ -38,12 +38,12 @@ void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
   Conn& c = *cp;
   switch (ev.type) {
     case T::kAddrResolved:
-      if (c.state != QpState::kResolvingAddr)
+      if (c.state != ConnState::kResolvingAddr)
         return ignore_cm(c, ev);
       addr_resolved(c);
       break;
     case T::kRouteResolved:
-      if (c.state != QpState::kResolvingRoute)
+      if (c.state != ConnState::kResolvingRoute)
         return ignore_cm(c, ev);
       send_req(c);
       break;
@@ -53,7 +53,7 @@ void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
     case T::kConnectError:
       if (is_teardown(c.state))
         break;  // normal during teardown of an attempt
-      if (c.state == QpState::kEstablished) {
+      if (c.state == ConnState::kEstablished) {
         teardown(c, TeardownKind::kHard,
                  fmt::format("{} (status {})", rdma::to_string(ev.type), ev.status));
       } else {
@@ -61,14 +61,14 @@ void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
       }
       break;
     case T::kRejected:
-      if (c.state != QpState::kConnecting)
+      if (c.state != ConnState::kConnecting)
         return ignore_cm(c, ev);
       handle_rej(c, ev);
       break;
     case T::kEstablished:
-      if (c.state == QpState::kConnecting) {
+      if (c.state == ConnState::kConnecting) {
         handle_rep(c, ev);
-      } else if (c.state == QpState::kAccepting) {
+      } else if (c.state == ConnState::kAccepting) {
         if (ev.remote_qpn != 0)
           c.remote_qpn = ev.remote_qpn;
         established(c);
@@ -78,11 +78,11 @@ void Manager::Impl::on_cm_event(const rdma::CmEvent& ev) {
       break;
     case T::kDisconnected:
       c.disconnected_seen = true;
-      if (c.state == QpState::kEstablished) {
+      if (c.state == ConnState::kEstablished) {
         teardown(c, TeardownKind::kRemote, "DREQ received");
-      } else if (c.state == QpState::kDisconnecting) {
+      } else if (c.state == ConnState::kDisconnecting) {
         to_error(c);
-      } else if (c.state == QpState::kConnecting || c.state == QpState::kAccepting) {
+      } else if (c.state == ConnState::kConnecting || c.state == ConnState::kAccepting) {
         attempt_failed(c, "DISCONNECTED before ESTABLISHED");
       }
       break;
@@ -107,7 +107,7 @@ void Manager::Impl::ignore_cm(const Conn& c, const rdma::CmEvent& ev) {
 // kEstablished event then arrives as for an RTU.
 void Manager::Impl::comm_established(rdma::Qpn qpn) {
   Conn* c = table_.by_qpn(qpn);
-  if (c == nullptr || c->state != QpState::kAccepting) {
+  if (c == nullptr || c->state != ConnState::kAccepting) {
     ++ctr_.async_events_ignored;  // the RTU won the race, or the QP is gone
     return;
   }
@@ -162,7 +162,7 @@ void Manager::Impl::addr_resolved(Conn& c) {
     attempt_failed(c, "rdma_resolve_route: " + r.error().message());
     return;
   }
-  if (!set_state(c, QpState::kResolvingRoute, "address resolved"))
+  if (!set_state(c, ConnState::kResolvingRoute, "address resolved"))
     return abandon(c, "illegal transition");
 }
 
@@ -213,7 +213,7 @@ void Manager::Impl::send_req(Conn& c) {
     attempt_failed(c, "rdma_connect: " + r.error().message());
     return;
   }
-  if (!set_state(c, QpState::kConnecting, "REQ sent"))
+  if (!set_state(c, ConnState::kConnecting, "REQ sent"))
     return abandon(c, "illegal transition");
 }
 
@@ -237,7 +237,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
 }
 
 void Manager::Impl::established(Conn& c) {
-  if (!set_state(c, QpState::kEstablished, c.active ? "REP received" : "RTU received"))
+  if (!set_state(c, ConnState::kEstablished, c.active ? "REP received" : "RTU received"))
     return abandon(c, "illegal transition");
   ++ctr_.connects_established;
   auto f = fields(c);
@@ -438,7 +438,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   }
   Peer& p = table_.peer_for(node, Endpoint{ev.src.addr, cfg_.local.port});
   if (Conn* cur = table_.conn_of(p)) {
-    if (cur->state == QpState::kEstablished || cur->state == QpState::kAccepting) {
+    if (cur->state == ConnState::kEstablished || cur->state == ConnState::kAccepting) {
       if (p.incarnation == d.data.incarnation) {
         // A live peer sends a REQ only when it holds no connection to us (its
         // attempt timed out, or it lost our DREQ): ours is stale. Replace it
@@ -476,7 +476,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
       log::event(spdlog::level::info, f,
                  "simultaneous open with {}: accepting its REQ, abandoning ours", p.underlay);
       table_.leave_service(*cur);
-      if (cur->state == QpState::kResolvingAddr || cur->state == QpState::kResolvingRoute)
+      if (cur->state == ConnState::kResolvingAddr || cur->state == ConnState::kResolvingRoute)
         teardown(*cur, TeardownKind::kHard, "collision: peer's attempt wins");
       // A CONNECTING attempt waits for the peer's REJ collision (bounded by connect_timeout).
     }

@@ -17,7 +17,7 @@
 #include <functional>
 #include <string_view>
 
-#include "cm/qp_state.hpp"
+#include "cm/conn_state.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
@@ -48,8 +48,8 @@ struct Event {
   Endpoint peer_addr;
   rdma::Qpn qpn = 0;  // 0 until the QP exists
   rdma::Qpn remote_qpn = 0;
-  QpState from = QpState::kResolvingAddr;  // kState only
-  QpState to = QpState::kResolvingAddr;    // kState; the current state otherwise
+  ConnState from = ConnState::kResolvingAddr;  // kState only
+  ConnState to = ConnState::kResolvingAddr;    // kState; the current state otherwise
   // The string views are valid only during the observer's call.
   std::string_view reason;
   std::string_view detail;

@@ -11,8 +11,8 @@ Stage bounded(Duration bound, Expiry on_expiry, std::string_view why = {}) {
 }  // namespace
 
 // One row per state: what it waits for, how long, and what expiry does.
-Stage stage(QpState s, const ManagerConfig& cfg) {
-  using S = QpState;
+Stage stage(ConnState s, const ManagerConfig& cfg) {
+  using S = ConnState;
   switch (s) {
     // Waiting for ADDR_RESOLVED / ROUTE_RESOLVED. rdma_cm reports an
     // ADDR_ERROR or ROUTE_ERROR itself after resolve_timeout

@@ -2,7 +2,7 @@
 #pragma once
 // How long a QP may stay in each state, and what happens when it stays
 // longer (docs/design.md "Connection lifecycle"): beside the states and their
-// legality table (cm/qp_state.hpp), the other half of the lifecycle.
+// legality table (cm/conn_state.hpp), the other half of the lifecycle.
 //
 // Manager::Impl::set_state() arms the bound of the state it enters (a conn is
 // born in RESOLVING_ADDR or ACCEPTING by Manager::Impl::add_conn(), which
@@ -14,8 +14,8 @@
 #include <optional>
 #include <string_view>
 
+#include "cm/conn_state.hpp"
 #include "cm/manager.hpp"
-#include "cm/qp_state.hpp"
 #include "util/time.hpp"
 
 namespace rcnet::cm {
@@ -43,10 +43,10 @@ struct Stage {
 
 // State `s`'s row of the lifecycle under `cfg` (its timeouts, read at the
 // call: a live reconfiguration applies to the states entered afterwards).
-Stage stage(QpState s, const ManagerConfig& cfg);
+Stage stage(ConnState s, const ManagerConfig& cfg);
 
 // stage(s, cfg).bound.
-inline std::optional<Duration> bound(QpState s, const ManagerConfig& cfg) {
+inline std::optional<Duration> bound(ConnState s, const ManagerConfig& cfg) {
   return stage(s, cfg).bound;
 }
 

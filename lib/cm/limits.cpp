@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // Reaping and limits (docs/design.md "Reaping and limits"): the idle reaper and
-// its fences, LRU eviction at max_connections, dead peers learnt from the
+// its reclaim SENDs, LRU eviction at max_connections, dead peers learnt from the
 // underlay (neighbour FAILED, link down) or from a failed send, the
 // operator's disconnect and reap, and live reconfiguration.
 #include <algorithm>
@@ -82,9 +82,9 @@ TimePoint Manager::Impl::reaper_due() const {
   TimePoint due = TimePoint::max();
   if (const Conn* c = table_.idle_front())
     due = grid_ceil(c->last_activity + cfg_.idle_timeout);
-  // A fence waits for the first grid point after its tail became unsignaled:
+  // A reclaim SEND waits for the first grid point after its tail became unsignaled:
   // at most one reaper_interval, as when the reaper ticked every interval.
-  if (const Conn* c = table_.fence_front())
+  if (const Conn* c = table_.reclaim_front())
     due = std::min(due, grid_floor(c->unsignaled_since) + std::max(cfg_.reaper_interval, 1ns));
   return due;
 }
@@ -100,14 +100,14 @@ void Manager::Impl::reap_tick(TimePoint t) {
   }
   if (table_.idle_front() != nullptr)
     ++ctr_.reaper_visits;  // the first one not expired: the walk stopped there
-  // Fence every conn whose tail became unsignaled before this grid point
+  // Reclaim every conn whose tail became unsignaled before this grid point
   // (grid_floor(unsignaled_since) + interval <= t, see reaper_due()).
-  while (Conn* c = table_.pop_fence(grid_floor(t) - 1ns)) {
+  while (Conn* c = table_.pop_reclaim(grid_floor(t) - 1ns)) {
     ++ctr_.reaper_visits;
     if (!c->sends.empty() && !c->sends.back().signaled)
-      dp_.post_fence(*c);
+      dp_.post_reclaim(*c);
   }
-  if (table_.fence_front() != nullptr)
+  if (table_.reclaim_front() != nullptr)
     ++ctr_.reaper_visits;
 }
 
@@ -181,7 +181,7 @@ bool Manager::Impl::disconnect_peer(NodeId node, std::string_view why) {
   Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
   if (c == nullptr)
     return false;
-  teardown(*c, c->state == QpState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
+  teardown(*c, c->state == ConnState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
            std::string(why));
   return true;
 }

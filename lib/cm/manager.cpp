@@ -97,14 +97,14 @@ void Manager::Impl::reschedule() {
   // early finds nothing expired and asks for the next one (for a busy idle
   // front, at most one per idle_timeout).
   const bool idle = table_.idle_front() != nullptr;
-  const bool fence = table_.fence_front() != nullptr;
-  if (!idle && !fence)
+  const bool reclaim = table_.reclaim_front() != nullptr;
+  if (!idle && !reclaim)
     next_reap_ = TimePoint::max();
   else if (next_reap_ == TimePoint::max() || (idle && !reap_watch_idle_) ||
-           (fence && !reap_watch_fence_))
+           (reclaim && !reap_watch_reclaim_))
     next_reap_ = std::min(next_reap_, reaper_due());
   reap_watch_idle_ = idle;
-  reap_watch_fence_ = fence;
+  reap_watch_reclaim_ = reclaim;
   next = std::min(next, next_reap_);
   if (next != scheduled_) {
     scheduled_ = next;
@@ -254,8 +254,8 @@ log::Fields Manager::Impl::fields(const Conn& c) const {
   return f;
 }
 
-bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
-  const QpState from = c.state;
+bool Manager::Impl::set_state(Conn& c, ConnState to, std::string_view why) {
+  const ConnState from = c.state;
   if (!is_legal_transition(from, to)) {
     ++ctr_.illegal_transitions;
     auto f = fields(c);
@@ -270,7 +270,7 @@ bool Manager::Impl::set_state(Conn& c, QpState to, std::string_view why) {
   arm_bound(c);
   auto f = fields(c);
   log::event(
-      is_teardown(to) || to == QpState::kEstablished ? spdlog::level::info : spdlog::level::debug,
+      is_teardown(to) || to == ConnState::kEstablished ? spdlog::level::info : spdlog::level::debug,
       f, "QPN {} peer {}: {} -> {} after {:.1f} ms ({})", c.qpn, c.peer_addr, to_string(from),
       to_string(to), to_ms(spent), why);
   emit(EventKind::kState, c, why, from);
@@ -288,7 +288,7 @@ void Manager::Impl::arm_bound(Conn& c) {
   table_.set_deadline(c, b ? c.state_since + *b : TimePoint::max());
 }
 
-void Manager::Impl::emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,
+void Manager::Impl::emit(EventKind kind, const Conn& c, std::string_view reason, ConnState from,
                          std::string_view message_id) {
   if (!observer_)
     return;

@@ -112,7 +112,7 @@ struct ManagerConfig {
   // reaper_interval since the clock's epoch, at the first one at or after
   // the least recently active connection's expiry (so expiries within one
   // interval share a wakeup), and at the first one after an idle QP's SQ
-  // tail became unsignaled (its fence). No connection, no wakeup.
+  // tail became unsignaled (its reclaim SEND). No connection, no wakeup.
   Duration reaper_interval = 1s;
   std::uint8_t retry_count = 3;  // RC transport retries (7 = infinite on rxe)
   std::uint8_t rnr_retry_count = 7;

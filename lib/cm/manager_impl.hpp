@@ -84,7 +84,7 @@ class Manager::Impl final : private DataPathHooks {
   // new state's bound (arm_bound()), logs `old -> new` with the QP's journal
   // fields. false on an illegal transition, which is a bug: the caller must
   // then abandon(c) at once and not touch `c` again.
-  [[nodiscard]] bool set_state(Conn& c, QpState to, std::string_view why);
+  [[nodiscard]] bool set_state(Conn& c, ConnState to, std::string_view why);
   // A new conn of `p`, born without set_state() in RESOLVING_ADDR (`active`)
   // or ACCEPTING, that state's bound armed. Owned by table_.
   Conn& add_conn(Peer& p, bool active);
@@ -92,7 +92,7 @@ class Manager::Impl final : private DataPathHooks {
   // or none.
   void arm_bound(Conn& c);
   // Reports `kind` about `c` to the observer, if any (cm/events.hpp).
-  void emit(EventKind kind, const Conn& c, std::string_view reason, QpState from,
+  void emit(EventKind kind, const Conn& c, std::string_view reason, ConnState from,
             std::string_view message_id = {});
   void reschedule();
   void on_deadline(Conn& c);
@@ -162,7 +162,7 @@ class Manager::Impl final : private DataPathHooks {
   void send_failed(Conn& c, rdma::WcStatus status) override;
   void reap_tick(TimePoint t);
   // When the reaper must next run: the idle front's expiry rounded up to the
-  // reaper grid, or the first grid point after the fence front's tail became
+  // reaper grid, or the first grid point after the reclaim list front's tail became
   // unsignaled, whichever is earlier; TimePoint::max() when both lists are
   // empty (no wakeup at all).
   TimePoint reaper_due() const;
@@ -184,8 +184,8 @@ class Manager::Impl final : private DataPathHooks {
   // The reaper's requested wakeup: never later than reaper_due() (see
   // reschedule()); TimePoint::max() when it has nothing to watch.
   TimePoint next_reap_ = TimePoint::max();
-  bool reap_watch_idle_ = false;   // the idle list was non-empty at the last reschedule()
-  bool reap_watch_fence_ = false;  // the fence list was
+  bool reap_watch_idle_ = false;     // the idle list was non-empty at the last reschedule()
+  bool reap_watch_reclaim_ = false;  // the reclaim list was
 
   TimePoint scheduled_ = TimePoint::max();
   // Seam::cm_events_queued() as asked once per on_timer() (one poll(2), not

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cm/qp_state.hpp"
+#include "cm/conn_state.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
@@ -97,7 +97,7 @@ struct QpSnapshot {
   Endpoint peer_addr;
   rdma::Qpn qpn = 0;
   rdma::Qpn remote_qpn = 0;
-  QpState state = QpState::kResolvingAddr;
+  ConnState state = ConnState::kResolvingAddr;
   bool active = false;      // we sent the REQ
   bool in_service = false;  // the peer's connection (not one in teardown)
   bool offload = false;     // both ends advertised kCapGso: GSO frames travel whole

@@ -23,25 +23,25 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
     retry_later(*p, Duration::zero());
   c.teardown_reason = std::move(reason);
   auto f = fields(c);
-  f.message_id = !msg_id.empty()                    ? msg_id
-                 : c.state == QpState::kEstablished ? log::kMsgPeerDisconnected
-                                                    : std::string_view{};
+  f.message_id = !msg_id.empty()                      ? msg_id
+                 : c.state == ConnState::kEstablished ? log::kMsgPeerDisconnected
+                                                      : std::string_view{};
   log::event(spdlog::level::info, f, "tearing down QPN {} to {}: {}", c.qpn, c.peer_addr,
              c.teardown_reason);
   emit(EventKind::kTeardown, c, c.teardown_reason, c.state, f.message_id);
   if (!c.has_qp()) {
     // Never got a QP (still resolving, or a passive id whose QP failed): only
     // the id to release.
-    if (!set_state(c, QpState::kDestroyed, "no QP"))
+    if (!set_state(c, ConnState::kDestroyed, "no QP"))
       return abandon(c, "illegal transition");
     finish(c);
     return;
   }
   dp_.flush_sends();  // rdma_disconnect moves the QP to Error: chains first
-  const bool was_established = c.state == QpState::kEstablished;
+  const bool was_established = c.state == ConnState::kEstablished;
   if (was_established && kind != TeardownKind::kHard) {
     (void)seam_.disconnect(c.cm_id);  // DREQ (or DREP when the peer sent DREQ)
-    if (!set_state(c, QpState::kDisconnecting,
+    if (!set_state(c, ConnState::kDisconnecting,
                    kind == TeardownKind::kRemote ? "DREQ received, DREP sent" : "DREQ sent"))
       return abandon(c, "illegal transition");
     // DREQ received, or DISCONNECTED seen already: nothing to wait for.
@@ -63,13 +63,13 @@ void Manager::Impl::to_error(Conn& c) {
     auto f = fields(c);
     log::event(spdlog::level::err, f, "ibv_modify_qp(ERR) QPN {}: {}", c.qpn, r.error().message());
   }
-  if (!set_state(c, QpState::kError, "modified to IBV_QPS_ERR"))
+  if (!set_state(c, ConnState::kError, "modified to IBV_QPS_ERR"))
     return abandon(c, "illegal transition");
   if (c.last_wqe_seen || (!cfg_.use_srq && c.rq_posted == 0)) {
     post_drain(c);
     return;
   }
-  if (!set_state(c, QpState::kAwaitLastWqe,
+  if (!set_state(c, ConnState::kAwaitLastWqe,
                  cfg_.use_srq ? "waiting for Last WQE Reached" : "waiting for RQ flush"))
     return abandon(c, "illegal transition");
 }
@@ -82,13 +82,13 @@ void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
   }
   c->last_wqe_seen = true;
   ++ctr_.last_wqe_received;
-  if (c->state == QpState::kAwaitLastWqe) {
+  if (c->state == ConnState::kAwaitLastWqe) {
     post_drain(*c);
   } else if (!is_teardown(c->state)) {
     // The QP went to Error on its own (FATAL, retry exceeded on some
     // devices): the same single teardown, with Last WQE already seen.
     teardown(*c, TeardownKind::kHard, "Last WQE Reached on a live QP");
-  } else if (c->state == QpState::kDraining || c->state == QpState::kDestroyed) {
+  } else if (c->state == ConnState::kDraining || c->state == ConnState::kDestroyed) {
     ++ctr_.async_events_ignored;  // late
   }
   // DISCONNECTING / ERROR: remembered; to_error() goes straight to the drain.
@@ -106,7 +106,7 @@ void Manager::Impl::post_drain(Conn& c) {
     destroy_qp(c, "drain WR could not be posted");
     return;
   }
-  if (!set_state(c, QpState::kDraining, "drain WR posted"))
+  if (!set_state(c, ConnState::kDraining, "drain WR posted"))
     return abandon(c, "illegal transition");
 }
 
@@ -150,7 +150,7 @@ void Manager::Impl::release_qp(Conn& c) {
 }
 
 void Manager::Impl::destroy_qp(Conn& c, std::string_view why) {
-  if (!set_state(c, QpState::kDestroyed, why))
+  if (!set_state(c, ConnState::kDestroyed, why))
     return abandon(c, "illegal transition");
   release_qp(c);
   finish(c);
@@ -215,7 +215,8 @@ void Manager::Impl::shutdown() {
   for (Conn* c : table_.all()) {
     if (is_teardown(c->state))
       continue;
-    teardown(*c, c->state == QpState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
+    teardown(*c,
+             c->state == ConnState::kEstablished ? TeardownKind::kGraceful : TeardownKind::kHard,
              "shutting down");
   }
 }

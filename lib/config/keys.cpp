@@ -89,7 +89,7 @@ constexpr Key kKeys[] = {
     key("timeouts.connect", kLive, duration<kM, &M::connect_timeout>(),
         "REQ or REP sent until ESTABLISHED"),
     key("timeouts.reaper_interval", kLive, duration<kM, &M::reaper_interval>(),
-        "granularity of idle reaping and fences (not a period)"),
+        "granularity of idle reaping and reclaim SENDs (not a period)"),
 
     key("transport.retry_count", kLive, integer<kM, &M::retry_count>(0, 7, "retries"),
         "RC transport retries; 7 is infinite on Soft-RoCE (a dead peer is then never reaped)"),

@@ -21,8 +21,8 @@ std::string hex64(std::uint64_t v) {
 
 json status_json(const cm::Snapshot& s) {
   json states = json::object();
-  for (int i = 0; i < cm::kQpStateCount; ++i) {
-    states[std::string(cm::to_string(static_cast<cm::QpState>(i)))] = 0;
+  for (int i = 0; i < cm::kConnStateCount; ++i) {
+    states[std::string(cm::to_string(static_cast<cm::ConnState>(i)))] = 0;
   }
   std::size_t in_service = 0;
   std::size_t established = 0;
@@ -32,7 +32,7 @@ json status_json(const cm::Snapshot& s) {
     n = n.get<std::uint64_t>() + 1;
     if (q.in_service)
       ++in_service;
-    if (q.state == cm::QpState::kEstablished)
+    if (q.state == cm::ConnState::kEstablished)
       ++established;
     if (cm::is_teardown(q.state))
       ++teardown;

@@ -27,7 +27,7 @@ json status_json(const cm::Snapshot& s);
 // peers: {"peers":[{node, underlay, overlay, incarnation, queue_depth,
 // conn_id, state}]}; state is the in-service QP's state name, or null.
 json peers_json(const cm::Snapshot& s);
-// One QP: every field of cm::QpSnapshot, state by cm::to_string(QpState).
+// One QP: every field of cm::QpSnapshot, state by cm::to_string(ConnState).
 json qp_json(const cm::QpSnapshot& q);
 // qps: {"qps":[qp_json...]}, every QP in service and in teardown.
 json qps_json(const cm::Snapshot& s);

@@ -10,7 +10,7 @@
 namespace rcnet::wire {
 
 inline constexpr std::uint32_t kImmData = 0x52430001;     // one IP packet
-inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length fence, ignored
+inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length reclaim SEND, ignored
 // A virtio_net_hdr + IP packet (a frame, wire/vnet_hdr.hpp), sent only on a
 // connection that negotiated kCapGso. The receiver frames by the immediate,
 // not by its own record of the negotiation: the active side learns the

@@ -15,7 +15,7 @@
 // After every step, on every live node (check_node):
 //   - at most one connection in service per peer, and a peer's conn_id names
 //     an in-service QP of that peer that is not in teardown;
-//   - every QP's state is one of cm::QpState (a name from the state list);
+//   - every QP's state is one of cm::ConnState (a name from the state list);
 //   - SRQ accounting: the device never holds more receive WRs than the
 //     manager counts as posted, which never exceeds srq.size; send slots
 //     free <= total;
@@ -212,9 +212,9 @@ class Cluster {
   }
 
   // docs/design.md "Selective signalling": signal_every must stay below the SQ
-  // depth minus the room kept for the fence and the drain WR (2), or a burst
-  // waits for the next fence. The daemon's defaults (128, 16) keep that; the
-  // fuzzer's small depths must too.
+  // depth minus the room kept for the reclaim SEND and the drain WR (2), or a burst
+  // waits for the next reclaim SEND. The daemon's defaults (qp_send_depth 31, signal_every 16) keep
+  // that; the fuzzer's small depths must too.
   static std::uint32_t signal_every_for(std::uint32_t qp_send_depth, std::uint8_t b) {
     const std::uint32_t max = std::min<std::uint32_t>(8, qp_send_depth - 3);
     return 1 + b % max;
@@ -344,7 +344,7 @@ void check_node(Node& n, TimePoint now) {
   std::map<NodeId, int> in_service;
   std::set<std::uint64_t> ids;
   for (const cm::QpSnapshot& q : s.qps) {
-    FUZZ_CHECK_MSG(static_cast<int>(q.state) < cm::kQpStateCount, where(n, "QP state"));
+    FUZZ_CHECK_MSG(static_cast<int>(q.state) < cm::kConnStateCount, where(n, "QP state"));
     FUZZ_CHECK(cm::to_string(q.state) != "?");
     FUZZ_CHECK_MSG(ids.insert(q.id).second, where(n, "duplicate conn id"));
     if (q.in_service) {

@@ -421,7 +421,7 @@ std::size_t print_connected(const Driver& d, const Connected& r, std::int64_t go
     const auto snap = c->mgr->snapshot();
     for (const auto& q : snap.qps) {
       ++states[std::string(cm::to_string(q.state))];
-      if (q.in_service && q.state == cm::QpState::kEstablished)
+      if (q.in_service && q.state == cm::ConnState::kEstablished)
         ++in_service;
     }
     if (c->established == TimePoint{} && never.size() < 20)

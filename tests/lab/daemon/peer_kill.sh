@@ -50,7 +50,7 @@ connect_and_kill() {
   p2=$!
   wait "$p1" && lab_pass "$variant: ping node1 -> node3" || lab_fail "$variant: ping node1 -> node3"
   wait "$p2" && lab_pass "$variant: ping node2 -> node3" || lab_fail "$variant: ping node2 -> node3"
-  # A connection whose last SENDs went unsignaled posts a signaled fence WR
+  # A connection whose last SENDs went unsignaled posts a signaled reclaim SEND
   # at the next reaper grid point (docs/design.md "Selective signalling"). Let it
   # complete against the live node3 first: posted after the crash, it would
   # end in RETRY_EXC_ERR and reap the peer as dead (~0.4 s), not by idle.

@@ -25,7 +25,7 @@ void connect(Cluster& c, Node& a, Node& b) {
   a.mgr->send(b.ep(), packet(1000));
   c.run(100ms);
   REQUIRE(b.sink.packets.size() == 1);
-  c.run(2s);  // the reaper's fence returns the unsignaled tail's slots
+  c.run(2s);  // the reaper's reclaim SEND returns the unsignaled tail's slots
   b.sink.packets.clear();
 }
 

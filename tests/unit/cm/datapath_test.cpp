@@ -153,7 +153,7 @@ struct Rig {
     table.index_cm_id(c);
     table.index_qpn(c);
     table.make_in_service(p, c);
-    table.set_state(c, QpState::kEstablished, timers.t);
+    table.set_state(c, ConnState::kEstablished, timers.t);
     return c;
   }
   Snapshot snap() const {
@@ -217,18 +217,18 @@ TEST_CASE("datapath: send slots come back exactly when a signaled completion cov
   REQUIRE(c.sends.size() == 2);
   CHECK(c.sends.front().wr_id == r.seam.single[4].wr.wr_id);
 
-  // The tail is unsignaled: a fence (a zero-length control SEND) covers it.
-  r.dp.post_fence(c);
+  // The tail is unsignaled: a reclaim SEND (a zero-length control SEND) covers it.
+  r.dp.post_reclaim(c);
   REQUIRE(r.seam.single.size() == 7);
-  const auto fence = r.seam.single.back().wr;
-  CHECK(fence.signaled);
-  CHECK(fence.imm == wire::kImmControl);
-  CHECK(fence.sge.length == 0);
+  const auto reclaim = r.seam.single.back().wr;
+  CHECK(reclaim.signaled);
+  CHECK(reclaim.imm == wire::kImmControl);
+  CHECK(reclaim.sge.length == 0);
   CHECK(r.free_slots() == 14);  // nothing before its completion
-  r.complete(Rig::send_wc(c, fence.wr_id));
+  r.complete(Rig::send_wc(c, reclaim.wr_id));
   CHECK(r.free_slots() == 16);
   CHECK(c.sends.empty());
-  CHECK(r.ctr.packets_tx == 6);  // the fence is no traffic
+  CHECK(r.ctr.packets_tx == 6);  // the reclaim SEND is no traffic
 }
 
 TEST_CASE("datapath: a batch posts one chain per connection, each with one call",
@@ -293,8 +293,8 @@ TEST_CASE("datapath: the tail of a chain the HCA did not take is un-accounted",
   CHECK(c.tx_packets == 1);
   CHECK(c.tx_bytes == 100);
   CHECK(r.ctr.send_errors == 2);
-  // The SQ's tail is the first WR, unsignaled: the conn waits for a fence.
-  CHECK(r.table.fence_front() == &c);
+  // The SQ's tail is the first WR, unsignaled: the conn waits for a reclaim SEND.
+  CHECK(r.table.reclaim_front() == &c);
 }
 
 TEST_CASE("datapath: back-pressure goes off once when slots run out, on once when they return",

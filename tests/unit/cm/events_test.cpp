@@ -24,7 +24,7 @@ struct Seen {
   NodeId peer;
   Endpoint peer_addr;
   rdma::Qpn qpn, remote_qpn;
-  cm::QpState from, to;
+  cm::ConnState from, to;
   std::string reason, detail, message_id;
   TimePoint time;
 };
@@ -52,7 +52,7 @@ struct Recorder {
 // Every state event starts where the conn's previous one ended, and the
 // teardown event comes once, before DISCONNECTING or ERROR.
 void check_chain(const std::vector<Seen>& ev, std::uint64_t conn) {
-  std::optional<cm::QpState> at;
+  std::optional<cm::ConnState> at;
   int teardowns = 0;
   for (const Seen& s : ev) {
     if (s.conn != conn)
@@ -67,12 +67,12 @@ void check_chain(const std::vector<Seen>& ev, std::uint64_t conn) {
     if (at)
       CHECK(s.from == *at);
     CHECK(cm::is_legal_transition(s.from, s.to));
-    if (cm::is_teardown(s.to) && s.to != cm::QpState::kDestroyed)
+    if (cm::is_teardown(s.to) && s.to != cm::ConnState::kDestroyed)
       CHECK(teardowns == 1);
     at = s.to;
   }
   CHECK(teardowns == 1);
-  CHECK(at == cm::QpState::kDestroyed);
+  CHECK(at == cm::ConnState::kDestroyed);
 }
 
 }  // namespace
@@ -108,20 +108,21 @@ TEST_CASE("events: connect and disconnect, both sides, in order", "[cm][events]"
     CHECK(s.peer == b.mgr->node_id());
     CHECK(s.peer_addr == b.ep());
   }
-  auto find = [](const std::vector<Seen>& ev, cm::EventKind k, cm::QpState to) -> const Seen& {
+  auto find = [](const std::vector<Seen>& ev, cm::EventKind k, cm::ConnState to) -> const Seen& {
     for (const Seen& s : ev)
       if (s.kind == k && s.to == to)
         return s;
     FAIL("no such event");
     return ev.front();
   };
-  const Seen& est = find(ra.events, cm::EventKind::kState, cm::QpState::kEstablished);
+  const Seen& est = find(ra.events, cm::EventKind::kState, cm::ConnState::kEstablished);
   CHECK(est.reason == "REP received");
   CHECK(est.qpn == qa);
   CHECK(est.remote_qpn == qb);
-  const Seen& td = find(ra.events, cm::EventKind::kTeardown, cm::QpState::kEstablished);
+  const Seen& td = find(ra.events, cm::EventKind::kTeardown, cm::ConnState::kEstablished);
   CHECK(td.reason == "operator");
-  CHECK(find(ra.events, cm::EventKind::kState, cm::QpState::kDisconnecting).reason == "DREQ sent");
+  CHECK(find(ra.events, cm::EventKind::kState, cm::ConnState::kDisconnecting).reason ==
+        "DREQ sent");
   // Times follow the manager's (virtual) clock, never backwards.
   for (std::size_t i = 1; i < ra.events.size(); ++i)
     CHECK(ra.events[i].time >= ra.events[i - 1].time);
@@ -133,10 +134,11 @@ TEST_CASE("events: connect and disconnect, both sides, in order", "[cm][events]"
   CHECK(tb[1] == "ESTABLISHED->DISCONNECTING");
   CHECK(tb.back() == "DRAINING->DESTROYED");
   check_chain(rb.events, rb.events.front().conn);
-  CHECK(find(rb.events, cm::EventKind::kState, cm::QpState::kEstablished).reason == "RTU received");
-  CHECK(find(rb.events, cm::EventKind::kState, cm::QpState::kDisconnecting).reason ==
+  CHECK(find(rb.events, cm::EventKind::kState, cm::ConnState::kEstablished).reason ==
+        "RTU received");
+  CHECK(find(rb.events, cm::EventKind::kState, cm::ConnState::kDisconnecting).reason ==
         "DREQ received, DREP sent");
-  CHECK(find(rb.events, cm::EventKind::kState, cm::QpState::kEstablished).remote_qpn == qa);
+  CHECK(find(rb.events, cm::EventKind::kState, cm::ConnState::kEstablished).remote_qpn == qa);
 }
 
 TEST_CASE("events: a REJ sent is reported with its reason", "[cm][events]") {
@@ -182,7 +184,7 @@ TEST_CASE("events: an LRU eviction, then its teardown", "[cm][events]") {
   REQUIRE(evict + 1 < ra.events.size());
   const Seen& e = ra.events[evict];
   CHECK(e.peer == c[2].mgr->node_id());  // least recently used
-  CHECK(e.to == cm::QpState::kEstablished);
+  CHECK(e.to == cm::ConnState::kEstablished);
   CHECK(e.reason.find("evicted") != std::string::npos);
   const Seen& t = ra.events[evict + 1];
   CHECK(t.kind == cm::EventKind::kTeardown);

@@ -49,7 +49,7 @@ void require_in_order(Node& n, std::uint32_t last) {
 std::size_t in_service(Node& n) {
   auto s = n.mgr->snapshot();
   return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
-    return q.in_service && q.state == cm::QpState::kEstablished;
+    return q.in_service && q.state == cm::ConnState::kEstablished;
   }));
 }
 
@@ -82,7 +82,7 @@ TEST_CASE("on-demand connect delivers queued packets in order", "[cm]") {
   CHECK(b.ctr().drops_oversize == 1);
   auto s = a.mgr->snapshot();
   REQUIRE(s.qps.size() == 1);
-  CHECK(s.qps[0].state == cm::QpState::kEstablished);
+  CHECK(s.qps[0].state == cm::ConnState::kEstablished);
   CHECK(s.qps[0].tx_packets == 11);
   CHECK(s.qps[0].rx_packets == 1);
   CHECK(s.qps[0].remote_qpn == b.mgr->live_qpns().at(0));
@@ -139,7 +139,7 @@ TEST_CASE("Last WQE never delivered: destroyed within last_wqe_timeout + drain",
   c.run(50ms);
   auto s = a.mgr->snapshot();
   REQUIRE(s.qps.size() == 1);
-  CHECK(s.qps[0].state == cm::QpState::kAwaitLastWqe);
+  CHECK(s.qps[0].state == cm::ConnState::kAwaitLastWqe);
   CHECK(s.qps[0].teardown_reason == "test");
   // Step until gone and measure when.
   TimePoint gone{};
@@ -326,7 +326,7 @@ TEST_CASE("peer crash without DREQ: reaped at idle_timeout", "[cm][reap]") {
   auto& a = c.add(1);
   auto& b = c.add(2);
   a.mgr->send(b.ep(), packet(1));
-  c.run(300ms);  // the send's fence has completed: nothing outstanding towards b
+  c.run(300ms);  // the send's reclaim SEND has completed: nothing outstanding towards b
   const auto t0 = c.fabric.now() - 300ms;
   b.sim->crash();
   const auto cfg = a.mgr->config();
@@ -697,7 +697,8 @@ TEST_CASE("back-pressure: slots run out, sending resumes, nothing lost", "[cm][d
   require_in_order(b, 200);
 }
 
-TEST_CASE("an idle QP's unsignaled sends are fenced so their slots come back", "[cm][datapath]") {
+TEST_CASE("an idle QP's unsignaled sends are reclaimed so their slots come back",
+          "[cm][datapath]") {
   Cluster c(Profile::kMlx);
   auto& a = c.add(1, [](cm::ManagerConfig& m) { m.signal_every = 1000; });
   auto& b = c.add(2);
@@ -709,7 +710,7 @@ TEST_CASE("an idle QP's unsignaled sends are fenced so their slots come back", "
   c.run(300ms);  // a reaper tick or two
   s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);
-  CHECK(b.sink.packets.size() == 5);  // the fence is not delivered as a packet
+  CHECK(b.sink.packets.size() == 5);  // the reclaim SEND is not delivered as a packet
 }
 
 TEST_CASE("RNR: a receiver without buffers stalls the sender, nothing is lost", "[cm][faults]") {
@@ -1021,7 +1022,7 @@ TEST_CASE("a port error is a warning, not an error, and the port coming back rec
 TEST_CASE("a small SQ never fills with unsignaled sends: a burst goes through at once",
           "[cm][datapath]") {
   // qp_send_depth 8 with signal_every 16: without a signaled WR among the
-  // posted ones no completion would free room until the reaper's fence (one
+  // posted ones no completion would free room until the reaper's reclaim SEND (one
   // reaper_interval later), and TUN reading would stall that long.
   Cluster c(Profile::kMlx);
   auto& a = c.add(1, [](cm::ManagerConfig& m) {

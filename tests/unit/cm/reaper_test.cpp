@@ -46,7 +46,7 @@ TimePoint oldest_activity(Cluster& c, Node& n) {
   const auto s = n.mgr->snapshot();
   TimePoint oldest = TimePoint::max();
   for (const auto& q : s.qps) {
-    if (q.in_service && q.state == cm::QpState::kEstablished)
+    if (q.in_service && q.state == cm::ConnState::kEstablished)
       oldest = std::min(oldest, c.fabric.now() - q.idle);
   }
   return oldest;
@@ -55,7 +55,7 @@ TimePoint oldest_activity(Cluster& c, Node& n) {
 std::size_t established(Node& n) {
   const auto s = n.mgr->snapshot();
   return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
-    return q.in_service && q.state == cm::QpState::kEstablished;
+    return q.in_service && q.state == cm::ConnState::kEstablished;
   }));
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("the reaper sleeps until the oldest connection expires, and not at all
     a.mgr->send(c[2 + i].ep(), packet(1));
     c.run(700ms);
   }
-  c.run(cfg.reaper_interval);  // the first packets' fences are done
+  c.run(cfg.reaper_interval);  // the first packets' reclaim SENDs are done
   REQUIRE(established(a) == kClients);
   const TimePoint now = c.fabric.now();
   const TimePoint expiry = grid_ceil(oldest_activity(c, a) + cfg.idle_timeout, cfg.reaper_interval);
@@ -142,13 +142,13 @@ TEST_CASE("the reaper sleeps until the oldest connection expires, and not at all
 }
 
 TEST_CASE(
-    "an unsignaled send is fenced within reaper_interval while the reaper waits for an expiry",
+    "an unsignaled send is reclaimed within reaper_interval while the reaper waits for an expiry",
     "[cm][reap][datapath]") {
   Cluster c(Profile::kMlx);
   auto& a = c.add(1, [](cm::ManagerConfig& m) { m.signal_every = 1000; });
   auto& b = c.add(2, long_idle);
   a.mgr->send(b.ep(), packet(0));
-  c.run(2s);  // ESTABLISHED, first packet fenced: the next wakeup is the idle expiry
+  c.run(2s);  // ESTABLISHED, first packet reclaimed: the next wakeup is the idle expiry
   const auto cfg = a.mgr->config();
   REQUIRE(a.sim->timer_deadline() > c.fabric.now() + cfg.reaper_interval);
   a.mgr->send(b.ep(), packet(1));  // unsignaled: holds its send slot
@@ -232,7 +232,7 @@ TEST_CASE("a reaper wakeup at 16000 connections visits only the expiring ones",
     c.run(100ms);
   REQUIRE(hub.ctr().connects_established == kConns);
   REQUIRE(c.fabric.now() + 2 * cfg.reaper_interval < expiry);
-  c.run(2 * cfg.reaper_interval);  // every fence is done
+  c.run(2 * cfg.reaper_interval);  // every reclaim SEND is done
   const auto visits = hub.ctr().reaper_visits;
   c.fabric.run_until(expiry);
   CHECK(hub.ctr().idle_reaps == kExpiring);

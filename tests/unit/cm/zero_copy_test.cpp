@@ -50,7 +50,7 @@ TEST_CASE("zero copy: a lent buffer goes out from where it was read", "[cm][zero
   CHECK(b.sink.packets[1].bytes == small);
   CHECK(b.sink.packets[2].bytes == super);  // header and every byte as read
   // Unsignaled sends hold their slots until a signaled completion (the
-  // reaper's fence at the latest, docs/design.md "Selective signalling").
+  // reaper's reclaim SEND at the latest, docs/design.md "Selective signalling").
   c.run(2s);
   const auto s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);  // both slots came back
@@ -69,7 +69,7 @@ TEST_CASE("zero copy: with no connection yet the lent packet is queued as send()
   c.run(100ms);
   REQUIRE(b.sink.packets.size() == 1);
   CHECK(b.sink.packets[0].bytes == frame);
-  c.run(2s);  // the fence frees the unsignaled send's slot
+  c.run(2s);  // the reclaim SEND frees the unsignaled send's slot
   s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);
 }
@@ -89,7 +89,7 @@ TEST_CASE("zero copy: a peer without offload gets plain packets cut from a lent 
   CHECK(a.ctr().gso_segmented == 1);
   c.run(50ms);
   CHECK(b.sink.packets.size() == 1 + 4);
-  c.run(2s);  // the fence frees the unsignaled sends' slots
+  c.run(2s);  // the reclaim SEND frees the unsignaled sends' slots
   const auto s = a.mgr->snapshot();
   CHECK(s.send_slots_free == s.send_slots_total);
 }

@@ -37,7 +37,7 @@ cm::Snapshot sample() {
   a.peer_addr = Endpoint{ip("10.99.0.2"), 7471};
   a.qpn = 17;
   a.remote_qpn = 4242;
-  a.state = cm::QpState::kEstablished;
+  a.state = cm::ConnState::kEstablished;
   a.active = true;
   a.in_service = true;
   a.offload = true;
@@ -55,7 +55,7 @@ cm::Snapshot sample() {
   b.peer_addr = Endpoint{ip("10.99.0.3"), 7471};
   b.qpn = 18;
   b.remote_qpn = 99;
-  b.state = cm::QpState::kAwaitLastWqe;
+  b.state = cm::ConnState::kAwaitLastWqe;
   b.time_in_state = 800ms;
   b.age = 20s;
   b.idle = 11s;
@@ -135,7 +135,7 @@ TEST_CASE("ctl: status encoder counts QPs by state", "[ctl]") {
   CHECK(j["connections"] == 1);
   CHECK(j["established"] == 1);
   CHECK(j["in_teardown"] == 1);
-  CHECK(j["states"].size() == static_cast<std::size_t>(cm::kQpStateCount));
+  CHECK(j["states"].size() == static_cast<std::size_t>(cm::kConnStateCount));
   CHECK(j["states"]["ESTABLISHED"] == 1);
   CHECK(j["states"]["AWAIT_LAST_WQE"] == 1);
   CHECK(j["states"]["DRAINING"] == 0);

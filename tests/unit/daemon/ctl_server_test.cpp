@@ -39,7 +39,7 @@ class FakeBackend final : public CtlBackend {
     q.peer_addr = p.underlay;
     q.qpn = 17;
     q.remote_qpn = 18;
-    q.state = cm::QpState::kEstablished;
+    q.state = cm::ConnState::kEstablished;
     q.in_service = true;
     snap.qps.push_back(q);
     snap.counters.connects_established = 3;
@@ -547,8 +547,8 @@ cm::Event sample_event(rdma::Qpn qpn) {
   e.peer_addr = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
   e.qpn = qpn;
   e.remote_qpn = 18;
-  e.from = cm::QpState::kEstablished;
-  e.to = cm::QpState::kDisconnecting;
+  e.from = cm::ConnState::kEstablished;
+  e.to = cm::ConnState::kDisconnecting;
   e.reason = "DREQ sent";
   return e;
 }

@@ -198,11 +198,11 @@ TEST_CASE("rcnetctl stats --format prometheus: counters and gauges in the exposi
   s.srq.limit = 64;
   cm::QpSnapshot q;
   q.qpn = 17;
-  q.state = cm::QpState::kEstablished;
+  q.state = cm::ConnState::kEstablished;
   q.in_service = true;
   s.qps.push_back(q);
   q.qpn = 18;
-  q.state = cm::QpState::kAwaitLastWqe;
+  q.state = cm::ConnState::kAwaitLastWqe;
   q.in_service = false;
   s.qps.push_back(q);
   std::vector<std::string> cmds;
@@ -373,8 +373,8 @@ cm::Event dreq_event() {
   e.peer_addr = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
   e.qpn = 17;
   e.remote_qpn = 18;
-  e.from = cm::QpState::kEstablished;
-  e.to = cm::QpState::kDisconnecting;
+  e.from = cm::ConnState::kEstablished;
+  e.to = cm::ConnState::kDisconnecting;
   e.reason = "DREQ sent";
   return e;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// The QP state machine's tables: the legal transitions (cm/qp_state.hpp) and
+// The QP state machine's tables: the legal transitions (cm/conn_state.hpp) and
 // each state's time bound and expiry (cm/lifecycle.hpp).
 #include <catch2/catch.hpp>
 
@@ -8,20 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "cm/conn_state.hpp"
 #include "cm/lifecycle.hpp"
 #include "cm/manager.hpp"
-#include "cm/qp_state.hpp"
 
 using namespace rcnet;
+using cm::ConnState;
 using cm::Expiry;
-using cm::QpState;
 
 namespace {
 
-std::vector<QpState> all_states() {
-  std::vector<QpState> v;
-  for (int i = 0; i < cm::kQpStateCount; ++i)
-    v.push_back(static_cast<QpState>(i));
+std::vector<ConnState> all_states() {
+  std::vector<ConnState> v;
+  for (int i = 0; i < cm::kConnStateCount; ++i)
+    v.push_back(static_cast<ConnState>(i));
   return v;
 }
 
@@ -44,7 +44,7 @@ cm::ManagerConfig distinct_timeouts() {
 struct Knob {
   std::string name;
   Duration cm::ManagerConfig::*field;
-  std::set<QpState> states;
+  std::set<ConnState> states;
   int times;  // bound = times * the field
 };
 
@@ -53,12 +53,12 @@ std::vector<Knob> knobs() {
   return {
       {"resolve_timeout",
        &C::resolve_timeout,
-       {QpState::kResolvingAddr, QpState::kResolvingRoute},
+       {ConnState::kResolvingAddr, ConnState::kResolvingRoute},
        2},
-      {"connect_timeout", &C::connect_timeout, {QpState::kConnecting, QpState::kAccepting}, 1},
-      {"disconnect_timeout", &C::disconnect_timeout, {QpState::kDisconnecting}, 1},
-      {"last_wqe_timeout", &C::last_wqe_timeout, {QpState::kAwaitLastWqe}, 1},
-      {"drain_timeout", &C::drain_timeout, {QpState::kDraining}, 1},
+      {"connect_timeout", &C::connect_timeout, {ConnState::kConnecting, ConnState::kAccepting}, 1},
+      {"disconnect_timeout", &C::disconnect_timeout, {ConnState::kDisconnecting}, 1},
+      {"last_wqe_timeout", &C::last_wqe_timeout, {ConnState::kAwaitLastWqe}, 1},
+      {"drain_timeout", &C::drain_timeout, {ConnState::kDraining}, 1},
       // Not the bound of any state: ESTABLISHED ends by the reaper, whose
       // expiry traffic moves.
       {"idle_timeout", &C::idle_timeout, {}, 1},
@@ -70,30 +70,30 @@ std::vector<Knob> knobs() {
 
 TEST_CASE("state names and the transition table", "[cm]") {
   std::set<std::string_view> names;
-  for (const QpState s : all_states()) {
+  for (const ConnState s : all_states()) {
     const auto name = cm::to_string(s);
     CHECK(name != "?");
     names.insert(name);
     CHECK_FALSE(cm::is_legal_transition(s, s));  // no self-loops
-    CHECK_FALSE(cm::is_legal_transition(QpState::kDestroyed, s));
+    CHECK_FALSE(cm::is_legal_transition(ConnState::kDestroyed, s));
   }
-  CHECK(names.size() == cm::kQpStateCount);
+  CHECK(names.size() == cm::kConnStateCount);
   // Teardown only moves forward, through the spec's order.
-  CHECK(cm::is_legal_transition(QpState::kEstablished, QpState::kDisconnecting));
-  CHECK(cm::is_legal_transition(QpState::kError, QpState::kAwaitLastWqe));
-  CHECK(cm::is_legal_transition(QpState::kAwaitLastWqe, QpState::kDraining));
-  CHECK(cm::is_legal_transition(QpState::kDraining, QpState::kDestroyed));
-  CHECK_FALSE(cm::is_legal_transition(QpState::kEstablished, QpState::kDestroyed));
-  CHECK_FALSE(cm::is_legal_transition(QpState::kDraining, QpState::kAwaitLastWqe));
-  CHECK_FALSE(cm::is_legal_transition(QpState::kAwaitLastWqe, QpState::kEstablished));
-  CHECK(cm::is_teardown(QpState::kDisconnecting));
-  CHECK_FALSE(cm::is_teardown(QpState::kEstablished));
+  CHECK(cm::is_legal_transition(ConnState::kEstablished, ConnState::kDisconnecting));
+  CHECK(cm::is_legal_transition(ConnState::kError, ConnState::kAwaitLastWqe));
+  CHECK(cm::is_legal_transition(ConnState::kAwaitLastWqe, ConnState::kDraining));
+  CHECK(cm::is_legal_transition(ConnState::kDraining, ConnState::kDestroyed));
+  CHECK_FALSE(cm::is_legal_transition(ConnState::kEstablished, ConnState::kDestroyed));
+  CHECK_FALSE(cm::is_legal_transition(ConnState::kDraining, ConnState::kAwaitLastWqe));
+  CHECK_FALSE(cm::is_legal_transition(ConnState::kAwaitLastWqe, ConnState::kEstablished));
+  CHECK(cm::is_teardown(ConnState::kDisconnecting));
+  CHECK_FALSE(cm::is_teardown(ConnState::kEstablished));
 }
 
 TEST_CASE("every state's bound and expiry", "[cm]") {
   const cm::ManagerConfig cfg = distinct_timeouts();
-  std::set<QpState> bounded;
-  for (const QpState s : all_states()) {
+  std::set<ConnState> bounded;
+  for (const ConnState s : all_states()) {
     INFO(cm::to_string(s));
     const cm::Stage st = cm::stage(s, cfg);
     CHECK(cm::bound(s, cfg) == st.bound);
@@ -109,15 +109,15 @@ TEST_CASE("every state's bound and expiry", "[cm]") {
   // Every state that waits for something outside (rdma_cm, the HCA) is
   // bounded; ESTABLISHED and DESTROYED are not, and ERROR is left within the
   // call that entered it.
-  CHECK(bounded == std::set<QpState>{QpState::kResolvingAddr, QpState::kResolvingRoute,
-                                     QpState::kConnecting, QpState::kAccepting,
-                                     QpState::kDisconnecting, QpState::kAwaitLastWqe,
-                                     QpState::kDraining});
+  CHECK(bounded == std::set<ConnState>{ConnState::kResolvingAddr, ConnState::kResolvingRoute,
+                                       ConnState::kConnecting, ConnState::kAccepting,
+                                       ConnState::kDisconnecting, ConnState::kAwaitLastWqe,
+                                       ConnState::kDraining});
 
   // What each expiry does, and that it leads out of the state by a legal
   // transition: a failed attempt tears down (to ERROR with a QP, to
   // DESTROYED without); the rest go one teardown stage on.
-  using S = QpState;
+  using S = ConnState;
   CHECK(cm::stage(S::kResolvingAddr, cfg).why == "address/route resolution timed out");
   CHECK(cm::stage(S::kResolvingRoute, cfg).why == "address/route resolution timed out");
   CHECK(cm::stage(S::kConnecting, cfg).why == "connect_timeout: not ESTABLISHED in time");
@@ -140,13 +140,13 @@ TEST_CASE("each timeout moves exactly the bounds it is", "[cm]") {
   for (const Knob& k : knobs()) {
     INFO(k.name);
     // Each knob's bound as it is set today.
-    for (const QpState s : k.states) {
+    for (const ConnState s : k.states) {
       INFO(cm::to_string(s));
       CHECK(cm::bound(s, base) == k.times * (base.*k.field));
     }
     cm::ManagerConfig moved = base;
     moved.*k.field = 37ms;  // unlike any value of distinct_timeouts()
-    for (const QpState s : all_states()) {
+    for (const ConnState s : all_states()) {
       INFO(cm::to_string(s));
       if (k.states.count(s) != 0) {
         CHECK(cm::bound(s, moved) == k.times * 37ms);
@@ -158,10 +158,10 @@ TEST_CASE("each timeout moves exactly the bounds it is", "[cm]") {
     }
   }
   // The knobs above cover every bounded state once.
-  std::multiset<QpState> covered;
+  std::multiset<ConnState> covered;
   for (const Knob& k : knobs())
     covered.insert(k.states.begin(), k.states.end());
-  for (const QpState s : all_states()) {
+  for (const ConnState s : all_states()) {
     INFO(cm::to_string(s));
     CHECK(covered.count(s) == (cm::bound(s, base) ? 1u : 0u));
   }

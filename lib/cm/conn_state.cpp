@@ -1,29 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "cm/qp_state.hpp"
+#include "cm/conn_state.hpp"
 
 namespace rcnet::cm {
 
-std::string_view to_string(QpState s) {
+std::string_view to_string(ConnState s) {
   switch (s) {
-    case QpState::kResolvingAddr:
+    case ConnState::kResolvingAddr:
       return "RESOLVING_ADDR";
-    case QpState::kResolvingRoute:
+    case ConnState::kResolvingRoute:
       return "RESOLVING_ROUTE";
-    case QpState::kConnecting:
+    case ConnState::kConnecting:
       return "CONNECTING";
-    case QpState::kAccepting:
+    case ConnState::kAccepting:
       return "ACCEPTING";
-    case QpState::kEstablished:
+    case ConnState::kEstablished:
       return "ESTABLISHED";
-    case QpState::kDisconnecting:
+    case ConnState::kDisconnecting:
       return "DISCONNECTING";
-    case QpState::kError:
+    case ConnState::kError:
       return "ERROR";
-    case QpState::kAwaitLastWqe:
+    case ConnState::kAwaitLastWqe:
       return "AWAIT_LAST_WQE";
-    case QpState::kDraining:
+    case ConnState::kDraining:
       return "DRAINING";
-    case QpState::kDestroyed:
+    case ConnState::kDestroyed:
       return "DESTROYED";
   }
   return "?";
