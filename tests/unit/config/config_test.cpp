@@ -742,6 +742,41 @@ TEST_CASE("config: every row is documented in rcnetd.toml(5), with its range and
   }
 }
 
+// The keys rcnetd(8)'s SIGHUP entry says a reload applies: each "*key*" of
+// the paragraph, "*section.\\**" standing for every key of the section.
+static std::set<std::string> sighup_keys(const std::string& text) {
+  const std::size_t start = text.find("*SIGHUP*");
+  REQUIRE(start != std::string::npos);
+  const std::string para = text.substr(start + 8, text.find("\n\n", start) - start - 8);
+  std::set<std::string> out;
+  for (std::size_t b = para.find('*'); b != std::string::npos; b = para.find('*', b)) {
+    std::size_t e = para.find('*', b + 1);
+    REQUIRE(e != std::string::npos);
+    if (para[e - 1] == '\\')  // "*timeouts.\\**": the glob's star
+      e = para.find('*', e + 1);
+    REQUIRE(e != std::string::npos);
+    std::string name = para.substr(b + 1, e - b - 1);
+    b = e + 1;
+    if (name.ends_with(".\\*")) {
+      const std::string section = name.substr(0, name.size() - 2);
+      for (const Key& k : keys())
+        if (k.dotted.starts_with(section))
+          out.emplace(k.dotted);
+    } else if (name.find('.') != std::string::npos) {
+      out.insert(name);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("config: rcnetd(8) names exactly the live rows under SIGHUP", "[config]") {
+  std::set<std::string> live;
+  for (const Key& k : keys())
+    if (k.apply == Apply::kLive)
+      live.emplace(k.dotted);
+  CHECK(sighup_keys(kManRcnetd) == live);
+}
+
 TEST_CASE("config: the example file sets every row, to its default", "[config]") {
   CHECK(example_keys(kExampleToml) == table_keys());
   const Config ex = parse_ok(kExampleToml);
