@@ -44,7 +44,8 @@ constexpr Key kKeys[] = {
     key("tun.address", kRestart, prefix<&Config::tun_address>(kRequired),
         "overlay address and prefix length of the TUN interface"),
     key("tun.mtu", kRestart, integer<kM, &M::mtu>(wire::kMinMtu, wire::kMaxMtu, "bytes"),
-        "largest IP packet; each SRQ receive buffer and send slot is this size"),
+        "largest IP packet; without transport.offload, the size of each SRQ receive "
+        "buffer and send slot"),
     key("tun.netns", kRestart, string<netns_name, &Config::tun_netns>(),
         "named network namespace to move the TUN into; \"\" keeps rcnetd's"),
 
