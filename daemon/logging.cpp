@@ -11,16 +11,6 @@
 
 namespace rcnet::daemon {
 
-std::optional<LogTarget> parse_log_target(std::string_view s) {
-  if (s == "auto")
-    return LogTarget::kAuto;
-  if (s == "journal")
-    return LogTarget::kJournal;
-  if (s == "stderr")
-    return LogTarget::kStderr;
-  return std::nullopt;
-}
-
 spdlog::level::level_enum to_spdlog(LogLevel l) {
   using L = spdlog::level::level_enum;
   switch (l) {

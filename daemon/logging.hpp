@@ -21,8 +21,7 @@ using config::LogTarget;
 // level) maps to kOff.
 spdlog::level::level_enum to_spdlog(LogLevel l);
 LogLevel from_spdlog(spdlog::level::level_enum l);
-// "auto" | "journal" | "stderr".
-std::optional<LogTarget> parse_log_target(std::string_view s);
+using config::parse_log_target;  // "auto" | "journal" | "stderr" (config/log_level.hpp)
 
 // kAuto resolves to the journal when stderr is already connected to it
 // (systemd sets $JOURNAL_STREAM to stderr's "device:inode", systemd.exec(5)),

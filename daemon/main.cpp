@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_path, "configuration file")->capture_default_str();
   app.add_flag("--check-config", check_config, "parse and validate the configuration, then exit");
   app.add_option("--log-level", log_level, config::log_level_list() + " (overrides log.level)");
-  app.add_option("--log-target", log_target, "auto, journal, stderr (overrides log.target)");
+  app.add_option("--log-target", log_target, config::log_target_list() + " (overrides log.target)");
   app.add_option("--ctl-socket", ctl_socket,
                  "ctl socket path (overrides ctl.socket, also across reloads)");
   app.add_flag("--version", version, "print the version and exit");
@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   if (!log_target.empty()) {
     opts.log_target = daemon::parse_log_target(log_target);
     if (!opts.log_target) {
-      std::fprintf(stderr, "rcnetd: --log-target: expected auto, journal or stderr, not '%s'\n",
-                   log_target.c_str());
+      std::fprintf(stderr, "rcnetd: --log-target: expected %s, not '%s'\n",
+                   config::log_target_list().c_str(), log_target.c_str());
       return kExitUsage;
     }
   }

@@ -37,9 +37,6 @@ namespace rcnet::config {
 
 inline constexpr std::uint16_t kDefaultPort = 7471;
 
-enum class LogTarget : std::uint8_t { kAuto, kJournal, kStderr };
-std::string_view to_string(LogTarget t);
-
 struct StaticPeer {
   IpAddr overlay;
   IpAddr underlay;

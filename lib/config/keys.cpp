@@ -18,7 +18,6 @@ namespace {
 using namespace detail;  // the kinds and validators (key_kinds.hpp)
 
 constexpr auto kLevelNames = log_level_names();
-constexpr std::array<std::string_view, 3> kTargetNames = {"auto", "journal", "stderr"};
 
 constexpr Apply kLive = Apply::kLive;
 constexpr Apply kRestart = Apply::kRestart;
@@ -114,7 +113,7 @@ constexpr Key kKeys[] = {
 
     key("log.level", kLive, enumeration<kLevelNames, &Config::log_level>(),
         "log level; rcnetctl log-level changes it until the next reload"),
-    key("log.target", kRestart, enumeration<kTargetNames, &Config::log_target>(),
+    key("log.target", kRestart, enumeration<kLogTargets, &Config::log_target>(),
         "auto (journal when JOURNAL_STREAM is set, else stderr), journal, stderr"),
 
     key("ctl.socket", kRestart, string<socket_path, &Config::ctl_socket>(),
@@ -175,11 +174,6 @@ const Key* find_key(std::string_view dotted) {
       return &k;
   }
   return nullptr;
-}
-
-std::string_view to_string(LogTarget t) {
-  const auto i = static_cast<std::size_t>(t);
-  return i < kTargetNames.size() ? kTargetNames[i] : "?";
 }
 
 }  // namespace rcnet::config

@@ -5,6 +5,8 @@
 // rcnetd --log-level, the ctl "log-level" command and its reply
 // (lib/ctl), and rcnetctl's help and errors. rcnetctl's bash completion and
 // rcnetctl(8) are held to it by tests/unit/rcnetctl/docs_test.cpp.
+// The log targets likewise: kLogTargets names them for log.target and
+// rcnetd --log-target.
 
 #include <array>
 #include <cstddef>
@@ -78,6 +80,40 @@ inline std::string log_level_list(std::string_view separator = ", ") {
     out += row.name;
   }
   return out;
+}
+
+// Where rcnetd logs (daemon/logging.cpp): kAuto is the journal when stderr
+// is already connected to it, else stderr.
+enum class LogTarget : std::uint8_t { kAuto, kJournal, kStderr };
+
+// Indexed by LogTarget, as keys.cpp's enumeration rows store a name's index.
+inline constexpr std::array<std::string_view, 3> kLogTargets = {"auto", "journal", "stderr"};
+static_assert(static_cast<std::size_t>(LogTarget::kStderr) + 1 == kLogTargets.size(),
+              "kLogTargets: one name per LogTarget, in order");
+
+constexpr std::string_view to_string(LogTarget t) {
+  const auto i = static_cast<std::size_t>(t);
+  return i < kLogTargets.size() ? kLogTargets[i] : "?";
+}
+
+// "auto, journal or stderr", for help texts and errors.
+inline std::string log_target_list() {
+  std::string out;
+  for (std::size_t i = 0; i < kLogTargets.size(); ++i)
+    out += std::string(i == 0                        ? ""
+                       : i + 1 == kLogTargets.size() ? " or "
+                                                     : ", ") +
+           std::string(kLogTargets[i]);
+  return out;
+}
+
+// Exact names only; nullopt otherwise.
+constexpr std::optional<LogTarget> parse_log_target(std::string_view name) {
+  for (std::size_t i = 0; i < kLogTargets.size(); ++i) {
+    if (kLogTargets[i] == name)
+      return static_cast<LogTarget>(i);
+  }
+  return std::nullopt;
 }
 
 }  // namespace rcnet::config
