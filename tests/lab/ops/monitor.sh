@@ -95,13 +95,14 @@ for ((k = 0; k < 40; k++)); do
   "$CTL" -s "$S1" disconnect 10.99.0.2 >/dev/null 2>&1
   rcd_ping 1 2 -c 1 -W 2 >/dev/null 2>&1
 done
-with=$(rcd_ping 1 2 -A -c 200 -W 2 | awk -F/ '/rtt/ { print $5 }')
-lab_log "ping -A over rc0, avg RTT: ${base:-?} ms without the stalled subscriber, ${with:-?} ms with it"
-lab_expect "traffic flows with a stalled subscriber attached (ping -A answered)" test -n "$with"
-# 3x, not 1x: TCG's noise between two 200-ping runs is large; a loop blocked
-# on a subscriber would cost seconds per ping, not milliseconds.
-lab_expect "a stalled subscriber costs traffic under 3x (${with:-?} vs ${base:-?} ms, same boot)" \
-  awk -v a="${with:-1e9}" -v b="${base:-0}" 'BEGIN { exit !(a <= 3 * b) }'
+ping_with=$(rcd_ping 1 2 -A -c 200 -W 2)
+with=$(awk -F/ '/rtt/ { print $5 }' <<<"$ping_with")
+received=$(awk '/packets transmitted/ { print $4 }' <<<"$ping_with")
+lab_log "ping -A over rc0, avg RTT: ${base:-?} ms without the stalled subscriber, ${with:-?} ms with it (reported, not asserted: in one CI run the two 200-ping averages of one boot differed by 4.9x, 6.7 against 1.4 ms)"
+# What a loop blocked on the subscriber would do: answer no ping within its
+# 2 s wait. Every ping answered is the property; the RTT is noise.
+lab_expect "a stalled subscriber costs no traffic: ${received:-0} of 200 pings answered within 2 s" \
+  test "${received:-0}" -eq 200
 stats=$("$CTL" -s "$S1" -j stats)
 published=$(jq -r '[.. | objects | select(.name? == "ctl_monitor_events") | .value][0] // empty' <<<"$stats")
 dropped=$(jq -r '[.. | objects | select(.name? == "ctl_monitor_dropped") | .value][0] // empty' <<<"$stats")
