@@ -113,6 +113,10 @@ class DataPath {
   // Sending is refused until it succeeded. Errors: BufferPool::init's, the
   // seam's (ibv_post_srq_recv).
   Result<void> start();
+  // The device is gone (Manager::device_present): unregisters and frees the
+  // send slots and the SRQ buffers, forgets what was posted; sending is
+  // refused until start() succeeds again. Every QP must be gone already.
+  void stop();
   // Bytes of every receive buffer and send slot; 0 before start().
   std::uint32_t buffer_size() const { return buf_size_; }
   // Without SRQ, once `c`'s QP exists: registers its own receive ring
