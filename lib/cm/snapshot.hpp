@@ -17,67 +17,67 @@ namespace rcnet::cm {
 
 // Every counter of the manager. X(name, help) — the ctl `stats` command and
 // the journal enumerate them through this list.
-#define RCNET_CM_COUNTERS(X)                                                                   \
-  X(connects_started, "active connection attempts started")                                    \
-  X(connects_established, "connections ESTABLISHED (either side)")                             \
-  X(connect_failures, "attempts that failed (addr/route/connect error, unreachable)")          \
-  X(accepts, "REQs accepted")                                                                  \
-  X(rejects_sent_collision, "REJ sent: collision")                                             \
-  X(rejects_sent_duplicate, "REJ sent: duplicate")                                             \
-  X(rejects_sent_full, "REJ sent: full")                                                       \
-  X(rejects_sent_version, "REJ sent: version")                                                 \
-  X(rejects_sent_not_allowed, "REJ sent: not_allowed")                                         \
-  X(rejects_sent_shutting_down, "REJ sent: shutting_down")                                     \
-  X(rejects_sent_malformed, "REJ sent: malformed")                                             \
-  X(rejects_received, "REJ received")                                                          \
-  X(collisions_merged, "simultaneous opens merged")                                            \
-  X(restarts_detected, "REQ from a new incarnation of a connected peer")                       \
-  X(stale_replaced, "REQ from the same incarnation replaced our stale connection")             \
-  X(malformed_private_data, "REQ/REP/REJ private data that failed validation")                 \
-  X(last_wqe_received, "Last WQE Reached events received")                                     \
-  X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")          \
-  X(drains_completed, "drain WR completions seen")                                             \
-  X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion")        \
-  X(forced_destroys, "QPs destroyed without the full spec sequence")                           \
-  X(flushed_recvs_counted, "non-SRQ flushed receive completions counted in teardown")          \
-  X(qps_created, "QPs created")                                                                \
-  X(qps_destroyed, "QPs destroyed")                                                            \
-  X(cm_ids_created, "rdma_cm ids created (active and passive)")                                \
-  X(cm_ids_destroyed, "rdma_cm ids destroyed")                                                 \
-  X(idle_reaps, "connections torn down by idle_timeout")                                       \
-  X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")           \
-  X(link_down_teardowns, "connections torn down because the underlay link went down")          \
-  X(evictions, "LRU evictions at max_connections")                                             \
-  X(evictions_refused,                                                                         \
-    "at max_connections, all connections under 1 s old: REJ full or connect deferred")         \
-  X(reaper_visits, "conns the reaper looked at (acted on, +1 where it stopped)")               \
-  X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                                 \
-  X(async_events_ignored, "duplicate, late or unknown async events ignored")                   \
-  X(cm_events_ignored, "duplicate, late or unknown rdma_cm events ignored")                    \
-  X(completions_ignored, "completions for unknown QPs or wr_ids")                              \
-  X(srq_limit_events, "SRQ limit reached events")                                              \
-  X(packets_tx, "packets sent")                                                                \
-  X(bytes_tx, "bytes sent")                                                                    \
-  X(packets_rx, "packets received")                                                            \
-  X(bytes_rx, "bytes received")                                                                \
-  X(send_errors, "send completions with an error status")                                      \
-  X(recv_errors, "receive completions with an error status (not flush)")                       \
-  X(drops_queue_full, "packets dropped: per-peer queue full (oldest dropped)")                 \
-  X(drops_oversize, "packets dropped: larger than the MTU")                                    \
-  X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")           \
-  X(drops_no_slot, "packets refused: no send slot")                                            \
-  X(drops_shutting_down, "packets dropped: stopping, link down, device lost")                  \
-  X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")                 \
-  X(sends_zero_copy, "packets posted from the send buffer they were read into (no copy)")      \
-  X(send_doorbells, "ibv_post_send calls for data SENDs (a chain of WRs counts once)")         \
-  X(gso_segmented, "GSO super-packets cut in software for peers without offload")              \
-  X(drops_gso_to_legacy_peer,                                                                  \
-    "packets for a peer without offload that could not be segmented or checksummed")           \
-  X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")            \
-  X(connect_deadlines_deferred,                                                                \
-    "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")       \
-  X(device_removals, "RDMA device lost (DEVICE_REMOVAL, DEVICE_FATAL): every object released") \
-  X(device_readopts, "lost RDMA device opened again on node.address")                          \
+#define RCNET_CM_COUNTERS(X)                                                              \
+  X(connects_started, "active connection attempts started")                               \
+  X(connects_established, "connections ESTABLISHED (either side)")                        \
+  X(connect_failures, "attempts that failed (addr/route/connect error, unreachable)")     \
+  X(accepts, "REQs accepted")                                                             \
+  X(rejects_sent_collision, "REJ sent: collision")                                        \
+  X(rejects_sent_duplicate, "REJ sent: duplicate")                                        \
+  X(rejects_sent_full, "REJ sent: full")                                                  \
+  X(rejects_sent_version, "REJ sent: version")                                            \
+  X(rejects_sent_not_allowed, "REJ sent: not_allowed")                                    \
+  X(rejects_sent_shutting_down, "REJ sent: shutting_down")                                \
+  X(rejects_sent_malformed, "REJ sent: malformed")                                        \
+  X(rejects_received, "REJ received")                                                     \
+  X(collisions_merged, "simultaneous opens merged")                                       \
+  X(restarts_detected, "REQ from a new incarnation of a connected peer")                  \
+  X(stale_replaced, "REQ from the same incarnation replaced our stale connection")        \
+  X(malformed_private_data, "REQ/REP/REJ private data that failed validation")            \
+  X(last_wqe_received, "Last WQE Reached events received")                                \
+  X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")     \
+  X(drains_completed, "drain WR completions seen")                                        \
+  X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion")   \
+  X(forced_destroys, "QPs destroyed without the full spec sequence")                      \
+  X(flushed_recvs_counted, "non-SRQ flushed receive completions counted in teardown")     \
+  X(qps_created, "QPs created")                                                           \
+  X(qps_destroyed, "QPs destroyed")                                                       \
+  X(cm_ids_created, "rdma_cm ids created (active and passive)")                           \
+  X(cm_ids_destroyed, "rdma_cm ids destroyed")                                            \
+  X(idle_reaps, "connections torn down by idle_timeout")                                  \
+  X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")      \
+  X(link_down_teardowns, "connections torn down because the underlay link went down")     \
+  X(evictions, "LRU evictions at max_connections")                                        \
+  X(evictions_refused,                                                                    \
+    "at max_connections, all connections under 1 s old: REJ full or connect deferred")    \
+  X(reaper_visits, "conns the reaper looked at (acted on, +1 where it stopped)")          \
+  X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                            \
+  X(async_events_ignored, "duplicate, late or unknown async events ignored")              \
+  X(cm_events_ignored, "duplicate, late or unknown rdma_cm events ignored")               \
+  X(completions_ignored, "completions for unknown QPs or wr_ids")                         \
+  X(srq_limit_events, "SRQ limit reached events")                                         \
+  X(packets_tx, "packets sent")                                                           \
+  X(bytes_tx, "bytes sent")                                                               \
+  X(packets_rx, "packets received")                                                       \
+  X(bytes_rx, "bytes received")                                                           \
+  X(send_errors, "send completions with an error status")                                 \
+  X(recv_errors, "receive completions with an error status (not flush)")                  \
+  X(drops_queue_full, "packets dropped: per-peer queue full (oldest dropped)")            \
+  X(drops_oversize, "packets dropped: larger than the MTU")                               \
+  X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")      \
+  X(drops_no_slot, "packets refused: no send slot")                                       \
+  X(drops_shutting_down, "packets dropped: stopping, link down, device lost")             \
+  X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")            \
+  X(sends_zero_copy, "packets posted from the send buffer they were read into (no copy)") \
+  X(send_doorbells, "ibv_post_send calls for data SENDs (a chain of WRs counts once)")    \
+  X(gso_segmented, "GSO super-packets cut in software for peers without offload")         \
+  X(drops_gso_to_legacy_peer,                                                             \
+    "packets for a peer without offload that could not be segmented or checksummed")      \
+  X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")       \
+  X(connect_deadlines_deferred,                                                           \
+    "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")  \
+  X(device_removals, "RDMA device lost (DEVICE_REMOVAL or FATAL): its objects released")  \
+  X(device_readopts, "lost RDMA device opened again on node.address")                     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 struct Counters {
