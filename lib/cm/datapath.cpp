@@ -43,18 +43,6 @@ Result<void> DataPath::start() {
   return {};
 }
 
-void DataPath::stop() {
-  started_ = false;
-  lent_slot_.reset();
-  chains_used_ = 0;
-  send_pool_.release();
-  slot_owner_.clear();
-  srq_pool_.release();
-  srq_reposts_.clear();
-  srq_posted_ = 0;
-  srq_limit_armed_ = false;
-}
-
 Result<void> DataPath::fill_rq(Conn& c) {
   c.rq = std::make_unique<BufferPool>();
   if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_, headroom_); !r)

@@ -121,7 +121,10 @@ void VerbsSeam::close_device() {
   // librdmacm keeps its own ibv_context (the uverbs fd, with the async fd)
   // of every device it has seen, and closes one whose device is gone only
   // when it resynchronises its device list with no id left on it
-  // (rdma_get_devices(3) does). Without this the removal still waits.
+  // (rdma_get_devices(3) does). Without this the removal still waits. The
+  // price: rdma_get_devices opens librdmacm's context of every other RDMA
+  // device of the host, kept until exit; on a driver without
+  // disassociate_ucontext, removing one of those then waits for rcnetd.
   if (ibv_context** devs = rdma_get_devices(nullptr); devs != nullptr)
     rdma_free_devices(devs);
   spdlog::info("RDMA device released: no QP, cm id, MR, SRQ, CQ or PD left");
