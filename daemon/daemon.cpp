@@ -163,7 +163,7 @@ Result<void> Daemon::start() {
   cq_more_ = std::move(*more);
   if (auto r = watch_device(); !r)
     return r;
-  // Device loss (docs/design.md "Direction", rails): the manager releases
+  // Device loss (docs/design.md "Connection lifecycle"): the manager releases
   // the device from its timer path; the seam calls this before it closes
   // the async and completion fds, and the readopt timer takes over.
   seam_->set_close_hook([this] { on_device_closing(); });
