@@ -228,6 +228,8 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       break;
     case T::kCqErr:
     case T::kSrqErr:
+      device_failed(std::string(rdma::to_string(ev.type)));
+      break;
     case T::kDeviceFatal:
       device_lost(std::string(rdma::to_string(ev.type)));
       break;

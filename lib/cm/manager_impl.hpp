@@ -149,6 +149,9 @@ class Manager::Impl final : private DataPathHooks {
   void defer_destroy_id(rdma::CmIdHandle id) { pending_id_destroy_.push_back(id); }
   void destroy_id_now(rdma::CmIdHandle id);
   void forget_idle_peers();
+  // CQ or SRQ error: every connection torn down (hard), queues dropped; the
+  // device objects stay.
+  void device_failed(const std::string& why);
   // DEVICE_REMOVAL / DEVICE_FATAL: every QP destroyed at once, queues
   // dropped, the release of the rest asked of the timer path.
   void device_lost(const std::string& why);

@@ -196,6 +196,16 @@ void Manager::Impl::forget_idle_peers() {
   forget_candidates_.clear();
 }
 
+void Manager::Impl::device_failed(const std::string& why) {
+  spdlog::critical("RDMA device failure ({}): tearing every connection down", why);
+  // Nothing queued can go out on a failed device: dropped, not retried.
+  table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
+  for (Conn* c : table_.all()) {
+    if (!is_teardown(c->state))
+      teardown(*c, TeardownKind::kHard, why);
+  }
+}
+
 void Manager::Impl::device_lost(const std::string& why) {
   // Every id of the device reports DEVICE_REMOVAL: the first one acts.
   if (device_gone_)
