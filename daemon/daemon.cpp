@@ -48,8 +48,10 @@ Daemon::~Daemon() {
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
   if (tun_path_)
     tun_path_->detach();
-  if (seam_)
+  if (seam_) {
     seam_->set_sink(nullptr);
+    seam_->set_close_hook({});
+  }
   manager_.reset();
 }
 
@@ -155,20 +157,21 @@ Result<void> Daemon::start() {
   if (!cm_src)
     return cm_src.error();
   cm_src_ = std::move(*cm_src);
-  auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
-                                [this](std::uint32_t) { pump_->on_async_readable(); });
-  if (!async_src)
-    return async_src.error();
-  async_src_ = std::move(*async_src);
   auto more = loop_.add_defer("cq-more", [this] { on_completions_ready(); });
   if (!more)
     return more.error();
   cq_more_ = std::move(*more);
-  auto cq_src = loop_.add_io(seam_->cq_fd(), EPOLLIN, "cq",
-                             [this](std::uint32_t) { on_completions_ready(); });
-  if (!cq_src)
-    return cq_src.error();
-  cq_src_ = std::move(*cq_src);
+  if (auto r = watch_device(); !r)
+    return r;
+  // Device loss (docs/design.md "Connection lifecycle"): the manager releases
+  // the device from its timer path; the seam calls this before it closes
+  // the async and completion fds, and the readopt timer takes over.
+  seam_->set_close_hook([this] { on_device_closing(); });
+  auto readopt = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(50), "readopt",
+                                [this] { on_readopt_tick(); });
+  if (!readopt)
+    return readopt.error();
+  readopt_timer_ = std::move(*readopt);
 
   if (auto r = setup_tun(); !r)
     return r;
@@ -285,6 +288,48 @@ int Daemon::run() {
   return *r;
 }
 
+Result<void> Daemon::watch_device() {
+  auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
+                                [this](std::uint32_t) { pump_->on_async_readable(); });
+  if (!async_src)
+    return async_src.error();
+  async_src_ = std::move(*async_src);
+  auto cq_src = loop_.add_io(seam_->cq_fd(), EPOLLIN, "cq",
+                             [this](std::uint32_t) { on_completions_ready(); });
+  if (!cq_src)
+    return cq_src.error();
+  cq_src_ = std::move(*cq_src);
+  return {};
+}
+
+void Daemon::on_device_closing() {
+  // Off the loop before the seam closes the fds: a closed fd's number may be
+  // reused by the next open while a watch still names it.
+  async_src_.reset();
+  cq_src_.reset();
+  (void)cq_more_.set_enabled(SD_EVENT_OFF);
+  (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
+}
+
+void Daemon::on_readopt_tick() {
+  if (stopping_ || manager_->device_present())
+    return;
+  if (auto r = manager_->readopt(); !r) {
+    spdlog::debug("RDMA device on {} not back yet: {}", cfg_.manager.local.to_string(),
+                  r.error().message());
+    (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
+    return;
+  }
+  if (auto r = watch_device(); !r) {
+    // Without the completion fd the data path would stall: stop rather
+    // than run deaf (systemd restarts the daemon).
+    spdlog::critical("cannot watch the adopted RDMA device: {}", r.error().message());
+    loop_.exit(1);
+    return;
+  }
+  on_completions_ready();
+}
+
 void Daemon::on_completions_ready() {
   if (pump_->drain_completions()) {
     // More WCs may be waiting and the CQ may not be armed: poll again on the
@@ -304,6 +349,8 @@ std::string Daemon::status_text() const {
   }
   std::string s = std::to_string(established) + " connections established, " +
                   std::to_string(teardown) + " QPs in teardown";
+  if (!manager_->device_present())
+    s = "RDMA device removed, waiting for it: " + s;
   if (stopping_)
     s = "stopping: " + s;
   return s;

@@ -53,6 +53,9 @@ class Daemon {
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
+  // While the RDMA device is lost: how often opening it again is tried
+  // (cm::Manager::readopt).
+  static constexpr Duration kReadoptInterval = std::chrono::seconds(1);
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -82,6 +85,11 @@ class Daemon {
   Result<void> setup_tun();
   Result<void> start_ctl_server();
   void on_completions_ready();
+  // io sources on the seam's async and completion fds (valid after open).
+  Result<void> watch_device();
+  // VerbsSeam's close hook: drops those sources, arms the readopt timer.
+  void on_device_closing();
+  void on_readopt_tick();
   void on_status_tick();
   void after_iteration();
   void on_stop_deadline();
@@ -106,7 +114,7 @@ class Daemon {
   std::unique_ptr<NetlinkMonitor> netlink_;
   EventSource sig_term_, sig_int_, sig_hup_;
   EventSource cm_src_, async_src_, cq_src_, cq_more_;
-  EventSource status_timer_, stop_deadline_, after_iteration_;
+  EventSource status_timer_, stop_deadline_, after_iteration_, readopt_timer_;
   std::string last_status_;
   bool stopping_ = false;
   TimePoint stop_started_{};

@@ -14,12 +14,23 @@ void BufferPool::AlignedDelete::operator()(std::byte* p) const noexcept {
 }
 
 BufferPool::~BufferPool() {
+  release();
+}
+
+void BufferPool::release() {
   if (registered_)
     seam_->unregister_memory(mr_);
+  registered_ = false;
+  mr_ = {};
+  mem_.reset();
+  count_ = 0;
+  free_.clear();
+  in_free_.clear();
 }
 
 Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
                               std::uint32_t headroom) {
+  release();
   seam_ = &seam;
   count_ = count;
   size_ = size;

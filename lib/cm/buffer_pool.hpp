@@ -28,8 +28,12 @@ class BufferPool {
   // buffer are left out of its SGEs: a receive lands after them, so a header
   // can be put in front of what arrived without a copy. Errors: ENOMEM, or
   // the seam's.
+  // A pool already initialised is released first.
   Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
                     std::uint32_t headroom = 0);
+  // Unregisters the memory (through the seam given to init) and frees it;
+  // the pool is empty afterwards. Idempotent.
+  void release();
 
   std::uint32_t count() const { return count_; }
   std::uint32_t buffer_size() const { return size_; }

@@ -113,6 +113,19 @@ class DataPath {
   // Sending is refused until it succeeded. Errors: BufferPool::init's, the
   // seam's (ibv_post_srq_recv).
   Result<void> start();
+  // The device is gone (Manager::device_present): unregisters and frees the
+  // send slots and the SRQ buffers, forgets what was posted; sending is
+  // refused until start() succeeds again. Every QP must be gone already.
+  void stop() {
+    started_ = srq_limit_armed_ = false;
+    lent_slot_.reset();
+    chains_used_ = 0;
+    send_pool_.release();
+    slot_owner_.clear();
+    srq_pool_.release();
+    srq_reposts_.clear();
+    srq_posted_ = 0;
+  }
   // Bytes of every receive buffer and send slot; 0 before start().
   std::uint32_t buffer_size() const { return buf_size_; }
   // Without SRQ, once `c`'s QP exists: registers its own receive ring

@@ -85,7 +85,7 @@ void Manager::Impl::settle() {
 
 void Manager::Impl::reschedule() {
   TimePoint next = TimePoint::max();
-  if (!pending_id_destroy_.empty())
+  if (!pending_id_destroy_.empty() || release_pending_)
     next = now();
   next = std::min({next, table_.next_deadline(), table_.next_retry()});
   // The reaper's wakeup is recomputed only when one of its two lists became
@@ -122,6 +122,8 @@ void Manager::Impl::on_timer() {
   pending_id_destroy_.clear();
   for (auto id : ids)
     destroy_id_now(id);
+  if (release_pending_)
+    release_device();
 
   while (Conn* c = table_.pop_expired(t))
     on_deadline(*c);
@@ -226,6 +228,8 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       break;
     case T::kCqErr:
     case T::kSrqErr:
+      device_failed(std::string(rdma::to_string(ev.type)));
+      break;
     case T::kDeviceFatal:
       device_lost(std::string(rdma::to_string(ev.type)));
       break;
@@ -318,6 +322,7 @@ Snapshot Manager::Impl::snapshot() const {
   s.incarnation = cfg_.incarnation;
   s.local = cfg_.local;
   s.device = device_.name;
+  s.device_removed = device_gone_;
   s.mtu = cfg_.mtu;
   s.offload = cfg_.offload;
   dp_.snapshot(s);
@@ -447,6 +452,14 @@ void Manager::shutdown() {
 }
 bool Manager::stopped() const {
   return impl_->stopped();
+}
+bool Manager::device_present() const {
+  return !impl_->device_gone();
+}
+Result<void> Manager::readopt() {
+  auto r = impl_->readopt();
+  impl_->settle();
+  return r;
 }
 void Manager::set_observer(EventObserver observer) {
   impl_->observer_ = std::move(observer);

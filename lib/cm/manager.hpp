@@ -211,6 +211,23 @@ class Manager final : public rdma::EventSink {
   void shutdown();
   bool stopped() const;
 
+  // --- device loss ----------------------------------------------------------------
+  // rdma_cm DEVICE_REMOVAL (of any id) or IBV_EVENT_DEVICE_FATAL: every QP
+  // is destroyed at once (no Last WQE or drain wait: counted in
+  // forced_destroys), queued packets are dropped (drops_shutting_down), and
+  // the timer path then destroys the ids, unregisters the buffers and closes
+  // the device (Seam::close_device), so that the kernel can finish removing
+  // it (counter device_removals). Sends are refused and counted until
+  // readopt() succeeds. false from then until readopt() succeeded.
+  bool device_present() const;
+  // While the device is gone (no-op otherwise): opens the seam on
+  // config().local again and restarts the data path as start() does
+  // (counter device_readopts); connections then come back on demand. Errors:
+  // EBUSY while the release is still pending, the seam's (ENODEV,
+  // EADDRNOTAVAIL: no device owns the address yet), DataPath's (the device is
+  // closed again then).
+  Result<void> readopt();
+
   // Connection events (cm/events.hpp), reported synchronously to `observer`
   // while they happen; empty = none (the default). Replaces any previous one.
   // The observer must not call back into the Manager.

@@ -70,6 +70,9 @@ class Manager::Impl final : private DataPathHooks {
 
   // --- teardown.cpp -----------------------------------------------------------------
   void shutdown();
+  // Manager::readopt().
+  Result<void> readopt();
+  bool device_gone() const { return device_gone_; }
 
   ManagerConfig cfg_;
   Counters ctr_;
@@ -146,10 +149,16 @@ class Manager::Impl final : private DataPathHooks {
   void defer_destroy_id(rdma::CmIdHandle id) { pending_id_destroy_.push_back(id); }
   void destroy_id_now(rdma::CmIdHandle id);
   void forget_idle_peers();
+  // CQ or SRQ error: every connection torn down (hard), queues dropped; the
+  // device objects stay.
+  void device_failed(const std::string& why);
+  // DEVICE_REMOVAL / DEVICE_FATAL: every QP destroyed at once, queues
+  // dropped, the release of the rest asked of the timer path.
   void device_lost(const std::string& why);
+  void release_device();
 
   // --- DataPathHooks ------------------------------------------------------------------
-  bool sends_allowed() const override { return !shutting_down_ && link_up_; }
+  bool sends_allowed() const override { return !shutting_down_ && link_up_ && !device_gone_; }
 
   // --- limits.cpp -------------------------------------------------------------------
   bool make_room();
@@ -177,6 +186,10 @@ class Manager::Impl final : private DataPathHooks {
   rdma::DeviceInfo device_;
   bool shutting_down_ = false;
   bool link_up_ = true;
+  // From the device's loss until readopt() succeeded.
+  bool device_gone_ = false;
+  // device_lost() asked the timer path for release_device().
+  bool release_pending_ = false;
 
   ConnTable table_;
   std::vector<rdma::CmIdHandle> pending_id_destroy_;

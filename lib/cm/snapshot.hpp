@@ -76,6 +76,8 @@ namespace rcnet::cm {
   X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")       \
   X(connect_deadlines_deferred,                                                           \
     "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")  \
+  X(device_removals, "RDMA device lost (DEVICE_REMOVAL or FATAL): its objects released")  \
+  X(device_readopts, "lost RDMA device opened again on node.address")                     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 struct Counters {
@@ -131,6 +133,7 @@ struct Snapshot {
   std::uint64_t incarnation = 0;
   Endpoint local;
   std::string device;
+  bool device_removed = false;  // lost, not adopted again yet (Manager::device_present)
   std::uint32_t mtu = 0;
   bool offload = false;  // ManagerConfig::offload: GSO frames, kCapGso advertised
   std::uint32_t send_slots_total = 0, send_slots_free = 0;

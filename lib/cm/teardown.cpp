@@ -196,7 +196,7 @@ void Manager::Impl::forget_idle_peers() {
   forget_candidates_.clear();
 }
 
-void Manager::Impl::device_lost(const std::string& why) {
+void Manager::Impl::device_failed(const std::string& why) {
   spdlog::critical("RDMA device failure ({}): tearing every connection down", why);
   // Nothing queued can go out on a failed device: dropped, not retried.
   table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
@@ -204,6 +204,67 @@ void Manager::Impl::device_lost(const std::string& why) {
     if (!is_teardown(c->state))
       teardown(*c, TeardownKind::kHard, why);
   }
+}
+
+void Manager::Impl::device_lost(const std::string& why) {
+  // Every id of the device reports DEVICE_REMOVAL: the first one acts.
+  if (device_gone_)
+    return;
+  device_gone_ = true;
+  release_pending_ = true;
+  ++ctr_.device_removals;
+  log::Fields f;
+  f.message_id = log::kMsgDeviceRemoved;
+  log::event(spdlog::level::critical, f,
+             "RDMA device lost ({}): releasing every QP, cm id, MR, SRQ, CQ and PD of it; "
+             "retrying {} until a device owns it again",
+             why, cfg_.local);
+  // Nothing queued can go out on a failed device: dropped, not retried.
+  table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
+  // No teardown sequence: the device is gone, so neither Last WQE Reached
+  // nor a drain completion will come, and a driver without
+  // disassociate_ucontext (rxe) keeps `rdma link delete` waiting until
+  // every object is closed (docs/lab.md). Each QP is destroyed at once,
+  // counted as a forced destroy; the ids follow from the timer path (never
+  // inside their own event), then release_device().
+  for (Conn* c : table_.all()) {
+    ++ctr_.forced_destroys;
+    table_.leave_service(*c);
+    if (c->has_qp())
+      release_qp(*c);
+    finish(*c);
+  }
+}
+
+// From on_timer(), after the deferred ids were destroyed: the buffers'
+// MRs, then the device-wide objects (Seam::close_device).
+void Manager::Impl::release_device() {
+  release_pending_ = false;
+  for (auto id : pending_id_destroy_)
+    destroy_id_now(id);
+  pending_id_destroy_.clear();
+  dp_.stop();
+  seam_.close_device();
+}
+
+Result<void> Manager::Impl::readopt() {
+  if (!device_gone_)
+    return {};
+  if (release_pending_)
+    return Error::from_errno(EBUSY, "the lost device is still being released");
+  if (auto r = start(); !r) {
+    // start() may have opened the device before the data path failed.
+    dp_.stop();
+    seam_.close_device();
+    return r;
+  }
+  device_gone_ = false;
+  ++ctr_.device_readopts;
+  log::Fields f;
+  f.message_id = log::kMsgDeviceReadopted;
+  log::event(spdlog::level::warn, f, "RDMA device {} adopted again on {}: accepting connections",
+             device_.name, cfg_.local);
+  return {};
 }
 
 void Manager::Impl::shutdown() {

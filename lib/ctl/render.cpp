@@ -163,8 +163,12 @@ std::string daemon_line(const json& d) {
 std::string render_status(const json& d) {
   std::string out = daemon_line(d);
   out += "node " + text(d, "node") + "  incarnation " + text(d, "incarnation") + "\n";
-  out += "local " + text(d, "local") + "  device " + text(d, "device") + "  mtu " + text(d, "mtu") +
-         "  offload " + text(d, "offload") + "\n";
+  // device_removed: lost, rcnetd retries opening it (Manager::readopt).
+  const json* removed = field(d, "device_removed");
+  const bool gone = removed != nullptr && removed->is_boolean() && removed->get<bool>();
+  out += "local " + text(d, "local") + "  device " + text(d, "device") +
+         (gone ? " (removed)" : "") + "  mtu " + text(d, "mtu") + "  offload " +
+         text(d, "offload") + "\n";
   out += "peers " + text(d, "peers") + "  connections " + text(d, "connections") +
          "  established " + text(d, "established") + "  qps " + text(d, "qps") + "  in teardown " +
          text(d, "in_teardown") + "\n";

@@ -42,6 +42,7 @@ json status_json(const cm::Snapshot& s) {
       {"incarnation", hex64(s.incarnation)},
       {"local", s.local.to_string()},
       {"device", s.device},
+      {"device_removed", s.device_removed},
       {"mtu", s.mtu},
       {"offload", s.offload},
       {"peers", s.peers.size()},

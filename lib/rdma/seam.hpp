@@ -280,6 +280,17 @@ class Seam {
   // deadline that expires meanwhile must not beat an ESTABLISHED already
   // waiting there. false on error (the deadline then acts as before).
   virtual bool cm_events_queued() = 0;
+
+  // --- device loss -------------------------------------------------------------
+  // After rdma_cm's DEVICE_REMOVAL or IBV_EVENT_DEVICE_FATAL, once the caller
+  // destroyed its QPs and ids and unregistered its memory: releases what
+  // open() created (SRQ, CQ, completion channel, PD, listener) and anything
+  // still left, so that the kernel can finish removing the device (a driver
+  // without disassociate_ucontext, such as rxe, waits in `rdma link delete`
+  // until every uverbs object of the device is closed; docs/lab.md). open()
+  // may then be called again, and fails until a device owns the address
+  // again. Idempotent. The default does nothing (seams with no device).
+  virtual void close_device() {}
 };
 
 }  // namespace rcnet::rdma

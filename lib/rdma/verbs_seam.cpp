@@ -89,6 +89,47 @@ void VerbsSeam::set_sink(EventSink* sink) {
   sink_ = sink;
 }
 
+void VerbsSeam::set_close_hook(std::function<void()> hook) {
+  close_hook_ = std::move(hook);
+}
+
+void VerbsSeam::close_device() {
+  if (!listener_ && ids_.empty() && mrs_.empty())
+    return;
+  if (close_hook_)
+    close_hook_();
+  if (!ids_.empty() || !mrs_.empty()) {
+    spdlog::warn("closing the RDMA device with {} cm ids and {} MRs left: releasing them",
+                 ids_.size(), mrs_.size());
+  }
+  // The destructor's order (rdma-core's): QPs, ids, MRs, SRQ, CQ (its events
+  // acknowledged), completion channel, PD, listener.
+  for (auto& [h, e] : ids_)
+    e.qp.reset();
+  for (auto& [h, e] : ids_)
+    e.id.reset();
+  ids_.clear();
+  mrs_.clear();
+  srq_.reset();
+  ack_cq_events(true);
+  cq_.reset();
+  cq_armed_ = false;
+  comp_channel_.reset();
+  pd_.reset();
+  listener_.reset();
+  listener_handle_ = kNoCmId;
+  // librdmacm keeps its own ibv_context (the uverbs fd, with the async fd)
+  // of every device it has seen, and closes one whose device is gone only
+  // when it resynchronises its device list with no id left on it
+  // (rdma_get_devices(3) does). Without this the removal still waits. The
+  // price: rdma_get_devices opens librdmacm's context of every other RDMA
+  // device of the host, kept until exit; on a driver without
+  // disassociate_ucontext, removing one of those then waits for rcnetd.
+  if (ibv_context** devs = rdma_get_devices(nullptr); devs != nullptr)
+    rdma_free_devices(devs);
+  spdlog::info("RDMA device released: no QP, cm id, MR, SRQ, CQ or PD left");
+}
+
 int VerbsSeam::cm_fd() const {
   return channel_ ? channel_->fd : -1;
 }

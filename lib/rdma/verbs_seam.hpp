@@ -16,6 +16,7 @@
 // "Why it exists", item 3).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -42,6 +43,10 @@ class VerbsSeam final : public Seam {
   // Borrowed; must outlive the seam or be reset to nullptr first. Events
   // arriving with no sink are acknowledged and dropped (logged).
   void set_sink(EventSink* sink);
+  // Called by close_device() before async_fd() and cq_fd() are closed, so
+  // that a poller drops its watches on them first (an fd closed under an
+  // epoll watch may be reused by the next open). Empty = none.
+  void set_close_hook(std::function<void()> hook);
 
   // The fds to watch for EPOLLIN, all O_NONBLOCK. -1 when not (yet) valid.
   int cm_fd() const;     // rdma_event_channel fd
@@ -101,6 +106,11 @@ class VerbsSeam final : public Seam {
                             std::span<const Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
   bool cm_events_queued() override;
+  // Also destroys every id and QP still open and every MR still registered
+  // (logged as leftovers), and makes librdmacm resynchronise its device
+  // list, which closes its own context of a removed device (rdma_get_devices(3));
+  // the rdma_cm event channel (cm_fd()) stays: it holds no device.
+  void close_device() override;
 
  private:
   // ~VerbsSeam releases these explicitly in the order rdma-core needs: QPs,
@@ -132,6 +142,7 @@ class VerbsSeam final : public Seam {
   std::map<CmIdHandle, IdEntry> ids_;
 
   EventSink* sink_ = nullptr;
+  std::function<void()> close_hook_;
   DeviceConfig cfg_{};
   CmIdHandle next_handle_ = 1;
   std::uint32_t next_mr_ = 1;

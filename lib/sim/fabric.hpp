@@ -200,7 +200,11 @@ class SimNode {
   // Every live QPN with its state, ascending: the device's own view, as
   // `rdma resource show qp` prints it (for audit tests).
   std::vector<std::pair<rdma::Qpn, QpStateSim>> qp_table() const;
-  std::size_t live_cm_ids() const;  // excluding the listener
+  std::size_t live_cm_ids() const;         // excluding the listener
+  std::size_t registered_regions() const;  // MRs (ibv_reg_mr) not unregistered
+  // open() succeeded and close_device() was not called since: the listener,
+  // the PD, the CQ and (with srq_size) the SRQ exist.
+  bool device_open() const;
   std::uint32_t srq_posted() const;
   std::size_t rq_posted(rdma::Qpn qpn) const;  // per-QP RQ (non-SRQ QPs)
   std::size_t sends_outstanding(rdma::Qpn qpn) const;
@@ -255,6 +259,15 @@ class Faults {
   void isolate(const IpAddr& node, bool cut = true);
   // The host dies: no DREQ, state gone (SimNode::crash()).
   void crash(const IpAddr& node);
+  // The node's RDMA device is removed (`rdma link delete`): every QP goes to
+  // ERR (peers' sends end in retry exceeded), every cm id of the node, the
+  // listener included, gets DEVICE_REMOVAL, and every call but the releasing
+  // ones fails with ENODEV (open() too) until restore_device(). The objects
+  // stay until their owner releases them (SimNode oracles).
+  void remove_device(const IpAddr& node);
+  // A device owns the node's address again: open() works (once the owner
+  // closed the old one, Seam::close_device).
+  void restore_device(const IpAddr& node);
   // The node's CQ overflows now: kCqErr, every QP on it to ERR, later CQEs lost.
   void cq_overflow(const IpAddr& node);
   // The drain WR of `qpn` never completes (to exercise drain_timeout).

@@ -139,6 +139,29 @@ void Faults::crash(const IpAddr& node) {
     n->crash();
 }
 
+void Faults::remove_device(const IpAddr& node) {
+  SimNode::Impl* n = live(node);
+  if (n == nullptr || n->device_removed)
+    return;
+  n->fab.trace(n->addr, "DEVICE REMOVED");
+  n->device_removed = true;
+  for (auto& [qpn, qp] : n->qps)
+    n->qp_to_error(qp);
+  for (const auto& [h, id] : n->ids) {
+    rdma::CmEvent ev;
+    ev.type = rdma::CmEventType::kDeviceRemoval;
+    ev.id = h;
+    n->emit_cm(0ns, ev);
+  }
+}
+
+void Faults::restore_device(const IpAddr& node) {
+  if (SimNode::Impl* n = live(node)) {
+    n->fab.trace(n->addr, "DEVICE RESTORED");
+    n->device_removed = false;
+  }
+}
+
 void Faults::cq_overflow(const IpAddr& node) {
   if (SimNode::Impl* n = live(node))
     n->overflow_cq();

@@ -172,6 +172,9 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
                             std::span<const rdma::Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
   bool cm_events_queued() override { return !cm_backlog.empty(); }
+  // Releases what open() created (listener, SRQ, CQ, PD); ids, QPs and MRs
+  // the owner left are NOT released, so the oracles show them.
+  void close_device() override;
 
   // --- TimerService ---
   TimePoint now() const override { return fab.now; }
@@ -236,6 +239,10 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   std::uint64_t life = 1;
   bool up = true;
   bool opened = false;
+  // Faults::remove_device until Faults::restore_device: every call but the
+  // releasing ones (destroy_qp, destroy_id, unregister_memory,
+  // close_device) fails with ENODEV, open() included.
+  bool device_removed = false;
   rdma::DeviceConfig cfg;
   Endpoint local_ep;
   rdma::CmIdHandle listener = rdma::kNoCmId;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "sim/internal.hpp"
@@ -111,6 +112,12 @@ std::vector<std::pair<rdma::Qpn, QpStateSim>> SimNode::qp_table() const {
 std::size_t SimNode::live_cm_ids() const {
   return impl_->ids.size() - (impl_->ids.contains(impl_->listener) ? 1 : 0);
 }
+std::size_t SimNode::registered_regions() const {
+  return impl_->regions.size();
+}
+bool SimNode::device_open() const {
+  return impl_->opened;
+}
 std::uint32_t SimNode::srq_posted() const {
   return static_cast<std::uint32_t>(impl_->srq.size());
 }
@@ -156,8 +163,23 @@ SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size
              : p == Profile::kMlx ? 262144
                                   : 16384) {}
 
+void SimNode::Impl::close_device() {
+  if (!opened)
+    return;
+  fab.trace(addr, "close_device");
+  opened = false;
+  ids.erase(listener);
+  listener = rdma::kNoCmId;
+  has_srq = false;
+  srq.clear();
+  srq_limit = 0;
+  cq.clear();
+  cq_broken = false;
+}
+
 void SimNode::Impl::reset_device() {
   opened = false;
+  device_removed = false;
   cfg = {};
   local_ep = {};
   listener = rdma::kNoCmId;
@@ -245,6 +267,10 @@ Result<CmId*> SimNode::Impl::lookup(rdma::CmIdHandle h, const char* op) {
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, std::string("sim: ") + op + " on a crashed node");
   }
+  // The releasing calls still work on a removed device (rdma_destroy_qp,
+  // rdma_destroy_id): that is how its owner lets the removal finish.
+  if (device_removed && std::string_view(op).rfind("rdma_destroy", 0) != 0)
+    return Error::from_errno(ENODEV, std::string("sim: ") + op + ": device removed");
   auto it = ids.find(h);
   if (it != ids.end())
     return &it->second;

@@ -66,6 +66,8 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, "sim open: node crashed");
   }
+  if (device_removed)
+    return Error::from_errno(ENODEV, "sim rdma_bind_addr: no device owns the address");
   if (local.addr != addr)
     return Error::from_errno(EADDRNOTAVAIL, "sim rdma_bind_addr");
   if (opened)
@@ -98,6 +100,8 @@ Result<rdma::CmIdHandle> SimNode::Impl::create_id() {
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, "sim rdma_create_id: node crashed");
   }
+  if (device_removed)
+    return Error::from_errno(ENODEV, "sim rdma_create_id: device removed");
   if (!opened)
     return fail(EINVAL, "rdma_create_id before open");
   const rdma::CmIdHandle h = next_handle++;

@@ -20,6 +20,8 @@ Result<rdma::MemoryRegion> SimNode::Impl::register_memory(std::span<std::byte> m
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, "sim ibv_reg_mr: node crashed");
   }
+  if (device_removed)
+    return Error::from_errno(ENODEV, "sim ibv_reg_mr: device removed");
   if (!opened)
     return fail(EINVAL, "ibv_reg_mr before open");
   const std::uint32_t h = next_mr++;
@@ -360,6 +362,8 @@ Result<void> SimNode::Impl::post_srq_recv(std::span<const std::uint64_t> wr_ids,
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, "sim ibv_post_srq_recv: node crashed");
   }
+  if (device_removed)
+    return Error::from_errno(ENODEV, "sim ibv_post_srq_recv: device removed");
   if (!has_srq)
     return fail(EINVAL, "ibv_post_srq_recv: no SRQ");
   if (wr_ids.size() != sges.size())
@@ -402,6 +406,8 @@ Result<void> SimNode::Impl::arm_srq_limit(std::uint32_t limit) {
     ++stats.on_crashed_node;
     return Error::from_errno(ENODEV, "sim ibv_modify_srq: node crashed");
   }
+  if (device_removed)
+    return Error::from_errno(ENODEV, "sim ibv_modify_srq: device removed");
   if (!has_srq)
     return fail(EINVAL, "ibv_modify_srq: no SRQ");
   if (limit > cfg.srq_size)

@@ -62,6 +62,8 @@ inline constexpr std::string_view kMsgRestartDetected = "9045302313c24bcab80b579
 inline constexpr std::string_view kMsgCollisionMerged = "12829befa121449db23244deeb71d4e1";
 inline constexpr std::string_view kMsgLastWqeTimeout = "a8bdde38780e488bb2e82e499ffc1141";
 inline constexpr std::string_view kMsgForcedDestroy = "505d15fe55d441d18c9305368757868d";
+inline constexpr std::string_view kMsgDeviceRemoved = "3c5e1f0a9b7d4e2c8f61a2d4b6e8c0f3";
+inline constexpr std::string_view kMsgDeviceReadopted = "7d2b9e4c1a6f48b0a3c5e7f9d1b3a5c7";
 
 // A short word for each id, as the ctl monitor's teardown "cause" shows it
 // (lib/ctl/views.cpp event_json) and rcnetctl(8) documents it.
@@ -74,6 +76,7 @@ inline constexpr MessageIdName kMessageIdNames[] = {
     {kMsgReapedIdle, "reaped_idle"},           {kMsgReapedDead, "reaped_dead"},
     {kMsgRestartDetected, "restart_detected"}, {kMsgCollisionMerged, "collision_merged"},
     {kMsgLastWqeTimeout, "last_wqe_timeout"},  {kMsgForcedDestroy, "forced_destroy"},
+    {kMsgDeviceRemoved, "device_removed"},     {kMsgDeviceReadopted, "device_readopted"},
 };
 
 }  // namespace rcnet::log

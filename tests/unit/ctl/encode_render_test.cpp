@@ -343,6 +343,13 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   CHECK_THAT(status, Catch::Contains("offload no"));
   CHECK_THAT(status, Catch::Contains("AWAIT_LAST_WQE 1"));
   CHECK_THAT(status, !Catch::Contains("DRAINING"));  // zero states are left out
+  CHECK_THAT(status, !Catch::Contains("removed"));
+  CHECK(status_json(s)["device_removed"] == false);
+
+  cm::Snapshot gone = s;
+  gone.device_removed = true;
+  CHECK(status_json(gone)["device_removed"] == true);
+  CHECK_THAT(render_status(status_json(gone)), Catch::Contains("device rxe0 (removed)"));
 
   const auto peers = lines(render_peers(peers_json(s)));
   REQUIRE(peers.size() == 3);
