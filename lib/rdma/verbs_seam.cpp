@@ -60,9 +60,14 @@ VerbsSeam::VerbsSeam() {
 }
 
 VerbsSeam::~VerbsSeam() {
-  // The order rdma-core requires: a QP before its id, CQ and SRQ; MRs before
-  // the PD; every CQ event acknowledged before the CQ; the listener (which
-  // holds the device) after the device objects; ids before their channel.
+  release_device_objects();
+  channel_.reset();  // ids before their channel
+}
+
+// The order rdma-core requires: a QP before its id, CQ and SRQ; MRs before
+// the PD; every CQ event acknowledged before the CQ; the listener (which
+// holds the device) after the device objects.
+void VerbsSeam::release_device_objects() {
   for (auto& [h, e] : ids_)
     e.qp.reset();
   for (auto& [h, e] : ids_)
@@ -72,10 +77,11 @@ VerbsSeam::~VerbsSeam() {
   srq_.reset();
   ack_cq_events(true);
   cq_.reset();
+  cq_armed_ = false;
   comp_channel_.reset();
   pd_.reset();
   listener_.reset();
-  channel_.reset();
+  listener_handle_ = kNoCmId;
 }
 
 Result<std::unique_ptr<VerbsSeam>> VerbsSeam::create() {
@@ -102,22 +108,7 @@ void VerbsSeam::close_device() {
     spdlog::warn("closing the RDMA device with {} cm ids and {} MRs left: releasing them",
                  ids_.size(), mrs_.size());
   }
-  // The destructor's order (rdma-core's): QPs, ids, MRs, SRQ, CQ (its events
-  // acknowledged), completion channel, PD, listener.
-  for (auto& [h, e] : ids_)
-    e.qp.reset();
-  for (auto& [h, e] : ids_)
-    e.id.reset();
-  ids_.clear();
-  mrs_.clear();
-  srq_.reset();
-  ack_cq_events(true);
-  cq_.reset();
-  cq_armed_ = false;
-  comp_channel_.reset();
-  pd_.reset();
-  listener_.reset();
-  listener_handle_ = kNoCmId;
+  release_device_objects();
   // librdmacm keeps its own ibv_context (the uverbs fd, with the async fd)
   // of every device it has seen, and closes one whose device is gone only
   // when it resynchronises its device list with no id left on it

@@ -128,6 +128,9 @@ class VerbsSeam final : public Seam {
   // DeviceConfig::min_rnr_timer on `e`'s QP, once, when it is RTS.
   void set_min_rnr_timer(IdEntry& e);
   void ack_cq_events(bool all);
+  // Every object of the device, in rdma-core's order (the destructor and
+  // close_device()); the rdma_cm event channel stays.
+  void release_device_objects();
 
   Error channel_error_{};
   bool channel_ok_ = false;
