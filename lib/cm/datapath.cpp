@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// The data path: what it does and owns, datapath.hpp; the decisions,
+// The data path's send side (the receive side and completions:
+// datapath_recv.cpp): what it does and owns, datapath.hpp; the decisions,
 // docs/design.md "Data path", "Selective signalling" and "Offloads".
 #include <algorithm>
 #include <cstring>
@@ -40,38 +41,6 @@ Result<void> DataPath::start() {
       return r;
   }
   started_ = true;
-  return {};
-}
-
-Result<void> DataPath::fill_rq(Conn& c) {
-  c.rq = std::make_unique<BufferPool>();
-  if (auto r = c.rq->init(seam_, cfg_.rq_depth, buf_size_, headroom_); !r)
-    return r;
-  std::vector<std::uint64_t> ids;
-  std::vector<rdma::Sge> sges;
-  while (auto i = c.rq->take()) {
-    ids.push_back(make_wr(kTagQpRecv, (c.id << 20) | *i));
-    sges.push_back(c.rq->sge(*i));
-  }
-  if (auto r = seam_.post_qp_recv(c.cm_id, ids, sges); !r)
-    return r;
-  c.rq_posted = static_cast<std::uint32_t>(ids.size());
-  return {};
-}
-
-Result<void> DataPath::fill_srq() {
-  if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
-    return r;
-  std::vector<std::uint64_t> ids;
-  std::vector<rdma::Sge> sges;
-  while (auto i = srq_pool_.take()) {
-    ids.push_back(make_wr(kTagSrqRecv, *i));
-    sges.push_back(srq_pool_.sge(*i));
-  }
-  if (auto r = seam_.post_srq_recv(ids, sges); !r)
-    return r;
-  srq_posted_ = static_cast<std::uint32_t>(ids.size());
-  arm_srq_limit();
   return {};
 }
 
@@ -196,14 +165,6 @@ bool DataPath::enqueue(Peer& p, std::span<const std::byte> packet) {
   return dropped;
 }
 
-void DataPath::srq_limit_reached() {
-  ++ctr_.srq_limit_events;
-  ++srq_limit_events_;
-  srq_limit_armed_ = false;
-  spdlog::warn("SRQ limit reached: {} of {} receive WRs posted (limit {})", srq_posted_,
-               cfg_.srq_size, cfg_.srq_limit);
-}
-
 void DataPath::snapshot(Snapshot& s) const {
   s.send_slots_total = send_pool_.count();
   s.send_slots_free = send_pool_.free_count();
@@ -213,14 +174,6 @@ void DataPath::snapshot(Snapshot& s) const {
            .limit = cfg_.use_srq ? cfg_.srq_limit : 0,
            .limit_events = srq_limit_events_,
            .buffer_size = buf_size_};
-}
-
-void DataPath::arm_srq_limit() {
-  if (auto r = seam_.arm_srq_limit(cfg_.srq_limit); !r) {
-    spdlog::warn("arming the SRQ limit: {}", r.error().message());
-    return;
-  }
-  srq_limit_armed_ = true;
 }
 
 void DataPath::forget_sends(Conn& c, std::deque<SendEntry>::iterator end) {
@@ -452,147 +405,6 @@ void DataPath::complete_sends(Conn& c, std::uint64_t wr) {
                          [&](const SendEntry& e) { return e.wr_id == wr; });
   if (it != c.sends.end())
     forget_sends(c, std::next(it));
-}
-
-void DataPath::on_completions(std::span<const rdma::WorkCompletion> wcs) {
-  for (const auto& wc : wcs)
-    on_wc(wc);
-  flush_srq_reposts();
-}
-
-void DataPath::on_wc(const rdma::WorkCompletion& wc) {
-  const std::uint64_t low = wr_low(wc.wr_id);
-  switch (wr_tag(wc.wr_id)) {
-    case kTagSrqRecv: {
-      const auto idx = static_cast<std::uint32_t>(low);
-      if (idx >= srq_pool_.count()) {
-        ++ctr_.completions_ignored;
-        return;
-      }
-      --srq_posted_;
-      if (wc.status == rdma::WcStatus::kSuccess) {
-        receive(table_.by_qpn(wc.qpn), wc, srq_pool_.data(idx));
-      } else if (wc.status != rdma::WcStatus::kFlushErr) {
-        ++ctr_.recv_errors;
-      }
-      srq_reposts_.push_back(idx);
-      return;
-    }
-    case kTagQpRecv:
-      on_qp_recv(wc);
-      return;
-    case kTagSend:
-    case kTagReclaim: {
-      Conn* c = nullptr;
-      if (wr_tag(wc.wr_id) == kTagSend) {
-        const auto slot = static_cast<std::uint32_t>(low);
-        c = slot < slot_owner_.size() ? table_.find(slot_owner_[slot]) : nullptr;
-      } else {
-        c = table_.find(low);
-      }
-      if (c == nullptr || c->qpn != wc.qpn) {
-        ++ctr_.completions_ignored;  // stale: its QP is gone and the slot reclaimed
-        return;
-      }
-      complete_sends(*c, wc.wr_id);
-      if (wc.status != rdma::WcStatus::kSuccess && wc.status != rdma::WcStatus::kFlushErr &&
-          !is_teardown(c->state))
-        hooks_.send_failed(*c, wc.status);
-      return;
-    }
-    case kTagDrain: {
-      Conn* c = table_.find(low);
-      if (c == nullptr || c->state != ConnState::kDraining) {
-        ++ctr_.completions_ignored;
-        return;
-      }
-      ++ctr_.drains_completed;
-      hooks_.destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::to_string(wc.status)));
-      return;
-    }
-    default:
-      ++ctr_.completions_ignored;
-      return;
-  }
-}
-
-// A receive on a QP's own RQ (no SRQ): reposted at once while the QP lives;
-// in teardown the flushes are counted until the RQ is empty (the non-SRQ
-// stand-in for Last WQE Reached).
-void DataPath::on_qp_recv(const rdma::WorkCompletion& wc) {
-  const std::uint64_t low = wr_low(wc.wr_id);
-  Conn* c = table_.find(low >> 20);
-  if (c == nullptr || c->rq == nullptr || c->qpn != wc.qpn) {
-    ++ctr_.completions_ignored;
-    return;
-  }
-  const auto idx = static_cast<std::uint32_t>(low & 0xFFFFF);
-  --c->rq_posted;
-  if (wc.status == rdma::WcStatus::kSuccess) {
-    receive(c, wc, c->rq->data(idx));
-    if (!is_teardown(c->state)) {
-      const std::uint64_t id = make_wr(kTagQpRecv, (c->id << 20) | idx);
-      const rdma::Sge sge = c->rq->sge(idx);
-      if (seam_.post_qp_recv(c->cm_id, std::span(&id, 1), std::span(&sge, 1)))
-        ++c->rq_posted;
-    }
-  } else if (wc.status == rdma::WcStatus::kFlushErr) {
-    ++ctr_.flushed_recvs_counted;
-  } else {
-    ++ctr_.recv_errors;
-  }
-  if (c->state == ConnState::kAwaitLastWqe && c->rq_posted == 0)
-    hooks_.post_drain(*c);
-}
-
-void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
-  if (!wc.has_imm || (wc.imm != wire::kImmData && wc.imm != wire::kImmFrame))
-    return;  // control (reclaim SEND) or foreign
-  if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
-    ++ctr_.recv_errors;
-    return;
-  }
-  std::byte* data = buf + headroom_;
-  std::size_t len = wc.byte_len;
-  const bool framed = wc.imm == wire::kImmFrame;
-  if (framed && (!cfg_.offload || len <= wire::kVnetHdrLen)) {
-    ++ctr_.recv_errors;  // a frame we never negotiated, or one without a packet
-    return;
-  }
-  if (cfg_.offload && !framed) {
-    data = buf;
-    len += wire::kVnetHdrLen;
-    wire::put_vnet_hdr(wire::VnetHdr{}, std::span(data, wire::kVnetHdrLen));
-  }
-  ++ctr_.packets_rx;
-  ctr_.bytes_rx += wc.byte_len;
-  NodeId from = 0;
-  if (c != nullptr) {
-    ++c->rx_packets;
-    c->rx_bytes += wc.byte_len;
-    table_.touch(*c, timers_.coarse_now());
-    from = c->peer;
-  }
-  sink_.deliver(from, std::span<const std::byte>(data, len));
-}
-
-void DataPath::flush_srq_reposts() {
-  if (srq_reposts_.empty())
-    return;
-  repost_ids_.clear();
-  repost_sges_.clear();
-  for (auto idx : srq_reposts_) {
-    repost_ids_.push_back(make_wr(kTagSrqRecv, idx));
-    repost_sges_.push_back(srq_pool_.sge(idx));
-  }
-  if (auto r = seam_.post_srq_recv(repost_ids_, repost_sges_); !r) {
-    spdlog::error("ibv_post_srq_recv of {} buffers: {}", repost_ids_.size(), r.error().message());
-  } else {
-    srq_posted_ += static_cast<std::uint32_t>(repost_ids_.size());
-  }
-  srq_reposts_.clear();
-  if (!srq_limit_armed_ && srq_posted_ >= cfg_.srq_limit)
-    arm_srq_limit();
 }
 
 }  // namespace rcnet::cm

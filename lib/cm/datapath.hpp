@@ -72,7 +72,7 @@ constexpr std::uint64_t wr_low(std::uint64_t wr) {
 
 // With offload, receive buffers keep this much headroom: a plain packet from
 // a peer without offload gets a zeroed virtio_net_hdr written in front of it
-// and goes to the sink without a copy (datapath.cpp receive()).
+// and goes to the sink without a copy (datapath_recv.cpp receive()).
 inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
 
 // What the data path needs from the rest of the connection manager

@@ -8,8 +8,9 @@
 //   teardown.cpp   DREQ -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
 //                  the fallbacks, cm id release, shutdown
 //   datapath.*     class DataPath, owned here as dp_: send slots, batching,
-//                  SRQ/RQ reposts, completions, back-pressure; it calls back
-//                  through DataPathHooks, which Impl implements
+//                  back-pressure (datapath.cpp); SRQ/RQ reposts and
+//                  completions (datapath_recv.cpp); it calls back through
+//                  DataPathHooks, which Impl implements
 //   limits.cpp     the reaper, LRU eviction, dead peers (neighbour events,
 //                  failed sends), link events, operator actions, live
 //                  reconfiguration
