@@ -244,6 +244,11 @@ class Faults {
   bool inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn);
   // An (unsolicited or duplicate) Last WQE Reached for `qpn`, on any profile.
   bool inject_last_wqe(const IpAddr& node, rdma::Qpn qpn);
+  // IBV_EVENT_DEVICE_FATAL (an unaffiliated async event) on `node`, on any
+  // profile, with every QP moved to ERR as a dead device leaves them. The
+  // device itself stays usable, so the owner can open it again at once.
+  // false if the node is down.
+  bool inject_device_fatal(const IpAddr& node);
   // While on, incoming SENDs at `node` find no receive WR (RNR NAK).
   void starve_receives(const IpAddr& node, bool on = true);
   // While on, the node's owner does not read its rdma_cm channel, as a loop

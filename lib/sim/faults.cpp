@@ -72,6 +72,17 @@ bool Faults::inject_qp_fatal(const IpAddr& node, rdma::Qpn qpn) {
   return true;
 }
 
+bool Faults::inject_device_fatal(const IpAddr& node) {
+  SimNode::Impl* n = live(node);
+  if (n == nullptr)
+    return false;
+  n->fab.trace(n->addr, "DEVICE FATAL");
+  for (auto& [qpn, qp] : n->qps)
+    n->qp_to_error(qp);
+  n->emit_async(n->fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kDeviceFatal, 0});
+  return true;
+}
+
 bool Faults::inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn) {
   SimNode::Impl* n = live(node);
   if (n == nullptr || !n->qps.contains(qpn))

@@ -88,3 +88,35 @@ TEST_CASE("device removed: every object released at once, adopted again, traffic
   CHECK(b.sim->stats().misuse == 0);
   CHECK(a.ctr().illegal_transitions + b.ctr().illegal_transitions == 0);
 }
+
+TEST_CASE("device fatal: every object released at once, adopted again, traffic resumes",
+          "[cm][device]") {
+  const auto profile = GENERATE(Profile::kMlx, Profile::kRxe);
+  INFO("profile " << sim::to_string(profile));
+  Cluster c(profile);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.connect(a, b, 1);
+  REQUIRE(received(b, 1));
+  REQUIRE(a.sim->live_qps() == 1);
+
+  REQUIRE(c.fabric.faults().inject_device_fatal(a.addr));
+  // The teardown bounds are 200 ms each: 1 ms shows none was waited out.
+  c.run(1ms);
+  CHECK(a.sim->live_qps() == 0);
+  CHECK(a.sim->live_cm_ids() == 0);
+  CHECK(a.sim->registered_regions() == 0);
+  CHECK_FALSE(a.sim->device_open());
+  CHECK_FALSE(a.mgr->device_present());
+  CHECK(a.ctr().device_removals == 1);
+  CHECK(a.ctr().qps_created == a.ctr().qps_destroyed);
+  CHECK(a.ctr().cm_ids_created == a.ctr().cm_ids_destroyed);
+
+  REQUIRE(a.mgr->readopt());
+  CHECK(a.ctr().device_readopts == 1);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(1s);
+  CHECK(received(b, 2));
+  CHECK(a.sim->stats().misuse == 0);
+  CHECK(a.ctr().illegal_transitions + b.ctr().illegal_transitions == 0);
+}
