@@ -777,6 +777,39 @@ TEST_CASE("config: rcnetd(8) names exactly the live rows under SIGHUP", "[config
   CHECK(sighup_keys(kManRcnetd) == live);
 }
 
+// "a, b, ..., y or z" of `names`.
+template <class Names>
+static std::string prose_list(const Names& names) {
+  std::string out;
+  for (std::size_t i = 0; i < std::size(names); ++i)
+    out += std::string(i == 0                      ? ""
+                       : i + 1 == std::size(names) ? " or "
+                                                   : ", ") +
+           std::string(names[i]);
+  return out;
+}
+
+TEST_CASE("config: the man pages and the example spell the log levels and targets of the tables",
+          "[config]") {
+  const std::string levels = prose_list(log_level_names());
+  // rcnetd(8) --log-level and --log-target.
+  CHECK(std::string(kManRcnetd).find("\t" + levels + ". Overrides *log.level*") !=
+        std::string::npos);
+  CHECK(std::string(kManRcnetd).find("\t" + prose_list(kLogTargets) + ". Overrides *log.target*") !=
+        std::string::npos);
+  // rcnetd.toml(5) and the example: "trace, debug, info (default), ..., off".
+  std::string listed = log_level_list();
+  const std::string toml_man = kManRcnetdToml;
+  std::string with_default = listed;
+  with_default.replace(with_default.find("info"), 4, "info (default)");
+  CHECK(toml_man.find("\t" + with_default + ".") != std::string::npos);
+  CHECK(std::string(kExampleToml).find("# " + listed + ".") != std::string::npos);
+  std::string targets = "_";
+  for (std::size_t i = 0; i < kLogTargets.size(); ++i)
+    targets += std::string(i == 0 ? "" : "|") + std::string(kLogTargets[i]);
+  CHECK(toml_man.find("*target* = " + targets + "_") != std::string::npos);
+}
+
 TEST_CASE("config: the example file sets every row, to its default", "[config]") {
   CHECK(example_keys(kExampleToml) == table_keys());
   const Config ex = parse_ok(kExampleToml);
