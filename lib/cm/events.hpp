@@ -13,6 +13,11 @@
 //              reject reason name, detail = why; only peer_addr is known)
 //   kEvict     Manager::Impl::make_room, an LRU connection evicted at
 //              max_connections (a kTeardown follows)
+//   kRail      RailSet: a rail changed state (reason = the new state,
+//              detail = the cause); conn, peer and QPNs are 0
+//   kFailover  RailSet: a peer's traffic moved from one rail to another
+//              (reason = "failover" or "failback", detail = the cause;
+//              from_rail -> rail)
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -24,8 +29,9 @@
 
 namespace rcnet::cm {
 
-enum class EventKind : std::uint8_t { kState, kTeardown, kReject, kEvict };
-// "state", "teardown", "reject", "evict": the "kind" rcnetctl monitor shows.
+enum class EventKind : std::uint8_t { kState, kTeardown, kReject, kEvict, kRail, kFailover };
+// "state", "teardown", "reject", "evict", "rail", "failover": the "kind"
+// rcnetctl monitor shows.
 constexpr std::string_view to_string(EventKind k) {
   switch (k) {
     case EventKind::kState:
@@ -36,15 +42,21 @@ constexpr std::string_view to_string(EventKind k) {
       return "reject";
     case EventKind::kEvict:
       return "evict";
+    case EventKind::kRail:
+      return "rail";
+    case EventKind::kFailover:
+      return "failover";
   }
   return "?";
 }
 
 struct Event {
   EventKind kind = EventKind::kState;
-  TimePoint time{};        // the manager's clock (TimerService::now), not wall time
-  std::uint64_t conn = 0;  // connection id; 0 for kReject (no connection)
-  NodeId peer = 0;         // 0 when not known (kReject)
+  TimePoint time{};             // the manager's clock (TimerService::now), not wall time
+  std::uint32_t rail = 0;       // the rail (kFailover: the one traffic moved to)
+  std::uint32_t from_rail = 0;  // kFailover: the one it left
+  std::uint64_t conn = 0;       // connection id; 0 for kReject (no connection)
+  NodeId peer = 0;              // 0 when not known (kReject)
   Endpoint peer_addr;
   rdma::Qpn qpn = 0;  // 0 until the QP exists
   rdma::Qpn remote_qpn = 0;

@@ -80,21 +80,49 @@ namespace rcnet::cm {
   X(device_readopts, "lost RDMA device opened again on node.address")                     \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
+// The rails' counters (cm/rails.hpp): counted by the RailSet over every
+// rail's manager, not by one Manager. failovers_<cause> are one Prometheus
+// metric, rcnet_failovers_total{cause="<cause>"}.
+#define RCNET_RAIL_COUNTERS(X)                                                                 \
+  X(failovers_port_error, "peers moved off a link: IBV_EVENT_PORT_ERR on its rail")            \
+  X(failovers_device_lost, "peers moved off a link: its rail's device removed or fatal")       \
+  X(failovers_carrier, "peers moved off a link: carrier or address of its rail's netdev lost") \
+  X(failovers_retry_exceeded, "peers moved off a link: retry exceeded on it (silent path)")    \
+  X(failovers_peer_notice, "peers moved off a link: the peer said its rail went down")         \
+  X(failovers_link_lost, "peers moved off a link: its connection failed otherwise")            \
+  X(failbacks, "peers moved back to a preferred rail that is healthy again")                   \
+  X(failover_resent, "packets of a failed link posted again on another (duplicates possible)") \
+  X(failover_queue_moved, "packets waiting for a failed link's connection moved to another")   \
+  X(failover_no_link, "packets of a failed link dropped: no other link to the peer")           \
+  X(rail_notices_sent, "rail down/up notices sent to peers over a surviving link")             \
+  X(rail_notices_received, "rail down/up notices received from peers")                         \
+  X(rail_probes_sent, "probes sent on standby links (keep them alive, find silent failures)")
+
 struct Counters {
 #define RCNET_X(name, help) std::uint64_t name = 0;
   RCNET_CM_COUNTERS(RCNET_X)
+  RCNET_RAIL_COUNTERS(RCNET_X)
 #undef RCNET_X
   // Calls f(name, value, help) for every counter, in declaration order.
   template <class F>
   void for_each(F&& f) const {
 #define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
     RCNET_CM_COUNTERS(RCNET_X)
+    RCNET_RAIL_COUNTERS(RCNET_X)
 #undef RCNET_X
+  }
+  // Adds every counter of `o` (the RailSet's sum over its rails).
+  Counters& operator+=(const Counters& o) {
+#define RCNET_X(name, help) name += o.name;
+    RCNET_CM_COUNTERS(RCNET_X)
+    RCNET_RAIL_COUNTERS(RCNET_X)
+#undef RCNET_X
+    return *this;
   }
 };
 
 struct QpSnapshot {
-  std::uint64_t id = 0;  // the manager's connection id (unique, never reused)
+  std::uint64_t id = 0;  // the manager's connection id (unique per rail, never reused)
   NodeId peer_node = 0;
   Endpoint peer_addr;
   rdma::Qpn qpn = 0;
@@ -108,6 +136,7 @@ struct QpSnapshot {
   Duration idle{};
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   std::string teardown_reason;  // empty until teardown starts
+  std::uint32_t rail = 0;       // the rail (index into Snapshot::rails) this QP is on
 };
 
 struct PeerSnapshot {
@@ -117,6 +146,8 @@ struct PeerSnapshot {
   std::uint64_t incarnation = 0;  // 0 until known
   std::uint32_t queue_depth = 0;  // packets waiting for ESTABLISHED
   std::uint64_t conn_id = 0;      // in-service QP's id, 0 if none
+  std::uint32_t rail = 0;         // the rail whose manager holds this entry (one per rail per peer)
+  bool carries = false;  // this rail's link carries the peer's traffic now (RailSet's choice)
 };
 
 struct SrqSnapshot {
@@ -126,6 +157,43 @@ struct SrqSnapshot {
   std::uint32_t limit = 0;   // armed low watermark
   std::uint64_t limit_events = 0;
   std::uint32_t buffer_size = 0;  // bytes per receive buffer (SRQ or per-QP RQ)
+};
+
+// A rail: one underlay address on one RDMA device port (cm/rails.hpp).
+enum class RailState : std::uint8_t {
+  kUp,        // carries traffic (or stands by, in active-backup)
+  kDown,      // port error, carrier or address lost: no link on it
+  kHolddown,  // healthy again, waiting `holddown` before it carries traffic
+  kRemoved,   // its RDMA device is gone; adopted again when it returns
+};
+// "up", "down", "holddown", "removed": what rcnetctl rails shows.
+constexpr std::string_view to_string(RailState s) {
+  switch (s) {
+    case RailState::kUp:
+      return "up";
+    case RailState::kDown:
+      return "down";
+    case RailState::kHolddown:
+      return "holddown";
+    case RailState::kRemoved:
+      return "removed";
+  }
+  return "?";
+}
+
+struct RailSnapshot {
+  std::uint32_t index = 0;  // rail 0 first, as node.address lists them
+  Endpoint local;           // the rail's underlay address and port
+  std::string device;       // RDMA device ("rxe0"); empty while removed
+  std::uint8_t port = 1;    // its port
+  RailState state = RailState::kUp;
+  std::string cause;           // of the last change ("IBV_EVENT_PORT_ERR", "carrier lost", ...)
+  Duration since_change{};     // time since that change (since start if none)
+  Duration holddown{};         // the holddown a recovery waits now (grows with flaps)
+  std::uint32_t flaps = 0;     // recent failures remembered (decays)
+  std::uint32_t links = 0;     // connections in service on this rail
+  std::uint32_t carrying = 0;  // of those, links that carry their peer's traffic now
+  std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
 };
 
 struct Snapshot {
@@ -139,8 +207,15 @@ struct Snapshot {
   std::uint32_t send_slots_total = 0, send_slots_free = 0;
   std::vector<PeerSnapshot> peers;
   std::vector<QpSnapshot> qps;  // every QP, in service and in teardown
-  SrqSnapshot srq;
-  Counters counters;
+  SrqSnapshot srq;              // rail 0's (each rail has its own SRQ)
+  Counters counters;            // summed over the rails, plus the rails' own
+  // One entry per rail (a single-rail node has one). Filled by the RailSet;
+  // a bare Manager's snapshot leaves it empty.
+  std::vector<RailSnapshot> rails;
+  std::string rails_mode = "active-backup";  // or "stripe"
+  // Peers with a link in service but no second healthy link: the node has
+  // lost redundancy toward them ("rcnet_peers_without_redundancy").
+  std::uint32_t peers_without_redundancy = 0;
 };
 
 }  // namespace rcnet::cm

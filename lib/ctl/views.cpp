@@ -234,6 +234,23 @@ json event_json(const cm::Event& e, std::int64_t wall_ms) {
       break;
     case cm::EventKind::kEvict:
       break;
+    case cm::EventKind::kRail:
+      j = {{"kind", "rail"},
+           {"time_ms", wall_ms},
+           {"rail", e.rail},
+           {"state", std::string(e.reason)},
+           {"cause", std::string(e.detail)}};
+      break;
+    case cm::EventKind::kFailover:
+      j = {{"kind", "failover"},
+           {"time_ms", wall_ms},
+           {"peer_node", e.peer},
+           {"peer_addr", e.peer_addr.to_string()},
+           {"from_rail", e.from_rail},
+           {"rail", e.rail},
+           {"reason", std::string(e.reason)},
+           {"cause", std::string(e.detail)}};
+      break;
   }
   return j;
 }
