@@ -29,6 +29,8 @@ namespace rcnet::cm {
 struct SendEntry {
   std::uint64_t wr_id;
   bool signaled;
+  std::uint32_t len = 0;  // bytes of its send slot the WR carries (kTagSend)
+  bool data = false;      // an IP packet or frame (not a rail message): resent on failover
 };
 
 struct Conn;
@@ -71,6 +73,7 @@ struct Conn {
   std::uint32_t rq_posted = 0;
   std::uint32_t peer_mtu = wire::kMaxMtu;
   bool gso = false;          // both ends advertised kCapGso (set from the REQ/REP)
+  bool rails = false;        // the peer advertised kCapRails: it takes rail messages
   bool cm_deferred = false;  // a deadline was put off for queued rdma_cm events (counted once)
 
   bool has_qp() const { return qpn != 0; }

@@ -251,7 +251,7 @@ bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const st
   return true;
 }
 
-void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
+void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail_msg) {
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
   // The last WR that fits before the room kept for reclaim SEND and drain is always
   // signaled: an SQ full of unsignaled WRs would otherwise produce no
@@ -263,7 +263,10 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
   // c.gso: every SEND on c carries a frame (post_packet, the lent path).
   const rdma::SendWr w{make_wr(kTagSend, slot),
                        send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
-                       c.gso ? wire::kImmFrame : wire::kImmData, signaled};
+                       rail_msg ? wire::kImmRail
+                       : c.gso  ? wire::kImmFrame
+                                : wire::kImmData,
+                       signaled};
   if (batch_depth_ > 0) {
     std::size_t i = 0;
     while (i < chains_used_ && chains_[i].conn != c.id)
@@ -287,7 +290,7 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len) {
     }
   }
   slot_owner_[slot] = c.id;
-  c.sends.push_back({w.wr_id, signaled});
+  c.sends.push_back({w.wr_id, signaled, static_cast<std::uint32_t>(len), !rail_msg});
   const TimePoint t = timers_.coarse_now();
   table_.sq_tail_posted(c, signaled, t);
   table_.touch(c, t);
@@ -335,6 +338,34 @@ void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size
   auto f = hooks_.fields(c);
   log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {} WRs not posted: {}", c.qpn, lost,
              why.message());
+}
+
+bool DataPath::post_rail_message(Conn& c, std::span<const std::byte> msg) {
+  if (!started_ || c.state != ConnState::kEstablished || msg.size() > buf_size_ || !room_for(c, 1))
+    return false;
+  const std::uint32_t slot = *send_pool_.take();
+  std::memcpy(send_pool_.data(slot), msg.data(), msg.size());
+  post_slot(c, slot, msg.size(), true);
+  return true;
+}
+
+void DataPath::take_unsent(Conn& c, std::vector<std::vector<std::byte>>& out) {
+  flush_sends();
+  for (const SendEntry& e : c.sends) {
+    if (wr_tag(e.wr_id) != kTagSend || !e.data)
+      continue;
+    const auto* p = send_pool_.data(static_cast<std::uint32_t>(wr_low(e.wr_id)));
+    std::vector<std::byte> pkt;
+    // What send() takes: with offload a frame. A slot holds a frame only
+    // when c negotiated GSO; a plain packet (or a segment, its checksum
+    // complete) gets a zeroed header: no flags, no GSO.
+    const bool add_hdr = cfg_.offload && !c.gso;
+    pkt.reserve(e.len + (add_hdr ? wire::kVnetHdrLen : 0));
+    if (add_hdr)
+      pkt.resize(wire::kVnetHdrLen, std::byte{0});
+    pkt.insert(pkt.end(), p, p + e.len);
+    out.push_back(std::move(pkt));
+  }
 }
 
 void DataPath::post_reclaim(Conn& c) {

@@ -91,6 +91,8 @@ class DataPathHooks {
   // A send completion on `c` failed with `status`, neither a flush nor in
   // teardown: tear `c` down (may erase it).
   virtual void send_failed(Conn& c, rdma::WcStatus status) = 0;
+  // A rail message arrived on `c` (kImmRail; `msg` valid during the call).
+  virtual void rail_message(Conn& c, std::span<const std::byte> msg) = 0;
   // The drain WR of `c` (DRAINING) completed: destroy its QP; erases `c`.
   virtual void destroy_qp(Conn& c, std::string_view why) = 0;
   // `c` waits in AWAIT_LAST_WQE and its own RQ has no WR left: post the
@@ -183,6 +185,17 @@ class DataPath {
   // unsignaled tail of an idle QP so its send slots come back (the reaper,
   // docs/design.md "Selective signalling"). Not traffic: last_activity stays.
   void post_reclaim(Conn& c);
+  // A rail message (wire/rail_message.hpp) as one SEND with immediate
+  // kImmRail on ESTABLISHED `c`, through a send slot like a packet (not
+  // traffic for failover: take_unsent() skips it). false when not started,
+  // not ESTABLISHED, or no slot or SQ room (the caller tries again later).
+  bool post_rail_message(Conn& c, std::span<const std::byte> msg);
+  // Failover (cm/rails.hpp): appends to `out`, in SQ order, a copy of every
+  // data SEND of `c` not known complete (flushed, failed, or still in
+  // flight on a QP about to be destroyed), in send()'s format (a frame
+  // with offload). Some may have reached the peer already: a resend is a
+  // harmless duplicate to IP. Leaves c.sends as it is (free_sends() follows).
+  void take_unsent(Conn& c, std::vector<std::vector<std::byte>>& out);
 
   // --- completions and events ---------------------------------------------------------
   // A batch polled from the shared CQ, in CQ order; SRQ reposts go as one
@@ -222,7 +235,7 @@ class DataPath {
   bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
   // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
   // a batch, appends it to c's chain instead (posted by flush_sends()).
-  void post_slot(Conn& c, std::uint32_t slot, std::size_t len);
+  void post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail_msg = false);
   // Undoes the accounting of c's WRs [posted, n) of a chain that
   // ibv_post_send did not take (they are c.sends' tail).
   void unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,

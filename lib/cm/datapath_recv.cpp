@@ -154,6 +154,13 @@ void DataPath::on_qp_recv(const rdma::WorkCompletion& wc) {
 }
 
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
+  if (wc.has_imm && wc.imm == wire::kImmRail && c != nullptr) {
+    // Not traffic for the counters, but activity: a probed standby link is
+    // not idle (cm/rails.hpp).
+    table_.touch(*c, timers_.coarse_now());
+    hooks_.rail_message(*c, std::span<const std::byte>(buf + headroom_, wc.byte_len));
+    return;
+  }
   if (!wc.has_imm || (wc.imm != wire::kImmData && wc.imm != wire::kImmFrame))
     return;  // control (reclaim SEND) or foreign
   if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {

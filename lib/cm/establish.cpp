@@ -190,6 +190,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.mtu = cfg_.mtu;
   pd.srq = cfg_.use_srq;
   pd.gso = cfg_.offload;
+  pd.rails = rail_hooks_ != nullptr;
   pd.overlay = cfg_.overlay;
   pd.reason = reason;
   return pd;
@@ -229,6 +230,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
     c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
+  c.rails = d.data.rails;
   if (Peer* p = table_.find_peer(c.peer)) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
@@ -257,6 +259,8 @@ void Manager::Impl::established(Conn& c) {
     return;
   p->attempts = 0;
   dp_.flush_queue(*p, c);
+  if (rail_hooks_ != nullptr)
+    rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails);
 }
 
 void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
@@ -499,6 +503,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
+  c.rails = d.data.rails;
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
   ++ctr_.accepts;

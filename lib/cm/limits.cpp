@@ -128,11 +128,15 @@ void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why) {
   Peer* p = table_.find_peer(node_id_for(addr));
   if (p == nullptr)
     return;
-  drop_queue(*p, ctr_.drops_connect_failed);
   if (Conn* c = table_.conn_of(*p)) {
     ++ctr_.dead_peer_reaps;
+    cause_ = peer_failed_cause_;
     teardown(*c, TeardownKind::kHard, std::string(why), log::kMsgReapedDead);
   }
+  peer_failed_cause_ = LinkCause::kLinkLost;
+  // With rail hooks the teardown handed the queue over; else it is dropped.
+  if ((p = table_.find_peer(node_id_for(addr))) != nullptr)
+    drop_queue(*p, ctr_.drops_connect_failed);
 }
 
 void Manager::Impl::drop_queue(Peer& p, std::uint64_t& counter) {
@@ -146,8 +150,9 @@ void Manager::Impl::drop_queue(Peer& p, std::uint64_t& counter) {
 void Manager::Impl::send_failed(Conn& c, rdma::WcStatus status) {
   if (status == rdma::WcStatus::kRetryExceeded || status == rdma::WcStatus::kRnrRetryExceeded) {
     ++ctr_.dead_peer_reaps;
-    if (Peer* p = table_.find_peer(c.peer))
+    if (Peer* p = table_.find_peer(c.peer); p != nullptr && rail_hooks_ == nullptr)
       drop_queue(*p, ctr_.drops_connect_failed);
+    cause_ = LinkCause::kRetryExceeded;
     teardown(c, TeardownKind::kHard,
              fmt::format("send completion {}: peer unreachable", rdma::to_string(status)),
              log::kMsgReapedDead);
@@ -157,7 +162,7 @@ void Manager::Impl::send_failed(Conn& c, rdma::WcStatus status) {
   teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::to_string(status)));
 }
 
-void Manager::Impl::link_changed(bool up) {
+void Manager::Impl::link_changed(bool up, LinkCause cause) {
   if (up == link_up_)
     return;
   link_up_ = up;
@@ -165,15 +170,18 @@ void Manager::Impl::link_changed(bool up) {
     spdlog::warn("underlay link down: tearing down {} connections, refusing new ones",
                  table_.in_service());
     table_.for_each_peer([&](Peer& p) {
-      drop_queue(p, ctr_.drops_shutting_down);
       if (Conn* c = table_.conn_of(p)) {
         ++ctr_.link_down_teardowns;
+        cause_ = cause;
         teardown(*c, TeardownKind::kHard, "underlay link down");
       }
+      // With rail hooks the teardown handed the queue over; else dropped.
+      drop_queue(p, ctr_.drops_shutting_down);
     });
   } else {
     spdlog::info("underlay link up: accepting connections again");
   }
+  report_rail(cause, up ? "underlay link up" : "underlay link down");
 }
 
 bool Manager::Impl::disconnect_peer(NodeId node, std::string_view why) {

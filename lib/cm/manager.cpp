@@ -220,11 +220,11 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       spdlog::warn(
           "RDMA port down (IBV_EVENT_PORT_ERR): tearing every connection down until it "
           "is active again");
-      link_changed(false);
+      link_changed(false, LinkCause::kPortError);
       break;
     case T::kPortActive:
       if (!link_up_)
-        link_changed(true);
+        link_changed(true, LinkCause::kPortError);
       break;
     case T::kCqErr:
     case T::kSrqErr:

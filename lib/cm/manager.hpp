@@ -135,6 +135,47 @@ enum class SendResult : std::uint8_t {
                    // (offload) a frame shorter than its vnet header
 };
 
+// Why a link (one connection of a peer on one rail) or a whole rail went
+// down, as cm/rails.hpp counts failovers (failovers_<to_string(cause)>).
+enum class LinkCause : std::uint8_t {
+  kPortError,      // IBV_EVENT_PORT_ERR on the rail's device
+  kDeviceLost,     // RDMA_CM_EVENT_DEVICE_REMOVAL or IBV_EVENT_DEVICE_FATAL
+  kCarrier,        // the rail's netdev lost carrier or the address (rtnetlink)
+  kRetryExceeded,  // a send completed with retry exceeded: a silent path
+  kPeerNotice,     // the peer said (rail message) its end of the link is down
+  kLinkLost,       // the connection failed otherwise (QP fatal, connect failed, ...)
+};
+// "port_error", "device_lost", "carrier", "retry_exceeded", "peer_notice",
+// "link_lost".
+std::string_view to_string(LinkCause c);
+
+// What a RailSet (cm/rails.hpp) hears from each rail's manager. Called
+// synchronously from inside the manager's own calls, on the loop's thread:
+// an implementation must not call back into the calling manager from there
+// (it records, and acts later); calling another manager is allowed.
+class RailHooks {
+ public:
+  virtual ~RailHooks() = default;
+  // The in-service connection to `peer` (underlay) went down. `failed`:
+  // it ended by a failure (any hard teardown: `cause`, `why`), and then
+  // `packets` holds, in order, every data SEND not known complete on it
+  // and the packets queued for it, in send()'s format: the manager has
+  // given them up (neither dropped nor counted), the hook owns them.
+  // Not failed (idle reap, DREQ, eviction, operator): `packets` is empty.
+  virtual void link_down(const Endpoint& peer, bool failed, LinkCause cause, std::string_view why,
+                         std::vector<std::vector<std::byte>>& packets) = 0;
+  // A connection to `peer` is ESTABLISHED and in service; `overlay` from
+  // its private data; `rails_capable`: it advertised kCapRails.
+  virtual void link_up(const Endpoint& peer, const IpAddr& overlay, bool rails_capable) = 0;
+  // A rail message (wire/rail_message.hpp) from `peer`, bytes valid during
+  // the call.
+  virtual void rail_message(const Endpoint& peer, std::span<const std::byte> msg) = 0;
+  // The rail itself: down on IBV_EVENT_PORT_ERR, link_changed(false) or
+  // the device's loss; up on IBV_EVENT_PORT_ACTIVE, link_changed(true) or
+  // readopt(). Reported on every change of sends_allowed.
+  virtual void rail_changed(bool up, LinkCause cause, std::string_view why) = 0;
+};
+
 class Manager final : public rdma::EventSink {
  public:
   Manager(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, PacketSink& sink);
@@ -227,6 +268,23 @@ class Manager final : public rdma::EventSink {
   // EADDRNOTAVAIL: no device owns the address yet), DataPath's (the device is
   // closed again then).
   Result<void> readopt();
+
+  // --- rails (cm/rails.hpp) --------------------------------------------------------------
+  // Hooks of the RailSet over this manager, nullptr = none (the default:
+  // a single-rail node keeps today's behaviour: failed links drop their
+  // packets). With hooks, REQ and REP advertise kCapRails. Borrowed: must
+  // outlive the manager or be reset first.
+  void set_rail_hooks(RailHooks* hooks);
+  // A rail message as one SEND (kImmRail) on the ESTABLISHED connection to
+  // `peer`. false when there is none, it did not advertise kCapRails, or
+  // no send slot or SQ room is free.
+  bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
+  // Starts a connection to `peer` without a packet when it has none and no
+  // retry is pending (a standby link, a fail-back). No-op while sends are
+  // not allowed (stopping, link down, device lost).
+  void ensure_link(const Endpoint& peer);
+  // The connection to `peer` is ESTABLISHED and in service.
+  bool link_established(const Endpoint& peer) const;
 
   // Connection events (cm/events.hpp), reported synchronously to `observer`
   // while they happen; empty = none (the default). Replaces any previous one.

@@ -14,6 +14,9 @@
 //   limits.cpp     the reaper, LRU eviction, dead peers (neighbour events,
 //                  failed sends), link events, operator actions, live
 //                  reconfiguration
+//   rail_link.cpp  what a RailSet (cm/rails.hpp) asks of and hears from
+//                  one rail's manager: failed links' packets handed over,
+//                  rail messages, standby links
 //   conn_table.*   Conn, Peer and every index and deadline
 //
 // Entry points (the Manager's public calls) end in settle(), called once by
@@ -64,7 +67,11 @@ class Manager::Impl final : private DataPathHooks {
 
   // --- limits.cpp -------------------------------------------------------------------
   void peer_failed(const IpAddr& addr, std::string_view why);
-  void link_changed(bool up);
+  // `cause`: what the rail hooks are told (kCarrier from the daemon's
+  // netlink, kPortError from IBV_EVENT_PORT_ERR/PORT_ACTIVE).
+  void link_changed(bool up, LinkCause cause = LinkCause::kCarrier);
+  // The cause peer_failed()'s teardown reports (reset after it).
+  LinkCause peer_failed_cause_ = LinkCause::kLinkLost;
   bool disconnect_peer(NodeId node, std::string_view why);
   std::size_t reap_idle(Duration idle);
   void reconfigure(const ManagerConfig& n);
@@ -79,6 +86,12 @@ class Manager::Impl final : private DataPathHooks {
   Counters ctr_;
   NodeId self_ = 0;
   EventObserver observer_;  // cm/events.hpp; may be empty
+
+  // --- rail_link.cpp ----------------------------------------------------------------
+  RailHooks* rail_hooks_ = nullptr;  // cm/rails.hpp; nullptr on a single-rail node
+  bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
+  void ensure_link(const Endpoint& peer);
+  bool link_established(const Endpoint& peer) const;
 
  private:
   // --- manager.cpp: shared helpers ----------------------------------------------------
@@ -160,6 +173,20 @@ class Manager::Impl final : private DataPathHooks {
 
   // --- DataPathHooks ------------------------------------------------------------------
   bool sends_allowed() const override { return !shutting_down_ && link_up_ && !device_gone_; }
+  void rail_message(Conn& c, std::span<const std::byte> msg) override;
+
+  // --- rail_link.cpp ----------------------------------------------------------------
+  // From teardown() and device_lost(): `c` was in service and goes down.
+  // With rail hooks and `failed`, its unfinished sends and its peer's queue
+  // are handed to RailHooks::link_down (cause_, then reset) instead of being
+  // dropped or retried here.
+  void report_link_down(Conn& c, bool failed, std::string_view why);
+  // sends_allowed() may have changed: tells the rail hooks on a change.
+  void report_rail(LinkCause cause, std::string_view why);
+  // The cause the next failed link reports (set by the caller of a hard
+  // teardown; reset to kLinkLost after each report).
+  LinkCause cause_ = LinkCause::kLinkLost;
+  bool rail_reported_up_ = true;
 
   // --- limits.cpp -------------------------------------------------------------------
   bool make_room();

@@ -13,6 +13,9 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
   if (is_teardown(c.state))
     return;  // one teardown per QP
   const bool was_in_service = c.in_service;
+  if (was_in_service)
+    report_link_down(c, kind == TeardownKind::kHard, reason);
+  cause_ = LinkCause::kLinkLost;
   table_.leave_service(c);
   // Packets still queued for the peer (no send slot, or sent while the
   // connection was being set up) are not dropped with its connection: a new
@@ -219,7 +222,15 @@ void Manager::Impl::device_lost(const std::string& why) {
              "RDMA device lost ({}): releasing every QP, cm id, MR, SRQ, CQ and PD of it; "
              "retrying {} until a device owns it again",
              why, cfg_.local);
-  // Nothing queued can go out on a failed device: dropped, not retried.
+  // Each in-service link's unfinished sends and queue go to the rail hooks
+  // (another rail takes them); without hooks, nothing queued can go out on
+  // a failed device: dropped, not retried.
+  for (Conn* c : table_.all()) {
+    if (c->in_service) {
+      cause_ = LinkCause::kDeviceLost;
+      report_link_down(*c, true, why);
+    }
+  }
   table_.for_each_peer([&](Peer& p) { drop_queue(p, ctr_.drops_shutting_down); });
   // No teardown sequence: the device is gone, so neither Last WQE Reached
   // nor a drain completion will come, and a driver without
@@ -234,6 +245,7 @@ void Manager::Impl::device_lost(const std::string& why) {
       release_qp(*c);
     finish(*c);
   }
+  report_rail(LinkCause::kDeviceLost, why);
 }
 
 // From on_timer(), after the deferred ids were destroyed: the buffers'
@@ -260,6 +272,7 @@ Result<void> Manager::Impl::readopt() {
   }
   device_gone_ = false;
   ++ctr_.device_readopts;
+  report_rail(LinkCause::kDeviceLost, "RDMA device adopted again");
   log::Fields f;
   f.message_id = log::kMsgDeviceReadopted;
   log::event(spdlog::level::warn, f, "RDMA device {} adopted again on {}: accepting connections",

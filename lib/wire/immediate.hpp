@@ -19,5 +19,10 @@ inline constexpr std::uint32_t kImmControl = 0x52430002;  // zero-length reclaim
 // complete on the shared CQ before that event is read (found by the manager
 // fuzzer).
 inline constexpr std::uint32_t kImmFrame = 0x52430003;
+// A rail message (wire/rail_message.hpp): a link's peer tells us one of its
+// rails went down or came back, or probes a standby link. Sent only on a
+// connection whose peer advertised kCapRails (wire/private_data.hpp); an
+// older peer would ignore it anyway, as any unknown immediate.
+inline constexpr std::uint32_t kImmRail = 0x52430004;
 
 }  // namespace rcnet::wire

@@ -123,7 +123,7 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
     out[kOffFamily] = kFamilyNone;
   }
   out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
-  out[kOffCaps] = pd.gso ? kCapGso : 0;
+  out[kOffCaps] = static_cast<std::uint8_t>((pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0));
   return out;
 }
 
@@ -202,6 +202,7 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   // bits are a later version's and mean nothing here.
   const std::uint8_t caps = bytes.size() > kOffCaps ? bytes[kOffCaps] : 0;
   pd.gso = (caps & kCapGso) != 0;
+  pd.rails = (caps & kCapRails) != 0;
   d.ok = true;
   return d;
 }

@@ -21,7 +21,7 @@
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
-//    43   1 capabilities     (bit 1 kCapGso; bit 0 retired, see kCapGso;
+//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails; bit 0 retired, see kCapGso;
 //                            other bits reserved: sent as 0, ignored on
 //                            receipt; absent = 0)
 //    44     = kEncodedSize
@@ -66,7 +66,12 @@ enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
 // not understood on this point, so it is never sent and ignored on receipt,
 // and such a peer gets plain packets.
 inline constexpr std::uint8_t kCapGso = 0x02;
-inline constexpr std::uint8_t kKnownCaps = kCapGso;
+// kCapRails: the sender understands rail messages (kImmRail,
+// wire/rail_message.hpp): it switches its direction of a connection to
+// another rail when told that ours went down. Without it a peer still works
+// over rails; it finds a dead link by its own RC retries instead.
+inline constexpr std::uint8_t kCapRails = 0x04;
+inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -90,7 +95,8 @@ struct PrivateData {
   bool srq = true;
   IpAddr overlay;  // AF_UNSPEC = none
   RejectReason reason = RejectReason::kNone;
-  bool gso = false;  // kCapGso (meaningful in REQ and REP)
+  bool gso = false;    // kCapGso (meaningful in REQ and REP)
+  bool rails = false;  // kCapRails (meaningful in REQ and REP)
   bool operator==(const PrivateData&) const = default;
 };
 

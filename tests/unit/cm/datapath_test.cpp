@@ -117,7 +117,11 @@ struct Hooks final : DataPathHooks {
   void send_failed(Conn& c, rdma::WcStatus s) override { failed.emplace_back(c.id, s); }
   void destroy_qp(Conn& c, std::string_view) override { destroyed.push_back(c.id); }
   void post_drain(Conn& c) override { drains.push_back(c.id); }
+  void rail_message(Conn& c, std::span<const std::byte> m) override {
+    rail_msgs.emplace_back(c.id, std::vector<std::byte>(m.begin(), m.end()));
+  }
   log::Fields fields(const Conn&) const override { return {}; }
+  std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> rail_msgs;
 };
 
 std::vector<std::byte> bytes(std::uint32_t seq, std::size_t size = 100) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wire/private_data.hpp"
+#include "wire/rail_message.hpp"
 
 using namespace rcnet;
 using namespace rcnet::wire;
@@ -324,5 +325,38 @@ TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso
   d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK(d.data.gso);
-  CHECK(encode(d.data)[kBaseSize] == kCapGso);
+  CHECK(d.data.rails);
+  CHECK(encode(d.data)[kBaseSize] == kKnownCaps);
+}
+
+TEST_CASE("wire: kCapRails round-trips on its own bit, apart from kCapGso", "[wire][rails]") {
+  PrivateData pd = sample(Kind::kRep);
+  pd.gso = false;
+  pd.rails = true;
+  const auto b = encode(pd);
+  CHECK(b[kBaseSize] == kCapRails);
+  const Decoded d = decode(b, Kind::kRep);
+  REQUIRE(d.ok);
+  CHECK(d.data.rails);
+  CHECK_FALSE(d.data.gso);
+  // An old peer's private data (no capability byte) has no rails.
+  auto old = std::vector<std::uint8_t>(b.begin(), b.begin() + kBaseSize);
+  CHECK_FALSE(decode(old, Kind::kRep).data.rails);
+}
+
+TEST_CASE("wire: rail messages encode and decode; unknown versions and types are refused",
+          "[wire][rails]") {
+  const RailMsg m{RailMsgType::kDown, 1, 3};
+  const auto b = encode_rail_msg(m);
+  CHECK(decode_rail_msg(b) == m);
+  auto bad = b;
+  bad[0] = std::byte{2};  // another version
+  CHECK_FALSE(decode_rail_msg(bad));
+  bad = b;
+  bad[1] = std::byte{9};  // unknown type
+  CHECK_FALSE(decode_rail_msg(bad));
+  CHECK_FALSE(decode_rail_msg(std::span(b).first(3)));  // short
+  std::vector<std::byte> longer(b.begin(), b.end());
+  longer.push_back(std::byte{0x77});  // a later version's tail: ignored
+  CHECK(decode_rail_msg(longer) == m);
 }

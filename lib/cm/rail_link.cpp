@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// What a RailSet (cm/rails.hpp) asks of one rail's manager and hears from
+// it (docs/design.md "Rails"): a failed link's unfinished sends and queued
+// packets handed over instead of dropped, the rail's own ups and downs,
+// rail messages, and links made without a packet (standby, fail-back).
+#include "cm/manager_impl.hpp"
+
+namespace rcnet::cm {
+
+std::string_view to_string(LinkCause c) {
+  switch (c) {
+    case LinkCause::kPortError:
+      return "port_error";
+    case LinkCause::kDeviceLost:
+      return "device_lost";
+    case LinkCause::kCarrier:
+      return "carrier";
+    case LinkCause::kRetryExceeded:
+      return "retry_exceeded";
+    case LinkCause::kPeerNotice:
+      return "peer_notice";
+    case LinkCause::kLinkLost:
+      return "link_lost";
+  }
+  return "?";
+}
+
+void Manager::Impl::report_link_down(Conn& c, bool failed, std::string_view why) {
+  const LinkCause cause = cause_;
+  cause_ = LinkCause::kLinkLost;
+  if (rail_hooks_ == nullptr)
+    return;
+  std::vector<std::vector<std::byte>> packets;
+  if (failed) {
+    if (c.has_qp())
+      dp_.take_unsent(c, packets);
+    if (Peer* p = table_.find_peer(c.peer)) {
+      for (auto& q : p->queue)
+        packets.push_back(std::move(q));
+      p->queue.clear();
+    }
+  }
+  rail_hooks_->link_down(c.peer_addr, failed, cause, why, packets);
+}
+
+void Manager::Impl::report_rail(LinkCause cause, std::string_view why) {
+  const bool up = sends_allowed();
+  if (up == rail_reported_up_)
+    return;
+  rail_reported_up_ = up;
+  if (rail_hooks_ != nullptr)
+    rail_hooks_->rail_changed(up, cause, why);
+}
+
+void Manager::Impl::rail_message(Conn& c, std::span<const std::byte> msg) {
+  if (rail_hooks_ != nullptr && c.in_service)
+    rail_hooks_->rail_message(c.peer_addr, msg);
+}
+
+bool Manager::Impl::send_rail_message(const Endpoint& peer, std::span<const std::byte> msg) {
+  Peer* p = table_.find_peer(node_id_for(peer.addr));
+  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  if (c == nullptr || !c->rails)
+    return false;
+  return dp_.post_rail_message(*c, msg);
+}
+
+void Manager::Impl::ensure_link(const Endpoint& peer) {
+  if (!sends_allowed())
+    return;
+  const NodeId node = node_id_for(peer.addr);
+  if (node == 0 || node == self_)
+    return;
+  Peer& p = table_.peer_for(node, peer);
+  if (table_.conn_of(p) == nullptr && p.retry_at == TimePoint::max())
+    start_connect(p);
+}
+
+bool Manager::Impl::link_established(const Endpoint& peer) const {
+  auto& table = const_cast<ConnTable&>(table_);  // lookups only
+  Peer* p = table.find_peer(node_id_for(peer.addr));
+  const Conn* c = p != nullptr ? table.conn_of(*p) : nullptr;
+  return c != nullptr && c->state == ConnState::kEstablished;
+}
+
+void Manager::set_rail_hooks(RailHooks* hooks) {
+  impl_->rail_hooks_ = hooks;
+}
+bool Manager::send_rail_message(const Endpoint& peer, std::span<const std::byte> msg) {
+  const bool r = impl_->send_rail_message(peer, msg);
+  impl_->settle();
+  return r;
+}
+void Manager::ensure_link(const Endpoint& peer) {
+  impl_->ensure_link(peer);
+  impl_->settle();
+}
+bool Manager::link_established(const Endpoint& peer) const {
+  return impl_->link_established(peer);
+}
+
+}  // namespace rcnet::cm
