@@ -70,6 +70,8 @@ std::vector<std::string> journal_fields(const spdlog::details::log_msg& msg,
     out.push_back("TEARDOWN_STAGE=" + std::string(f.teardown_stage));
   if (!f.reason.empty())
     out.push_back("REASON=" + f.reason);
+  if (f.rail >= 0)
+    out.push_back(fmt::format("RAIL={}", f.rail));
   if (!f.message_id.empty())
     out.push_back("MESSAGE_ID=" + std::string(f.message_id));
   return out;

@@ -160,10 +160,11 @@ class RailHooks {
   // it ended by a failure (any hard teardown: `cause`, `why`), and then
   // `packets` holds, in order, every data SEND not known complete on it
   // and the packets queued for it, in send()'s format: the manager has
-  // given them up (neither dropped nor counted), the hook owns them.
+  // given them up (neither dropped nor counted), the hook owns them; the
+  // first `in_flight` of them were on the QP, the rest queued.
   // Not failed (idle reap, DREQ, eviction, operator): `packets` is empty.
   virtual void link_down(const Endpoint& peer, bool failed, LinkCause cause, std::string_view why,
-                         std::vector<std::vector<std::byte>>& packets) = 0;
+                         std::vector<std::vector<std::byte>>& packets, std::size_t in_flight) = 0;
   // A connection to `peer` is ESTABLISHED and in service; `overlay` from
   // its private data; `rails_capable`: it advertised kCapRails.
   virtual void link_up(const Endpoint& peer, const IpAddr& overlay, bool rails_capable) = 0;
@@ -285,6 +286,10 @@ class Manager final : public rdma::EventSink {
   void ensure_link(const Endpoint& peer);
   // The connection to `peer` is ESTABLISHED and in service.
   bool link_established(const Endpoint& peer) const;
+  // Tears the connection to `peer` down at once (hard), reporting `cause`
+  // to the rail hooks with its unfinished sends (a peer said its end of
+  // this link is gone). false when there is none.
+  bool link_failed(const Endpoint& peer, LinkCause cause, std::string_view why);
 
   // Connection events (cm/events.hpp), reported synchronously to `observer`
   // while they happen; empty = none (the default). Replaces any previous one.

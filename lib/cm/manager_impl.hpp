@@ -92,6 +92,7 @@ class Manager::Impl final : private DataPathHooks {
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   void ensure_link(const Endpoint& peer);
   bool link_established(const Endpoint& peer) const;
+  bool link_failed(const Endpoint& peer, LinkCause cause, std::string_view why);
 
  private:
   // --- manager.cpp: shared helpers ----------------------------------------------------

@@ -31,16 +31,18 @@ void Manager::Impl::report_link_down(Conn& c, bool failed, std::string_view why)
   if (rail_hooks_ == nullptr)
     return;
   std::vector<std::vector<std::byte>> packets;
+  std::size_t in_flight = 0;
   if (failed) {
     if (c.has_qp())
       dp_.take_unsent(c, packets);
+    in_flight = packets.size();
     if (Peer* p = table_.find_peer(c.peer)) {
       for (auto& q : p->queue)
         packets.push_back(std::move(q));
       p->queue.clear();
     }
   }
-  rail_hooks_->link_down(c.peer_addr, failed, cause, why, packets);
+  rail_hooks_->link_down(c.peer_addr, failed, cause, why, packets, in_flight);
 }
 
 void Manager::Impl::report_rail(LinkCause cause, std::string_view why) {
@@ -83,6 +85,16 @@ bool Manager::Impl::link_established(const Endpoint& peer) const {
   return c != nullptr && c->state == ConnState::kEstablished;
 }
 
+bool Manager::Impl::link_failed(const Endpoint& peer, LinkCause cause, std::string_view why) {
+  Peer* p = table_.find_peer(node_id_for(peer.addr));
+  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  if (c == nullptr)
+    return false;
+  cause_ = cause;
+  teardown(*c, TeardownKind::kHard, std::string(why));
+  return true;
+}
+
 void Manager::set_rail_hooks(RailHooks* hooks) {
   impl_->rail_hooks_ = hooks;
 }
@@ -97,6 +109,11 @@ void Manager::ensure_link(const Endpoint& peer) {
 }
 bool Manager::link_established(const Endpoint& peer) const {
   return impl_->link_established(peer);
+}
+bool Manager::link_failed(const Endpoint& peer, LinkCause cause, std::string_view why) {
+  const bool r = impl_->link_failed(peer, cause, why);
+  impl_->settle();
+  return r;
 }
 
 }  // namespace rcnet::cm

@@ -31,6 +31,7 @@ struct Fields {
   std::string_view teardown_stage;  // set only in teardown
   std::string reason;
   std::string_view message_id;  // one of the ids below, "" = none
+  int rail = -1;                // the rail (cm/rails.hpp) a record is about, -1 = not set
 };
 
 // The fields of the record being logged right now, or nullptr.
@@ -64,6 +65,9 @@ inline constexpr std::string_view kMsgLastWqeTimeout = "a8bdde38780e488bb2e82e49
 inline constexpr std::string_view kMsgForcedDestroy = "505d15fe55d441d18c9305368757868d";
 inline constexpr std::string_view kMsgDeviceRemoved = "3c5e1f0a9b7d4e2c8f61a2d4b6e8c0f3";
 inline constexpr std::string_view kMsgDeviceReadopted = "7d2b9e4c1a6f48b0a3c5e7f9d1b3a5c7";
+inline constexpr std::string_view kMsgRailDown = "a80fa0faf59243cb8f467df2cf2be25a";
+inline constexpr std::string_view kMsgRailUp = "ed196261187c49888ce4326988d3347d";
+inline constexpr std::string_view kMsgRailFailover = "bacb8f2df5624fbdb598f01af4bbf6b8";
 
 // A short word for each id, as the ctl monitor's teardown "cause" shows it
 // (lib/ctl/views.cpp event_json) and rcnetctl(8) documents it.
@@ -72,11 +76,19 @@ struct MessageIdName {
   std::string_view name;
 };
 inline constexpr MessageIdName kMessageIdNames[] = {
-    {kMsgPeerConnected, "peer_connected"},     {kMsgPeerDisconnected, "peer_disconnected"},
-    {kMsgReapedIdle, "reaped_idle"},           {kMsgReapedDead, "reaped_dead"},
-    {kMsgRestartDetected, "restart_detected"}, {kMsgCollisionMerged, "collision_merged"},
-    {kMsgLastWqeTimeout, "last_wqe_timeout"},  {kMsgForcedDestroy, "forced_destroy"},
-    {kMsgDeviceRemoved, "device_removed"},     {kMsgDeviceReadopted, "device_readopted"},
+    {kMsgPeerConnected, "peer_connected"},
+    {kMsgPeerDisconnected, "peer_disconnected"},
+    {kMsgReapedIdle, "reaped_idle"},
+    {kMsgReapedDead, "reaped_dead"},
+    {kMsgRestartDetected, "restart_detected"},
+    {kMsgCollisionMerged, "collision_merged"},
+    {kMsgLastWqeTimeout, "last_wqe_timeout"},
+    {kMsgForcedDestroy, "forced_destroy"},
+    {kMsgDeviceRemoved, "device_removed"},
+    {kMsgDeviceReadopted, "device_readopted"},
+    {kMsgRailDown, "rail_down"},
+    {kMsgRailUp, "rail_up"},
+    {kMsgRailFailover, "rail_failover"},
 };
 
 }  // namespace rcnet::log

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The RailSet (cm/rails.hpp; docs/design.md "Rails"): which link carries a
+// peer's traffic, failover with the failed link's packets, rail health with
+// memory, standby probes, and the merged view of every rail.
+#include "cm/rails.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "util/log.hpp"
+#include "util/random.hpp"
+#include "wire/rail_message.hpp"
+#include "wire/vnet_hdr.hpp"
+
+namespace rcnet::cm {
+
+std::string_view to_string(RailsMode m) {
+  switch (m) {
+    case RailsMode::kActiveBackup:
+      return "active-backup";
+    case RailsMode::kStripe:
+      return "stripe";
+  }
+  return "?";
+}
+
+namespace {
+
+// The counter failovers_<cause> of `cause`.
+std::uint64_t& failover_counter(Counters& c, LinkCause cause) {
+  switch (cause) {
+    case LinkCause::kPortError:
+      return c.failovers_port_error;
+    case LinkCause::kDeviceLost:
+      return c.failovers_device_lost;
+    case LinkCause::kCarrier:
+      return c.failovers_carrier;
+    case LinkCause::kRetryExceeded:
+      return c.failovers_retry_exceeded;
+    case LinkCause::kPeerNotice:
+      return c.failovers_peer_notice;
+    case LinkCause::kLinkLost:
+      break;
+  }
+  return c.failovers_link_lost;
+}
+
+// A flow's hash for stripe mode: addresses, protocol and (TCP, UDP, SCTP)
+// ports of an IPv4 or IPv6 packet; 0 for anything it cannot read (such
+// packets share one link).
+std::uint64_t flow_hash(std::span<const std::byte> p) {
+  auto u8 = [&](std::size_t i) { return std::to_integer<std::uint64_t>(p[i]); };
+  std::uint64_t h = 0;
+  auto mix = [&](std::size_t from, std::size_t n) {
+    for (std::size_t i = from; i < from + n; ++i)
+      h = (h << 8 | h >> 56) ^ u8(i);
+  };
+  std::size_t l4 = 0;
+  std::uint64_t proto = 0;
+  if (p.size() >= 20 && (u8(0) >> 4) == 4) {
+    proto = u8(9);
+    mix(12, 8);
+    l4 = (u8(0) & 0x0f) * 4;
+  } else if (p.size() >= 40 && (u8(0) >> 4) == 6) {
+    proto = u8(6);
+    mix(8, 32);
+    l4 = 40;
+  } else {
+    return 0;
+  }
+  h ^= proto << 56;
+  if ((proto == 6 || proto == 17 || proto == 132) && p.size() >= l4 + 4)
+    mix(l4, 4);
+  return splitmix64(h);
+}
+
+}  // namespace
+
+// One per rail: what its manager reports, tagged with the rail.
+class RailSet::Hooks final : public RailHooks {
+ public:
+  Hooks(RailSet& set, std::size_t k) : set_(set), k_(k) {}
+  void link_down(const Endpoint& peer, bool failed, LinkCause cause, std::string_view why,
+                 std::vector<std::vector<std::byte>>& packets, std::size_t in_flight) override {
+    set_.link_down(k_, peer, failed, cause, why, packets, in_flight);
+  }
+  void link_up(const Endpoint& peer, const IpAddr& overlay, bool capable) override {
+    set_.link_up(k_, peer, overlay, capable);
+  }
+  void rail_message(const Endpoint& peer, std::span<const std::byte> msg) override {
+    set_.rail_message(k_, peer, msg);
+  }
+  void rail_changed(bool up, LinkCause cause, std::string_view why) override {
+    set_.rail_changed(k_, up, cause, why);
+  }
+
+ private:
+  RailSet& set_;
+  std::size_t k_;
+};
+
+RailSet::RailSet(RailSetConfig cfg, std::vector<Rail> rails, TimerService& timers)
+    : cfg_(cfg), timers_(timers) {
+  const TimePoint t = timers_.now();
+  rails_.reserve(rails.size());
+  for (std::size_t k = 0; k < rails.size() && k < kMaxRails; ++k) {
+    RailInfo r;
+    r.rail = std::move(rails[k]);
+    r.hooks = std::make_unique<Hooks>(*this, k);
+    r.since = t;
+    r.holddown = cfg_.holddown;
+    r.state = r.rail.manager->device_present() ? RailState::kUp : RailState::kRemoved;
+    rails_.push_back(std::move(r));
+  }
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    rails_[k].rail.manager->set_rail_hooks(rails_[k].hooks.get());
+    rails_[k].rail.manager->set_observer([this, k](const Event& e) {
+      if (!observer_)
+        return;
+      Event tagged = e;
+      tagged.rail = static_cast<std::uint32_t>(k);
+      observer_(tagged);
+    });
+  }
+}
+
+RailSet::~RailSet() {
+  for (auto& r : rails_) {
+    r.rail.manager->set_rail_hooks(nullptr);
+    r.rail.manager->set_observer({});
+  }
+}
+
+void RailSet::set_observer(EventObserver observer) {
+  observer_ = std::move(observer);
+}
+
+void RailSet::reconfigure(Duration holddown, Duration idle_timeout) {
+  cfg_.holddown = holddown;
+  cfg_.idle_timeout = idle_timeout;
+}
+
+// --- peers and the choice of link ------------------------------------------------------
+
+bool RailSet::maps(const IpAddr& overlay) const {
+  if (peers_.contains(overlay))
+    return true;
+  for (const auto& r : rails_) {
+    if (r.rail.route(overlay))
+      return true;
+  }
+  return false;
+}
+
+RailSet::PeerLinks& RailSet::peer(const IpAddr& overlay) {
+  auto [it, fresh] = peers_.try_emplace(overlay);
+  PeerLinks& p = it->second;
+  if (fresh) {
+    p.overlay = overlay;
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      if (auto ep = rails_[k].rail.route(overlay)) {
+        p.links[k].ep = *ep;
+        p.links[k].routed = true;
+        rails_[k].overlay_of[ep->addr] = overlay;
+      }
+    }
+    choose(p, std::nullopt);
+  }
+  return p;
+}
+
+RailSet::PeerLinks* RailSet::find(std::size_t k, const Endpoint& underlay) {
+  auto o = rails_[k].overlay_of.find(underlay.addr);
+  if (o == rails_[k].overlay_of.end())
+    return nullptr;
+  auto p = peers_.find(o->second);
+  return p == peers_.end() ? nullptr : &p->second;
+}
+
+void RailSet::choose(PeerLinks& p, std::optional<LinkCause> cause) {
+  int best = -1;
+  // An ESTABLISHED usable link first; else a usable one to connect; else
+  // any routed link on a rail that is up (its manager retries with its own
+  // backoff), so a peer that is down on every link is still tried.
+  for (std::size_t k = 0; k < rails_.size() && best < 0; ++k) {
+    if (usable(k, p.links[k]) && p.links[k].up)
+      best = static_cast<int>(k);
+  }
+  for (std::size_t k = 0; k < rails_.size() && best < 0; ++k) {
+    if (usable(k, p.links[k]))
+      best = static_cast<int>(k);
+  }
+  for (std::size_t k = 0; k < rails_.size() && best < 0; ++k) {
+    if (rails_[k].state == RailState::kUp && p.links[k].routed)
+      best = static_cast<int>(k);
+  }
+  const int from = p.carrier;
+  p.carrier = best;
+  if (from == best || from < 0 || best < 0)
+    return;
+  if (best < from && !cause) {
+    ++ctr_.failbacks;
+    emit_failover(p, from, best, "failback", "preferred rail healthy again");
+    spdlog::info("peer {}: traffic back on rail {} from rail {}", p.overlay, best, from);
+    return;
+  }
+  const LinkCause c = cause.value_or(LinkCause::kLinkLost);
+  ++failover_counter(ctr_, c);
+  emit_failover(p, from, best, "failover", to_string(c));
+  log::Fields f;
+  f.message_id = log::kMsgRailFailover;
+  log::event(spdlog::level::warn, f, "peer {}: traffic moved from rail {} to rail {} ({})",
+             p.overlay, from, best, to_string(c));
+}
+
+std::optional<std::size_t> RailSet::carrier(const IpAddr& overlay) const {
+  auto it = peers_.find(overlay);
+  if (it == peers_.end() || it->second.carrier < 0)
+    return std::nullopt;
+  return static_cast<std::size_t>(it->second.carrier);
+}
+
+std::size_t RailSet::stripe_pick(const PeerLinks& p, std::span<const std::byte> packet) const {
+  std::array<std::size_t, kMaxRails> up{};
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    if (usable(k, p.links[k]) && p.links[k].up)
+      up[n++] = k;
+  }
+  if (n < 2)
+    return static_cast<std::size_t>(p.carrier);
+  const std::size_t hdr = rails_[0].rail.manager->config().offload ? wire::kVnetHdrLen : 0;
+  const auto ip = packet.size() > hdr ? packet.subspan(hdr) : std::span<const std::byte>{};
+  return up[flow_hash(ip) % n];
+}
+
+// --- the data path ------------------------------------------------------------------------
+
+SendResult RailSet::send(const IpAddr& overlay, std::span<const std::byte> packet) {
+  if (!maps(overlay))
+    return SendResult::kRefused;
+  PeerLinks& p = peer(overlay);
+  p.last_tx = timers_.coarse_now();
+  if (!p.pending.empty()) {
+    // Older packets of a failed link go first.
+    p.pending.emplace_back(packet.begin(), packet.end());
+    wake_now();
+    return SendResult::kQueued;
+  }
+  if (p.carrier < 0) {
+    ++ctr_.failover_no_link;
+    return SendResult::kRefused;
+  }
+  const std::size_t k = cfg_.mode == RailsMode::kStripe ? stripe_pick(p, packet)
+                                                        : static_cast<std::size_t>(p.carrier);
+  return rails_[k].rail.manager->send(p.links[k].ep, packet);
+}
+
+std::size_t RailSet::lender() const {
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    if (rails_[k].state == RailState::kUp)
+      return k;
+  }
+  return 0;
+}
+
+std::span<std::byte> RailSet::lend_send_buffer() {
+  if (!lent_from_)
+    lent_from_ = lender();
+  return rails_[*lent_from_].rail.manager->lend_send_buffer();
+}
+
+SendResult RailSet::send_lent(const IpAddr& overlay, std::size_t len) {
+  if (!lent_from_)
+    return SendResult::kRefused;
+  const std::size_t from = *lent_from_;
+  Manager& m = *rails_[from].rail.manager;
+  auto it = maps(overlay) ? &peer(overlay) : nullptr;
+  if (it != nullptr && it->pending.empty() && it->carrier == static_cast<int>(from) &&
+      cfg_.mode == RailsMode::kActiveBackup) {
+    it->last_tx = timers_.coarse_now();
+    lent_from_.reset();
+    return m.send_lent(it->links[from].ep, len);
+  }
+  // Another rail (or stripe, or packets waiting): copied by send(), then
+  // the buffer goes back.
+  const auto buf = m.lend_send_buffer();
+  const SendResult r = send(overlay, buf.first(std::min(len, buf.size())));
+  m.return_lent();
+  lent_from_.reset();
+  return r;
+}
+
+void RailSet::return_lent() {
+  if (lent_from_)
+    rails_[*lent_from_].rail.manager->return_lent();
+  lent_from_.reset();
+}
+
+void RailSet::begin_send_batch() {
+  for (auto& r : rails_)
+    r.rail.manager->begin_send_batch();
+}
+
+void RailSet::end_send_batch() {
+  for (auto& r : rails_)
+    r.rail.manager->end_send_batch();
+}
+
+void RailSet::flush_pending(PeerLinks& p) {
+  while (!p.pending.empty()) {
+    if (p.carrier < 0) {
+      ctr_.failover_no_link += p.pending.size();
+      p.pending.clear();
+      return;
+    }
+    const auto k = static_cast<std::size_t>(p.carrier);
+    (void)rails_[k].rail.manager->send(p.links[k].ep, p.pending.front());
+    p.pending.pop_front();
+  }
+}
+
+// --- what the managers report (no manager call from here) ------------------------------
+
+void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, LinkCause cause,
+                        std::string_view why, std::vector<std::vector<std::byte>>& packets,
+                        std::size_t in_flight) {
+  PeerLinks* p = find(k, peer_ep);
+  if (p == nullptr) {
+    if (!packets.empty())
+      ctr_.failover_no_link += packets.size();
+    return;
+  }
+  Link& l = p->links[k];
+  l.up = false;
+  if (!failed) {
+    choose(*p, std::nullopt);
+    return;
+  }
+  l.failed = true;
+  l.backoff = l.backoff == Duration::zero() ? kProbeInterval
+                                            : std::min<Duration>(l.backoff * 2, kLinkRetryCap);
+  l.retry_at = timers_.now() + l.backoff;
+  const int was = p->carrier;
+  choose(*p, cause);
+  spdlog::debug("peer {}: link on rail {} failed ({}: {}), {} packets to move", p->overlay, k,
+                to_string(cause), why, packets.size());
+  if (!packets.empty()) {
+    if (p->carrier < 0 || p->carrier == static_cast<int>(k)) {
+      ctr_.failover_no_link += packets.size();
+    } else {
+      ctr_.failover_resent += in_flight;
+      ctr_.failover_queue_moved += packets.size() - in_flight;
+      // Older than anything waiting: in front, in their order.
+      p->pending.insert(p->pending.begin(), std::make_move_iterator(packets.begin()),
+                        std::make_move_iterator(packets.end()));
+      flush_wanted_ = true;
+    }
+  }
+  // Tell the peer over the link that carries it now, unless it told us.
+  if (cause != LinkCause::kPeerNotice && p->carrier >= 0 && p->carrier != static_cast<int>(k) &&
+      (was == static_cast<int>(k) || was < 0 || cause != LinkCause::kLinkLost))
+    actions_.push_back({Action::kNotice, p->overlay, static_cast<std::size_t>(p->carrier),
+                        static_cast<std::uint8_t>(k), cause});
+  wake_now();
+}
+
+void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& overlay, bool capable) {
+  IpAddr o = overlay;
+  if (!o.is_v4() && !o.is_v6()) {
+    auto it = rails_[k].overlay_of.find(peer_ep.addr);
+    if (it == rails_[k].overlay_of.end())
+      return;  // a peer that neither we route nor names itself: not ours to carry
+    o = it->second;
+  }
+  PeerLinks& p = peer(o);
+  rails_[k].overlay_of[peer_ep.addr] = o;
+  Link& l = p.links[k];
+  if (!l.routed) {
+    // The peer connected to us on a rail our config does not map it on
+    // (its own static table): the link is real, use it.
+    l.ep = peer_ep;
+    l.routed = true;
+  }
+  l.up = true;
+  l.failed = false;
+  l.backoff = Duration::zero();
+  l.rails_capable = capable;
+  choose(p, std::nullopt);
+  if (!p.pending.empty())
+    flush_wanted_ = true;
+  wake_now();
+}
+
+void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<const std::byte> msg) {
+  const auto m = wire::decode_rail_msg(msg);
+  PeerLinks* p = find(k, peer_ep);
+  if (!m || p == nullptr)
+    return;
+  if (m->type == wire::RailMsgType::kProbe)
+    return;  // the manager counted it as activity; nothing else to do
+  ++ctr_.rail_notices_received;
+  if (m->type != wire::RailMsgType::kDown || m->rail >= rails_.size() || m->rail == k)
+    return;
+  spdlog::info("peer {}: says its rail {} is down ({})", p->overlay, m->rail,
+               to_string(static_cast<LinkCause>(std::min<std::uint8_t>(m->cause, 5))));
+  Link& l = p->links[m->rail];
+  if (l.up) {
+    // Our end of that link would find out by its own RC retries: fail it
+    // now, from the timer path (its packets then move to this link).
+    actions_.push_back({Action::kFailLink, p->overlay, m->rail, m->rail, LinkCause::kPeerNotice});
+    wake_now();
+  } else {
+    l.failed = true;
+    choose(*p, LinkCause::kPeerNotice);
+  }
+}
+
+void RailSet::rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why) {
+  RailInfo& r = rails_[k];
+  const TimePoint t = timers_.now();
+  if (!up) {
+    // Flap memory: halves every kFlapMemory since the last failure.
+    const auto quiet = (t - r.last_failure) / kFlapMemory;
+    r.flaps = quiet >= 32 ? 0 : r.flaps >> quiet;
+    ++r.flaps;
+    r.last_failure = t;
+    r.holddown = cfg_.holddown * (1u << std::min<std::uint32_t>(r.flaps - 1, 4));
+    r.holddown_until = TimePoint::max();
+    set_rail_state(k, cause == LinkCause::kDeviceLost ? RailState::kRemoved : RailState::kDown,
+                   why);
+    for (auto& [o, p] : peers_) {
+      p.links[k].up = false;
+      choose(p, cause);
+    }
+  } else {
+    r.holddown_until = t + r.holddown;
+    set_rail_state(k, RailState::kHolddown, why);
+    reschedule();
+  }
+}
+
+void RailSet::set_rail_state(std::size_t k, RailState s, std::string_view cause) {
+  RailInfo& r = rails_[k];
+  if (r.state == s)
+    return;
+  r.state = s;
+  r.cause = std::string(cause);
+  r.since = timers_.now();
+  log::Fields f;
+  f.message_id = s == RailState::kUp ? log::kMsgRailUp : log::kMsgRailDown;
+  f.rail = static_cast<int>(k);
+  f.reason = r.cause;
+  log::event(s == RailState::kUp ? spdlog::level::info : spdlog::level::warn, f,
+             "rail {} ({}) {}: {}{}", k, r.rail.manager->config().local, to_string(s), cause,
+             s == RailState::kHolddown
+                 ? fmt::format(", carries traffic again in {:.0f} ms", to_ms(r.holddown))
+                 : "");
+  if (observer_) {
+    Event e;
+    e.kind = EventKind::kRail;
+    e.time = r.since;
+    e.rail = static_cast<std::uint32_t>(k);
+    e.reason = to_string(s);
+    e.detail = r.cause;
+    observer_(e);
+  }
+}
+
+void RailSet::emit_failover(const PeerLinks& p, int from, int to, std::string_view reason,
+                            std::string_view cause) {
+  if (!observer_)
+    return;
+  Event e;
+  e.kind = EventKind::kFailover;
+  e.time = timers_.now();
+  e.rail = static_cast<std::uint32_t>(to);
+  e.from_rail = static_cast<std::uint32_t>(from);
+  e.peer_addr = Endpoint{p.overlay, 0};
+  e.reason = reason;
+  e.detail = cause;
+  observer_(e);
+}
+
+// --- the timer path -----------------------------------------------------------------------
+
+void RailSet::wake_now() {
+  timers_.schedule(timers_.now());
+}
+
+void RailSet::on_timer() {
+  const TimePoint t = timers_.now();
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    RailInfo& r = rails_[k];
+    if (r.state == RailState::kHolddown && t >= r.holddown_until) {
+      r.holddown_until = TimePoint::max();
+      set_rail_state(k, RailState::kUp, "holddown over");
+      for (auto& [o, p] : peers_)
+        choose(p, std::nullopt);
+      next_probe_ = t;  // links on it now, not in a second
+    }
+  }
+  auto actions = std::move(actions_);
+  actions_.clear();
+  for (const Action& a : actions) {
+    auto it = peers_.find(a.overlay);
+    if (it == peers_.end())
+      continue;
+    PeerLinks& p = it->second;
+    if (a.kind == Action::kNotice) {
+      const auto msg = wire::encode_rail_msg(
+          {wire::RailMsgType::kDown, a.rail, static_cast<std::uint8_t>(a.cause)});
+      if (p.links[a.via].rails_capable &&
+          rails_[a.via].rail.manager->send_rail_message(p.links[a.via].ep, msg))
+        ++ctr_.rail_notices_sent;
+    } else {
+      (void)rails_[a.via].rail.manager->link_failed(p.links[a.via].ep, a.cause,
+                                                    "the peer said its end of this rail is down");
+    }
+  }
+  if (flush_wanted_) {
+    flush_wanted_ = false;
+    for (auto& [o, p] : peers_)
+      flush_pending(p);
+  }
+  if (t >= next_probe_)
+    probe_tick(t);
+  reschedule();
+}
+
+void RailSet::probe_tick(TimePoint t) {
+  next_probe_ = t + kProbeInterval;
+  if (rails_.size() < 2)
+    return;
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    PeerLinks& p = it->second;
+    const bool active = t - p.last_tx < cfg_.idle_timeout;
+    bool any_up = false;
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      Link& l = p.links[k];
+      any_up = any_up || l.up;
+      if (!active || !l.routed || rails_[k].state != RailState::kUp)
+        continue;
+      Manager& m = *rails_[k].rail.manager;
+      if (l.up) {
+        if (static_cast<int>(k) != p.carrier && l.rails_capable) {
+          const auto msg = wire::encode_rail_msg({wire::RailMsgType::kProbe, 0, 0});
+          if (m.send_rail_message(l.ep, msg))
+            ++ctr_.rail_probes_sent;
+        }
+      } else if (!l.failed || t >= l.retry_at) {
+        m.ensure_link(l.ep);
+      }
+    }
+    if (!active && !any_up && p.pending.empty()) {
+      for (std::size_t k = 0; k < rails_.size(); ++k) {
+        if (p.links[k].routed)
+          rails_[k].overlay_of.erase(p.links[k].ep.addr);
+      }
+      it = peers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RailSet::reschedule() {
+  TimePoint due = peers_.empty() ? TimePoint::max() : next_probe_;
+  if (next_probe_ == TimePoint::max() && !peers_.empty())
+    due = next_probe_ = timers_.now() + kProbeInterval;
+  for (const auto& r : rails_)
+    due = std::min(due, r.holddown_until);
+  if (!actions_.empty() || flush_wanted_)
+    due = timers_.now();
+  timers_.schedule(due);
+}
+
+// --- the operator's view ------------------------------------------------------------------
+
+Snapshot RailSet::snapshot() const {
+  Snapshot s;
+  const TimePoint t = timers_.now();
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    const RailInfo& r = rails_[k];
+    Snapshot sk = r.rail.manager->snapshot();
+    RailSnapshot rs;
+    rs.index = static_cast<std::uint32_t>(k);
+    rs.local = sk.local;
+    rs.device = sk.device_removed ? std::string() : sk.device;
+    rs.port = r.rail.port;
+    rs.state = r.state;
+    rs.cause = r.cause;
+    rs.since_change = t - r.since;
+    rs.holddown = r.holddown;
+    const auto quiet = (t - r.last_failure) / kFlapMemory;
+    rs.flaps = quiet >= 32 ? 0 : r.flaps >> quiet;
+    rs.tx_packets = sk.counters.packets_tx;
+    rs.tx_bytes = sk.counters.bytes_tx;
+    rs.rx_packets = sk.counters.packets_rx;
+    rs.rx_bytes = sk.counters.bytes_rx;
+    for (auto& q : sk.qps) {
+      q.rail = rs.index;
+      if (q.in_service && q.state == ConnState::kEstablished)
+        ++rs.links;
+      s.qps.push_back(std::move(q));
+    }
+    for (auto& pe : sk.peers) {
+      pe.rail = rs.index;
+      auto it = rails_[k].overlay_of.find(pe.underlay.addr);
+      if (it != rails_[k].overlay_of.end()) {
+        auto p = peers_.find(it->second);
+        pe.carries = p != peers_.end() && p->second.carrier == static_cast<int>(k);
+      }
+      if (pe.carries)
+        ++rs.carrying;
+      s.peers.push_back(std::move(pe));
+    }
+    if (k == 0) {
+      s.node = sk.node;
+      s.incarnation = sk.incarnation;
+      s.local = sk.local;
+      s.device = sk.device;
+      s.device_removed = sk.device_removed;
+      s.mtu = sk.mtu;
+      s.offload = sk.offload;
+      s.srq = sk.srq;
+    }
+    s.send_slots_total += sk.send_slots_total;
+    s.send_slots_free += sk.send_slots_free;
+    s.counters += sk.counters;
+    s.rails.push_back(std::move(rs));
+  }
+  s.counters += ctr_;
+  s.rails_mode = std::string(to_string(cfg_.mode));
+  if (rails_.size() > 1) {
+    for (const auto& [o, p] : peers_) {
+      std::size_t up = 0;
+      for (std::size_t k = 0; k < rails_.size(); ++k)
+        up += usable(k, p.links[k]) && p.links[k].up ? 1 : 0;
+      if (up == 1)
+        ++s.peers_without_redundancy;
+    }
+  }
+  return s;
+}
+
+}  // namespace rcnet::cm
