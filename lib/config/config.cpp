@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/key_kinds.hpp"
 #include "config/keys.hpp"
 #include "config/reader.hpp"
 
@@ -34,12 +35,13 @@ std::string family_name(const IpAddr& a) {
   return a.is_v4() ? "IPv4" : "IPv6";
 }
 
-// Rail `k`'s prefix rule; rail 0's is the field the one-rail code reads.
+// Rail `k`'s prefix rule and own address. Rail 0's are the fields the
+// one-rail code reads (and a Config built by hand may set only those).
+// Callers check k < rail_count() first, except for rail 0.
 const std::optional<IpPrefix>& rail_prefix(const Config& c, std::size_t k) {
   return k == 0 || k >= c.rails.size() ? c.underlay_prefix : c.rails[k].underlay_prefix;
 }
 
-// Rail `k`'s own underlay address.
 const IpAddr& rail_address(const Config& c, std::size_t k) {
   return k == 0 || k >= c.rails.size() ? c.manager.local.addr : c.rails[k].local.addr;
 }
@@ -107,9 +109,10 @@ void check_static_underlays(Reader& r, const Config& c, std::size_t i) {
   const std::string key = "peers.static[" + std::to_string(i) + "].underlay";
   const IpAddr& self = c.manager.local.addr;
   if (sp.rail_underlays.size() > c.rails.size()) {
-    return r.fail_key(key, "has " + std::to_string(sp.rail_underlays.size()) +
-                               " addresses but node.address has " + std::to_string(c.rails.size()) +
-                               " (at most one per rail)");
+    return r.fail_key(
+        key, "has " + detail::counted(sp.rail_underlays.size(), "address", "addresses") +
+                 " for node.address's " + detail::counted(c.rails.size(), "address", "addresses") +
+                 ": at most one per rail");
   }
   const std::size_t n = std::max<std::size_t>(sp.rail_underlays.size(), 1);
   for (std::size_t k = 0; k < n; ++k) {

@@ -70,6 +70,10 @@ std::vector<std::pair<const toml::node*, std::string>> per_rail(Reader& r, const
 
 }  // namespace
 
+std::string counted(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 std::optional<bool> boolean_from(Field& f) {
   if (!f.node.is_boolean()) {
     f.fail("expected true or false");
@@ -258,8 +262,9 @@ void read_rail_prefixes(Field& f, Config& c) {
   if (entries.empty())
     return;
   if (f.node.is_array() && entries.size() != c.rails.size()) {
-    return f.fail("has " + std::to_string(entries.size()) + " prefixes but node.address has " +
-                  std::to_string(c.rails.size()) + " (one per rail, in the same order)");
+    return f.fail("has " + counted(entries.size(), "prefix", "prefixes") + " for node.address's " +
+                  counted(c.rails.size(), "address", "addresses") +
+                  ": one per rail, in the same order");
   }
   std::vector<IpPrefix> prefixes;
   for (const auto& [node, name] : entries) {

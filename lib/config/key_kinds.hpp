@@ -39,6 +39,9 @@ const char* group_name(const std::string& s);   // ctl.group: not empty
 // anything else, including negative values; the caller checks the range.
 std::optional<Duration> parse_duration(std::string_view s);
 
+// "1 address", "2 addresses": `n` and the word for it.
+std::string counted(std::size_t n, std::string_view one, std::string_view many);
+
 // --- Values of one TOML type (key_kinds.cpp) ----------------------------------------
 // Each returns the value of `f`, or nullopt after recording the error
 // (file, line, key, message) in f.r.
