@@ -305,17 +305,14 @@ std::optional<IpAddr> Config::overlay_for(const IpAddr& underlay, std::size_t ra
   }
   const std::optional<IpPrefix>& rule = rail_prefix(*this, rail);
   if (!out && rule && rule->contains(underlay)) {
-    // The rule writes the overlay's host bits at the bottom of the prefix
-    // and zeros between: anything else there is no peer's address.
+    // The overlay's host bits are the bottom of the underlay. (The rule
+    // writes zeros above them inside the prefix; an underlay with ones
+    // there fails the check below.)
     const std::size_t width = bit_width_of(tun_address.addr);
     const std::size_t host_bits = width - tun_address.length;
     const std::size_t uwidth = bit_width_of(rule->addr);
     if (uwidth - rule->length < host_bits)
-      return std::nullopt;
-    for (std::size_t i = rule->length; i < uwidth - host_bits; ++i) {
-      if (get_bit(underlay, i))
-        return std::nullopt;
-    }
+      return std::nullopt;  // validated by parse()
     IpAddr o = tun_address.addr;
     for (std::size_t k = 0; k < host_bits; ++k)
       set_bit(o, width - 1 - k, get_bit(underlay, uwidth - 1 - k));

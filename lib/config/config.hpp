@@ -79,7 +79,7 @@ struct StaticPeer {
 };
 
 struct Config {
-  // node.address/port → local; tun.address → overlay; tun.mtu → mtu; srq.*,
+  // node.address (rail 0's)/port → local; tun.address → overlay; tun.mtu → mtu; srq.*,
   // limits.*, timeouts.*, transport.*, peers.allowed → their fields.
   // incarnation stays 0: the daemon draws it at each start.
   cm::ManagerConfig manager = default_manager();
