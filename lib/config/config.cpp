@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
 
+#include "config/key_kinds.hpp"
 #include "config/keys.hpp"
 #include "config/reader.hpp"
 
@@ -33,6 +35,103 @@ std::string family_name(const IpAddr& a) {
   return a.is_v4() ? "IPv4" : "IPv6";
 }
 
+// Rail `k`'s prefix rule and own address. Rail 0's are the fields the
+// one-rail code reads (and a Config built by hand may set only those).
+// Callers check k < rail_count() first, except for rail 0.
+const std::optional<IpPrefix>& rail_prefix(const Config& c, std::size_t k) {
+  return k == 0 || k >= c.rails.size() ? c.underlay_prefix : c.rails[k].underlay_prefix;
+}
+
+const IpAddr& rail_address(const Config& c, std::size_t k) {
+  return k == 0 || k >= c.rails.size() ? c.manager.local.addr : c.rails[k].local.addr;
+}
+
+// A static peer's underlay on `rail`; nullopt when it has no link there.
+std::optional<IpAddr> static_underlay(const StaticPeer& sp, std::size_t rail) {
+  if (rail == 0)
+    return sp.underlay;
+  if (rail < sp.rail_underlays.size())
+    return sp.rail_underlays[rail];
+  return std::nullopt;
+}
+
+// The name an error gives entry `k` of a key that takes one value per rail:
+// `base[k]` when the file wrote a list (the reader recorded its line), else
+// `base` (the single value, rail 0's).
+std::string key_of(const Reader& r, const std::string& base, std::size_t k) {
+  std::string indexed = base + "[" + std::to_string(k) + "]";
+  return r.present(indexed) ? indexed : base;
+}
+
+// node.address's entries: one family, no two equal.
+void check_rails(Reader& r, const Config& c) {
+  const IpAddr& self = c.manager.local.addr;
+  for (std::size_t k = 1; k < c.rails.size(); ++k) {
+    const IpAddr& a = c.rails[k].local.addr;
+    const std::string key = key_of(r, "node.address", k);
+    if (a.family != self.family) {
+      return r.fail_key(key, "is " + family_name(a) + " but " + key_of(r, "node.address", 0) +
+                                 " is " + family_name(self) + ": all rails in one family");
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      if (rail_address(c, j) == a) {
+        return r.fail_key(
+            key, "duplicate: " + a.to_string() + " is already " + key_of(r, "node.address", j));
+      }
+    }
+  }
+}
+
+// No two rails on one subnet: no two addresses inside one rail's prefix
+// rule (without rules, only equal addresses are known to share one). Two
+// links to a peer over one subnet would fail together.
+void check_rail_subnets(Reader& r, const Config& c) {
+  for (std::size_t k = 1; k < c.rails.size() && !r.failed(); ++k) {
+    for (std::size_t j = 0; j < k; ++j) {
+      for (std::size_t p = 0; p < c.rails.size(); ++p) {
+        const std::optional<IpPrefix>& rule = rail_prefix(c, p);
+        if (rule && rule->contains(rail_address(c, j)) && rule->contains(rail_address(c, k))) {
+          return r.fail_key(key_of(r, "node.address", k),
+                            rail_address(c, k).to_string() + " is on the subnet of " +
+                                key_of(r, "node.address", j) + " (" +
+                                key_of(r, "peers.underlay_prefix", p) + " " + rule->to_string() +
+                                "): each rail needs a subnet of its own");
+        }
+      }
+    }
+  }
+}
+
+// peers.static[i]'s underlays: at most one per rail, each in node.address's
+// family, none of ours, no two equal.
+void check_static_underlays(Reader& r, const Config& c, std::size_t i) {
+  const StaticPeer& sp = c.static_peers[i];
+  const std::string key = "peers.static[" + std::to_string(i) + "].underlay";
+  const IpAddr& self = c.manager.local.addr;
+  if (sp.rail_underlays.size() > c.rails.size()) {
+    return r.fail_key(
+        key, "has " + detail::counted(sp.rail_underlays.size(), "address", "addresses") +
+                 " for node.address's " + detail::counted(c.rails.size(), "address", "addresses") +
+                 ": at most one per rail");
+  }
+  const std::size_t n = std::max<std::size_t>(sp.rail_underlays.size(), 1);
+  for (std::size_t k = 0; k < n; ++k) {
+    const IpAddr u = *static_underlay(sp, k);
+    const std::string name = key_of(r, key, k);
+    if (u.family != self.family) {
+      return r.fail_key(name, "is " + family_name(u) + " but node.address is " + family_name(self));
+    }
+    for (std::size_t o = 0; o < c.rails.size(); ++o) {
+      if (rail_address(c, o) == u)
+        return r.fail_key(name, "is this node's own address");
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      if (*static_underlay(sp, j) == u)
+        return r.fail_key(name, "duplicate: " + u.to_string() + " is already " + key_of(r, key, j));
+    }
+  }
+}
+
 // Checks that involve more than one key. Each names the key to fix.
 void cross_check(Reader& r, Config& c) {
   const cm::ManagerConfig& m = c.manager;
@@ -48,20 +147,35 @@ void cross_check(Reader& r, Config& c) {
     return r.fail_key("timeouts.idle", "must be longer than timeouts.reaper_interval");
   }
   const IpAddr& self = m.local.addr;
-  if (c.underlay_prefix) {
-    const IpPrefix& up = *c.underlay_prefix;
+  check_rails(r, c);
+  if (r.failed())
+    return;
+  for (std::size_t k = 0; k < c.rails.size(); ++k) {
+    const std::optional<IpPrefix>& rule = rail_prefix(c, k);
+    if (!rule)
+      continue;
+    const IpPrefix& up = *rule;
+    const std::string key = key_of(r, "peers.underlay_prefix", k);
     if (up.addr.family != self.family) {
-      return r.fail_key("peers.underlay_prefix",
+      return r.fail_key(key,
                         "is " + family_name(up.addr) + " but node.address is " + family_name(self));
     }
     const std::size_t overlay_host = bit_width_of(c.tun_address.addr) - c.tun_address.length;
     const std::size_t underlay_host = bit_width_of(up.addr) - up.length;
     if (underlay_host < overlay_host) {
-      return r.fail_key("peers.underlay_prefix",
-                        "has " + std::to_string(underlay_host) + " host bits, fewer than the " +
-                            std::to_string(overlay_host) + " of tun.address");
+      return r.fail_key(key, "has " + std::to_string(underlay_host) +
+                                 " host bits, fewer than the " + std::to_string(overlay_host) +
+                                 " of tun.address");
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::optional<IpPrefix>& other = rail_prefix(c, j);
+      if (other && (other->contains(up.addr) || up.contains(other->addr))) {
+        return r.fail_key(key, "overlaps " + key_of(r, "peers.underlay_prefix", j) + " (" +
+                                   other->to_string() + "): each rail needs a subnet of its own");
+      }
     }
   }
+  check_rail_subnets(r, c);
   for (std::size_t i = 0; i < m.allowed_peers.size(); ++i) {
     if (m.allowed_peers[i].addr.family != self.family) {
       return r.fail_key("peers.allowed[" + std::to_string(i) + "]",
@@ -79,12 +193,9 @@ void cross_check(Reader& r, Config& c) {
     if (sp.overlay == c.tun_address.addr) {
       return r.fail_key(sec + ".overlay", "is this node's own tun.address");
     }
-    if (sp.underlay.family != self.family) {
-      return r.fail_key(sec + ".underlay", "is " + family_name(sp.underlay) +
-                                               " but node.address is " + family_name(self));
-    }
-    if (sp.underlay == self)
-      return r.fail_key(sec + ".underlay", "is this node's own address");
+    check_static_underlays(r, c, i);
+    if (r.failed())
+      return;
     for (std::size_t j = 0; j < i; ++j) {
       if (c.static_peers[j].overlay == sp.overlay) {
         return r.fail_key(
@@ -106,16 +217,28 @@ cm::ManagerConfig Config::default_manager() {
   return m;
 }
 
-std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay) const {
-  for (const StaticPeer& sp : static_peers) {
-    if (sp.overlay == overlay)
-      return sp.underlay;
-  }
-  if (!underlay_prefix || tun_address.addr.empty() || !tun_address.contains(overlay)) {
+std::string_view to_string(RailsMode m) {
+  const auto i = static_cast<std::size_t>(m);
+  return i < kRailsModeNames.size() ? kRailsModeNames[i] : "?";
+}
+
+cm::ManagerConfig Config::manager_for_rail(std::size_t rail) const {
+  cm::ManagerConfig out = manager;
+  if (rail != 0 && rail < rails.size())
+    out.local = rails[rail].local;
+  return out;
+}
+
+namespace {
+
+// The host bits of tun.address's prefix, or nullopt when `overlay` is not a
+// peer's address under it: outside the prefix, or all-zero host bits (the
+// subnet) or, for IPv4, all-ones (broadcast).
+std::optional<std::size_t> overlay_host_bits(const IpPrefix& tun, const IpAddr& overlay) {
+  if (tun.addr.empty() || !tun.contains(overlay))
     return std::nullopt;
-  }
   const std::size_t width = bit_width_of(overlay);
-  const std::size_t host_bits = width - tun_address.length;
+  const std::size_t host_bits = width - tun.length;
   bool any_zero = false;
   bool any_one = false;
   for (std::size_t i = width - host_bits; i < width; ++i) {
@@ -125,25 +248,81 @@ std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay) const {
     return std::nullopt;
   if (overlay.is_v4() && host_bits > 1 && !any_zero)
     return std::nullopt;
+  return host_bits;
+}
 
-  const IpPrefix& up = *underlay_prefix;
+}  // namespace
+
+std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay) const {
+  return underlay_for(overlay, 0);
+}
+
+std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay, std::size_t rail) const {
+  if (rail != 0 && rail >= rails.size())
+    return std::nullopt;
+  for (const StaticPeer& sp : static_peers) {
+    if (sp.overlay == overlay)
+      return static_underlay(sp, rail);
+  }
+  const std::optional<IpPrefix>& rule = rail_prefix(*this, rail);
+  const auto host_bits = overlay_host_bits(tun_address, overlay);
+  if (!rule || !host_bits)
+    return std::nullopt;
+  const std::size_t width = bit_width_of(overlay);
+  const IpPrefix& up = *rule;
   const std::size_t uwidth = bit_width_of(up.addr);
-  if (uwidth - up.length < host_bits)
+  if (uwidth - up.length < *host_bits)
     return std::nullopt;  // validated by parse()
   IpAddr out = up.addr;
   for (std::size_t i = up.length; i < uwidth; ++i)
     set_bit(out, i, false);
-  for (std::size_t k = 0; k < host_bits; ++k) {
+  for (std::size_t k = 0; k < *host_bits; ++k) {
     set_bit(out, uwidth - 1 - k, get_bit(overlay, width - 1 - k));
   }
   return out;
 }
 
 std::optional<Endpoint> Config::peer_endpoint_for(const IpAddr& overlay) const {
-  auto u = underlay_for(overlay);
+  return peer_endpoint_for(overlay, 0);
+}
+
+std::optional<Endpoint> Config::peer_endpoint_for(const IpAddr& overlay, std::size_t rail) const {
+  auto u = underlay_for(overlay, rail);
   if (!u)
     return std::nullopt;
   return Endpoint{*u, manager.local.port};
+}
+
+std::optional<IpAddr> Config::overlay_for(const IpAddr& underlay, std::size_t rail) const {
+  if ((rail != 0 && rail >= rails.size()) || underlay.empty() || tun_address.addr.empty())
+    return std::nullopt;
+  std::optional<IpAddr> out;
+  for (const StaticPeer& sp : static_peers) {
+    if (static_underlay(sp, rail) == underlay) {
+      out = sp.overlay;
+      break;
+    }
+  }
+  const std::optional<IpPrefix>& rule = rail_prefix(*this, rail);
+  if (!out && rule && rule->contains(underlay)) {
+    // The overlay's host bits are the bottom of the underlay. (The rule
+    // writes zeros above them inside the prefix; an underlay with ones
+    // there fails the check below.)
+    const std::size_t width = bit_width_of(tun_address.addr);
+    const std::size_t host_bits = width - tun_address.length;
+    const std::size_t uwidth = bit_width_of(rule->addr);
+    if (uwidth - rule->length < host_bits)
+      return std::nullopt;  // validated by parse()
+    IpAddr o = tun_address.addr;
+    for (std::size_t k = 0; k < host_bits; ++k)
+      set_bit(o, width - 1 - k, get_bit(underlay, uwidth - 1 - k));
+    out = o;
+  }
+  // Both ways agree, or there is no such peer: a static entry overrides the
+  // rule for its overlay, and the subnet and broadcast map to nothing.
+  if (!out || *out == tun_address.addr || underlay_for(*out, rail) != underlay)
+    return std::nullopt;
+  return out;
 }
 
 namespace {
@@ -179,6 +358,11 @@ Result<Config> parse(std::string_view toml_text, std::string_view source_name) {
   detail::read_keys(r, c);
   // The manager sends our overlay address in private data.
   c.manager.overlay = c.tun_address.addr;
+  // node.port comes after node.address, and every rail listens on it.
+  for (RailConfig& rail : c.rails)
+    rail.local.port = c.manager.local.port;
+  c.rails.front().local = c.manager.local;
+  c.rails.front().underlay_prefix = c.underlay_prefix;
   cross_check(r, c);
   if (r.failed())
     return r.take_error();

@@ -12,9 +12,13 @@
 //
 // Checks that involve several keys run after the rows: tun.mtu >= 1280 with
 // an IPv6 overlay; srq.limit < srq.size; timeouts.idle > reaper_interval;
-// peers.underlay_prefix in node.address's family with at least as many host
-// bits as tun.address; peers.allowed and peers.static in node.address's
-// family; static overlays inside tun.address, unique, not our own.
+// the rails (node.address's entries) in one family, unique, each on its own
+// subnet (no two inside one rail's peers.underlay_prefix, no two rails'
+// prefixes overlapping); each rail's peers.underlay_prefix in node.address's
+// family with at least as many host bits as tun.address; peers.allowed and
+// peers.static in node.address's family; static overlays inside
+// tun.address, unique, not our own; a static peer's underlays none of ours,
+// at most one per rail, no two equal.
 //
 // Errors: Error::invalid() whose context is one line naming the source, the
 // line (when the key is present in the file) and the dotted key, e.g.
@@ -22,6 +26,9 @@
 // TOML syntax errors report toml++'s line and column. Unknown tables and keys
 // are errors. Only the first error is reported.
 
+#include <array>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,19 +39,47 @@
 #include "config/log_level.hpp"
 #include "util/address.hpp"
 #include "util/result.hpp"
+#include "util/time.hpp"
 
 namespace rcnet::config {
 
 inline constexpr std::uint16_t kDefaultPort = 7471;
 
+// node.address takes at most this many rails (addresses).
+inline constexpr std::size_t kMaxRails = 8;
+
+// rails.mode: how a peer's traffic uses its links (one per rail), see
+// rcnetd.toml(5) "[rails]".
+enum class RailsMode : std::uint8_t {
+  kActiveBackup,  // one link carries everything; another takes over when it fails
+  kStripe,        // flows spread over the links that are up, by flow hash
+};
+// The names rails.mode takes, indexed by RailsMode.
+inline constexpr std::array<std::string_view, 2> kRailsModeNames = {"active-backup", "stripe"};
+static_assert(static_cast<std::size_t>(RailsMode::kStripe) + 1 == kRailsModeNames.size(),
+              "kRailsModeNames: one name per RailsMode, in order");
+// "active-backup", "stripe"; "?" for a value outside the enum.
+std::string_view to_string(RailsMode m);
+
+// One rail: an underlay address of this node (on one RDMA device port) and
+// the prefix rule that maps overlays to peers' addresses on that rail.
+struct RailConfig {
+  Endpoint local;                           // node.address[k], with node.port
+  std::optional<IpPrefix> underlay_prefix;  // peers.underlay_prefix[k]; nullopt: static peers only
+  bool operator==(const RailConfig&) const = default;
+};
+
+// A [[peers.static]] entry.
 struct StaticPeer {
   IpAddr overlay;
-  IpAddr underlay;
+  IpAddr underlay;                       // rail 0's (as before rails existed)
+  std::vector<IpAddr> rail_underlays{};  // one per rail given; rail_underlays[0] == underlay.
+                                         // Fewer than the rails: no link on the later ones.
   bool operator==(const StaticPeer&) const = default;
 };
 
 struct Config {
-  // node.address/port → local; tun.address → overlay; tun.mtu → mtu; srq.*,
+  // node.address (rail 0's)/port → local; tun.address → overlay; tun.mtu → mtu; srq.*,
   // limits.*, timeouts.*, transport.*, peers.allowed → their fields.
   // incarnation stays 0: the daemon draws it at each start.
   cm::ManagerConfig manager = default_manager();
@@ -58,8 +93,21 @@ struct Config {
   IpPrefix tun_address;  // our overlay address with the overlay prefix length
   std::string tun_netns;
 
+  // Rail 0's peers.underlay_prefix (rails[0].underlay_prefix): the field
+  // that existed before rails, read by the one-rail code.
   std::optional<IpPrefix> underlay_prefix;
   std::vector<StaticPeer> static_peers;
+
+  // node.address's entries in order, with peers.underlay_prefix's; at least
+  // one. parse() keeps rails[0].local == manager.local and
+  // rails[0].underlay_prefix == underlay_prefix; the functions below read
+  // rail 0 from those two fields, so code that sets only them still works.
+  std::vector<RailConfig> rails = {RailConfig{default_manager().local, std::nullopt}};
+  RailsMode rails_mode = RailsMode::kActiveBackup;  // rails.mode (restart)
+  // rails.holddown (live): a rail that recovered carries traffic again only
+  // after it has been up this long; the rails' code grows it with repeated
+  // failures. 0..10 min.
+  Duration rails_holddown = std::chrono::seconds(5);
 
   LogLevel log_level = LogLevel::kInfo;
   LogTarget log_target = LogTarget::kAuto;
@@ -74,6 +122,29 @@ struct Config {
   std::optional<IpAddr> underlay_for(const IpAddr& overlay) const;
   // underlay_for() with the fabric's port (node.port: every node listens on it).
   std::optional<Endpoint> peer_endpoint_for(const IpAddr& overlay) const;
+
+  // The rails (1..kMaxRails after parse()).
+  std::size_t rail_count() const { return rails.size(); }
+  // `manager` with local = rail `rail`'s address and node.port: what a
+  // cm::Manager of that rail binds to. `rail` < rail_count(); a larger one
+  // gets `manager` unchanged (rail 0's).
+  cm::ManagerConfig manager_for_rail(std::size_t rail) const;
+  // underlay_for() on rail `rail`: a static peer's rail_underlays[rail] (a
+  // static peer with fewer entries has no link on that rail: nullopt, the
+  // prefix rule is not consulted for it), then rails[rail].underlay_prefix's
+  // rule. Rail 0 is exactly underlay_for(overlay). nullopt for a rail >=
+  // rail_count().
+  std::optional<IpAddr> underlay_for(const IpAddr& overlay, std::size_t rail) const;
+  // underlay_for(overlay, rail) with node.port.
+  std::optional<Endpoint> peer_endpoint_for(const IpAddr& overlay, std::size_t rail) const;
+  // The inverse: the overlay address of the peer whose rail-`rail` underlay
+  // address is `underlay` (a REQ's source): the static table first, then the
+  // prefix rule (the underlay's host bits inside tun.address's prefix).
+  // nullopt when neither applies, when the result is the subnet, broadcast or
+  // our own overlay, or when underlay_for(result, rail) is not `underlay`
+  // (a static entry overrides the rule for its overlay, and a static peer
+  // without an underlay on `rail` has no link there).
+  std::optional<IpAddr> overlay_for(const IpAddr& underlay, std::size_t rail) const;
 
   static cm::ManagerConfig default_manager();
 };

@@ -43,7 +43,36 @@ std::optional<IpAddr> address_at(Reader& r, const toml::node& n, const std::stri
   return a;
 }
 
+// The entries of a key that takes one value per rail: the value itself,
+// named `full`, or a list of 1..kMaxRails (rail 0 first) whose elements are
+// named full[k], their lines recorded. Empty after recording an error.
+std::vector<std::pair<const toml::node*, std::string>> per_rail(Reader& r, const toml::node& n,
+                                                                const std::string& full,
+                                                                std::string_view what) {
+  std::vector<std::pair<const toml::node*, std::string>> out;
+  const toml::array* arr = n.as_array();
+  if (arr == nullptr) {
+    out.emplace_back(&n, full);
+    return out;
+  }
+  if (arr->empty() || arr->size() > kMaxRails) {
+    r.fail_key(full, "expected one " + std::string(what) + " or a list of 1.." +
+                         std::to_string(kMaxRails) + ", one per rail");
+    return out;
+  }
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    std::string name = full + "[" + std::to_string(i) + "]";
+    r.record(name, (*arr)[i].source().begin.line);
+    out.emplace_back(&(*arr)[i], std::move(name));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string counted(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
 
 std::optional<bool> boolean_from(Field& f) {
   if (!f.node.is_boolean()) {
@@ -68,6 +97,10 @@ std::optional<std::int64_t> integer_from(Field& f) {
 }
 
 std::optional<Duration> duration_from(Field& f) {
+  return duration_from(f, kMinDuration, kMaxDuration);
+}
+
+std::optional<Duration> duration_from(Field& f, Duration min, Duration max) {
   std::optional<Duration> d;
   if (f.node.is_string()) {
     d = parse_duration(f.node.as_string()->get());
@@ -84,8 +117,8 @@ std::optional<Duration> duration_from(Field& f) {
     f.fail(kDurationHint);
     return std::nullopt;
   }
-  if (*d < kMinDuration || *d > kMaxDuration) {
-    f.fail("must be between 1ms and 24h");
+  if (*d < min || *d > max) {
+    f.fail("must be between " + format_duration(min) + " and " + format_duration(max));
     return std::nullopt;
   }
   return d;
@@ -151,15 +184,25 @@ void read_static_peers(Field& f, Config& c) {
     const std::string sec = f.full + "[" + std::to_string(i) + "]";
     f.r.only_keys(*t, sec, kFields);
     StaticPeer sp;
-    for (std::string_view name : kFields) {
-      const std::string full = sec + "." + std::string(name);
-      if (const toml::node* n = f.r.find(t, full, name)) {
-        if (auto a = address_at(f.r, *n, full)) {
-          (name == "overlay" ? sp.overlay : sp.underlay) = *a;
-          if (const char* msg = name == "underlay" ? peer_address(*a) : nullptr)
-            f.r.fail_key(full, msg);
+    const std::string overlay = sec + ".overlay";
+    if (const toml::node* n = f.r.find(t, overlay, "overlay")) {
+      if (auto a = address_at(f.r, *n, overlay))
+        sp.overlay = *a;
+    }
+    const std::string underlay = sec + ".underlay";
+    if (const toml::node* n = f.r.find(t, underlay, "underlay")) {
+      for (const auto& [node, name] : per_rail(f.r, *n, underlay, "address")) {
+        auto a = address_at(f.r, *node, name);
+        if (!a)
+          break;
+        if (const char* msg = peer_address(*a)) {
+          f.r.fail_key(name, msg);
+          break;
         }
+        sp.rail_underlays.push_back(*a);
       }
+      if (!sp.rail_underlays.empty())
+        sp.underlay = sp.rail_underlays.front();
     }
     for (std::string_view name : kFields)
       f.r.require(sec + "." + std::string(name), t);
@@ -169,9 +212,96 @@ void read_static_peers(Field& f, Config& c) {
 
 Value get_static_peers(const Config& c) {
   std::vector<InlineTable> out;
-  for (const StaticPeer& sp : c.static_peers)
-    out.push_back({{"overlay", sp.overlay.to_string()}, {"underlay", sp.underlay.to_string()}});
+  for (const StaticPeer& sp : c.static_peers) {
+    InlineValue underlay(sp.underlay.to_string());
+    if (sp.rail_underlays.size() > 1) {
+      std::vector<std::string> list;
+      for (const IpAddr& a : sp.rail_underlays)
+        list.push_back(a.to_string());
+      underlay = InlineValue(std::move(list));
+    }
+    out.push_back({{"overlay", sp.overlay.to_string()}, {"underlay", std::move(underlay)}});
+  }
   return out;
+}
+
+void read_rail_addresses(Field& f, Config& c) {
+  std::vector<RailConfig> rails;
+  for (const auto& [node, name] : per_rail(f.r, f.node, f.full, "address")) {
+    auto a = address_at(f.r, *node, name);
+    if (!a)
+      return;
+    if (const char* msg = own_address(*a))
+      return f.r.fail_key(name, msg);
+    rails.push_back(RailConfig{Endpoint{*a, c.manager.local.port}, std::nullopt});
+  }
+  if (rails.empty())
+    return;  // per_rail() recorded why
+  c.manager.local.addr = rails.front().local.addr;
+  c.rails = std::move(rails);
+}
+
+Value get_rail_addresses(const Config& c) {
+  if (c.rails.size() <= 1)
+    return c.manager.local.addr.to_string();
+  std::vector<std::string> out = {c.manager.local.addr.to_string()};
+  for (std::size_t k = 1; k < c.rails.size(); ++k)
+    out.push_back(c.rails[k].local.addr.to_string());
+  return out;
+}
+
+void copy_rail_addresses(const Config& from, Config& to) {
+  to.manager.local.addr = from.manager.local.addr;
+  to.rails.resize(from.rails.size());
+  for (std::size_t k = 0; k < from.rails.size(); ++k)
+    to.rails[k].local = from.rails[k].local;
+}
+
+void read_rail_prefixes(Field& f, Config& c) {
+  const auto entries = per_rail(f.r, f.node, f.full, "prefix");
+  if (entries.empty())
+    return;
+  if (f.node.is_array() && entries.size() != c.rails.size()) {
+    return f.fail("has " + counted(entries.size(), "prefix", "prefixes") + " for node.address's " +
+                  counted(c.rails.size(), "address", "addresses") +
+                  ": one per rail, in the same order");
+  }
+  std::vector<IpPrefix> prefixes;
+  for (const auto& [node, name] : entries) {
+    auto p = prefix_at(f.r, *node, name, true);
+    if (!p)
+      return;
+    prefixes.push_back(*p);
+  }
+  c.underlay_prefix = prefixes.front();
+  for (std::size_t k = 0; k < prefixes.size() && k < c.rails.size(); ++k)
+    c.rails[k].underlay_prefix = prefixes[k];
+}
+
+Value get_rail_prefixes(const Config& c) {
+  bool later = false;
+  for (std::size_t k = 1; k < c.rails.size(); ++k)
+    later = later || c.rails[k].underlay_prefix.has_value();
+  if (!later)
+    return c.underlay_prefix ? Value(c.underlay_prefix->to_string()) : Value();
+  // Only a list sets a later rail's, and a list sets every rail's.
+  std::vector<std::string> out = {c.underlay_prefix ? c.underlay_prefix->to_string() : ""};
+  for (std::size_t k = 1; k < c.rails.size(); ++k) {
+    const auto& p = c.rails[k].underlay_prefix;
+    out.push_back(p ? p->to_string() : "");
+  }
+  return out;
+}
+
+void copy_rail_prefixes(const Config& from, Config& to) {
+  to.underlay_prefix = from.underlay_prefix;
+  // node.address needs a restart, so a reload that gets here has as many
+  // rails in both.
+  for (std::size_t k = 0; k < to.rails.size(); ++k) {
+    to.rails[k].underlay_prefix =
+        k == 0 ? from.underlay_prefix
+               : (k < from.rails.size() ? from.rails[k].underlay_prefix : std::nullopt);
+  }
 }
 
 }  // namespace rcnet::config::detail

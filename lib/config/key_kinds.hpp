@@ -39,6 +39,9 @@ const char* group_name(const std::string& s);   // ctl.group: not empty
 // anything else, including negative values; the caller checks the range.
 std::optional<Duration> parse_duration(std::string_view s);
 
+// "1 address", "2 addresses": `n` and the word for it.
+std::string counted(std::size_t n, std::string_view one, std::string_view many);
+
 // --- Values of one TOML type (key_kinds.cpp) ----------------------------------------
 // Each returns the value of `f`, or nullopt after recording the error
 // (file, line, key, message) in f.r.
@@ -46,6 +49,8 @@ std::optional<Duration> parse_duration(std::string_view s);
 std::optional<bool> boolean_from(Field& f);
 std::optional<std::int64_t> integer_from(Field& f);  // within f.key.min..f.key.max
 std::optional<Duration> duration_from(Field& f);     // "10s" or a number of seconds; 1ms..24h
+// The same within `min`..`max` inclusive.
+std::optional<Duration> duration_from(Field& f, Duration min, Duration max);
 std::optional<std::string> string_from(Field& f);
 // The index of the string in `names`.
 std::optional<std::size_t> enum_from(Field& f, std::span<const std::string_view> names);
@@ -54,9 +59,24 @@ std::optional<IpPrefix> prefix_from(Field& f);  // "address/length"
 // A list of prefixes; an element may be a bare address (a /32 or /128).
 std::optional<std::vector<IpPrefix>> prefix_list_from(Field& f);
 
-// [[peers.static]]: tables of overlay and underlay, both required.
+// [[peers.static]]: tables of overlay and underlay, both required; underlay
+// is an address or a list of 1..kMaxRails (rail 0 first).
 void read_static_peers(Field& f, Config& c);
 Value get_static_peers(const Config& c);
+
+// node.address: an address or a list of 1..kMaxRails (rail 0 first), each
+// through own_address; sets c.rails (one per entry, node.port filled in by
+// parse()) and c.manager.local.addr (rail 0's).
+void read_rail_addresses(Field& f, Config& c);
+Value get_rail_addresses(const Config& c);
+void copy_rail_addresses(const Config& from, Config& to);
+
+// peers.underlay_prefix: a prefix (rail 0's) or a list of exactly one per
+// rail, in node.address's order; node.address must have been read (its
+// section comes first). Sets c.underlay_prefix and each rail's.
+void read_rail_prefixes(Field& f, Config& c);
+Value get_rail_prefixes(const Config& c);
+void copy_rail_prefixes(const Config& from, Config& to);
 
 // --- Kinds: get, read and copy of one field --------------------------------------------
 
@@ -109,6 +129,13 @@ void read_duration(Field& f, Config& c) {
 template <auto... Path>
 Value get_duration(const Config& c) {
   return format_duration(at<Path...>(c));
+}
+
+// `Range` is a std::pair<Duration, Duration>: the accepted values, inclusive.
+template <const auto& Range, auto... Path>
+void read_duration_in(Field& f, Config& c) {
+  if (auto v = duration_from(f, Range.first, Range.second))
+    at<Path...>(c) = *v;
 }
 
 template <auto Check, auto... Path>
@@ -222,6 +249,15 @@ constexpr Kind duration() {
   return k;
 }
 
+// A duration within `Range` (a std::pair<Duration, Duration>) instead of
+// the timeouts' 1ms..24h.
+template <const auto& Range, auto... Path>
+constexpr Kind duration_in() {
+  Kind k = {&get_duration<Path...>, &read_duration_in<Range, Path...>, &copy_field<Path...>};
+  k.unit = "duration";
+  return k;
+}
+
 template <auto Check, auto... Path>
 constexpr Kind string() {
   return {&get_string<Path...>, &read_string<Check, Path...>, &copy_field<Path...>};
@@ -249,6 +285,14 @@ constexpr Kind prefix_list() {
 
 constexpr Kind static_peers() {
   return {&get_static_peers, &read_static_peers, &copy_field<&Config::static_peers>};
+}
+
+constexpr Kind rail_addresses() {
+  return {&get_rail_addresses, &read_rail_addresses, &copy_rail_addresses, kRequired};
+}
+
+constexpr Kind rail_prefixes() {
+  return {&get_rail_prefixes, &read_rail_prefixes, &copy_rail_prefixes};
 }
 
 // A row: `dotted` ("timeouts.idle") of kind `k`; only an Apply::kLive row

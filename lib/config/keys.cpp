@@ -18,6 +18,8 @@ namespace {
 using namespace detail;  // the kinds and validators (key_kinds.hpp)
 
 constexpr auto kLevelNames = log_level_names();
+// rails.holddown: 0 (take a recovered rail back at once) to 10 minutes.
+constexpr std::pair<Duration, Duration> kHolddownRange = {Duration(0), std::chrono::minutes(10)};
 
 constexpr Apply kLive = Apply::kLive;
 constexpr Apply kRestart = Apply::kRestart;
@@ -34,8 +36,9 @@ constexpr auto kLocal = &M::local;
 // is opened (the transport timers of rdma::DeviceConfig, which every QP of a
 // run shares).
 constexpr Key kKeys[] = {
-    key("node.address", kRestart, address<own_address, kM, kLocal, &Endpoint::addr>(kRequired),
-        "underlay address of the rdma_cm listener; selects the RDMA device and the node id"),
+    key("node.address", kRestart, rail_addresses(),
+        "underlay address of the rdma_cm listener, or a list of one per rail (rail 0 first, "
+        "at most 8); rail 0's selects the node id"),
     key("node.port", kRestart, integer<kM, kLocal, &Endpoint::port>(1, 65535, ""),
         "rdma_cm port; every node of a fabric listens on the same one"),
 
@@ -48,12 +51,21 @@ constexpr Key kKeys[] = {
     key("tun.netns", kRestart, string<netns_name, &Config::tun_netns>(),
         "named network namespace to move the TUN into; \"\" keeps rcnetd's"),
 
-    key("peers.underlay_prefix", kLive, prefix<&Config::underlay_prefix>(kOptional),
-        "prefix rule: a peer's underlay address keeps the overlay address's host bits"),
+    key("peers.underlay_prefix", kLive, rail_prefixes(),
+        "prefix rule: a peer's underlay address keeps the overlay address's host bits; "
+        "a list: one prefix per rail, in node.address's order"),
     key("peers.allowed", kLive, prefix_list<kM, &M::allowed_peers>(),
         "underlay prefixes whose REQs are accepted (others: REJ not_allowed); [] = any"),
     key("peers.static", kLive, static_peers(),
-        "explicit peers {overlay, underlay}, consulted before the prefix rule"),
+        "explicit peers {overlay, underlay}, consulted before the prefix rule; underlay may "
+        "list one address per rail"),
+
+    key("rails.mode", kRestart, enumeration<kRailsModeNames, &Config::rails_mode>(),
+        "active-backup (one link per peer carries the traffic) or stripe (flows spread over "
+        "the links that are up)"),
+    key("rails.holddown", kLive, duration_in<kHolddownRange, &Config::rails_holddown>(),
+        "a rail that recovered carries traffic again only after it was up this long; grows "
+        "with repeated failures"),
 
     key("srq.enabled", kRestart, boolean<kM, &M::use_srq>(),
         "one shared receive queue for every QP"),

@@ -42,13 +42,33 @@ enum class Apply : std::uint8_t {
   kRestart,  // the reload refuses the whole file and names the key
 };
 
-// A TOML inline table whose values are strings ([[peers.static]] entries),
-// keys in the file's documented order.
-using InlineTable = std::vector<std::pair<std::string, std::string>>;
+// A value in an inline table: a string, or a list of strings (a
+// [[peers.static]] entry's underlay on several rails).
+struct InlineValue {
+  std::variant<std::string, std::vector<std::string>> v;
+  InlineValue(std::string s) : v(std::move(s)) {}    // NOLINT(google-explicit-constructor)
+  InlineValue(const char* s) : v(std::string(s)) {}  // NOLINT(google-explicit-constructor)
+  InlineValue(std::vector<std::string> l)
+      : v(std::move(l)) {}  // NOLINT(google-explicit-constructor)
+  bool operator==(const InlineValue&) const = default;
+};
+// nlohmann::json's conversion of a user type (its to_json, found by
+// argument-dependent lookup): the ctl config reply (ctl::config_json) writes
+// an InlineValue as the string or array it holds, as the file would.
+template <class Json>
+void to_json(Json& j, const InlineValue& x) {
+  std::visit([&j](const auto& y) { j = y; }, x.v);
+}
+
+// A TOML inline table ([[peers.static]] entries), keys in the file's
+// documented order.
+using InlineTable = std::vector<std::pair<std::string, InlineValue>>;
 
 // A key's value typed and spelled as rcnetd.toml writes it: durations as the
 // canonical duration string (format_duration), addresses and prefixes as
-// text, enums by name. std::monostate: an optional key that is not set
+// text, enums by name. A key that takes one value per rail (node.address,
+// peers.underlay_prefix, a static peer's underlay) is a string with one rail
+// and a list with several. std::monostate: an optional key that is not set
 // (peers.underlay_prefix) or a required key with no default.
 using Value = std::variant<std::monostate, bool, std::int64_t, std::string,
                            std::vector<std::string>, std::vector<InlineTable>>;

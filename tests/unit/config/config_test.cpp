@@ -44,6 +44,9 @@ underlay = "10.99.1.7"
 [[peers.static]]
 overlay = "10.100.0.8"
 underlay = "10.99.1.8"
+[rails]
+mode = "stripe"
+holddown = "2s"
 [srq]
 enabled = false
 size = 2048
@@ -143,8 +146,10 @@ TEST_CASE("config: the full example parses to its values", "[config]") {
   REQUIRE(m.allowed_peers.size() == 2);
   CHECK(m.allowed_peers[1].to_string() == "10.98.0.0/16");
   REQUIRE(c.static_peers.size() == 2);
-  CHECK(c.static_peers[0] == StaticPeer{ip("10.100.0.7"), ip("10.99.1.7")});
-  CHECK(c.static_peers[1] == StaticPeer{ip("10.100.0.8"), ip("10.99.1.8")});
+  CHECK(c.static_peers[0] == StaticPeer{ip("10.100.0.7"), ip("10.99.1.7"), {ip("10.99.1.7")}});
+  CHECK(c.static_peers[1] == StaticPeer{ip("10.100.0.8"), ip("10.99.1.8"), {ip("10.99.1.8")}});
+  CHECK(c.rails_mode == RailsMode::kStripe);
+  CHECK(c.rails_holddown == 2s);
   CHECK_FALSE(m.use_srq);
   CHECK(m.srq_size == 2048);
   CHECK(m.srq_limit == 100);
@@ -183,6 +188,9 @@ TEST_CASE("config: a minimal file gets the documented defaults", "[config]") {
   CHECK_FALSE(c.underlay_prefix);
   CHECK(m.allowed_peers.empty());
   CHECK(c.static_peers.empty());
+  CHECK(c.rail_count() == 1);
+  CHECK(c.rails_mode == RailsMode::kActiveBackup);
+  CHECK(c.rails_holddown == 5s);
   CHECK(m.use_srq);
   CHECK(m.srq_size == def.srq_size);
   CHECK(m.srq_limit == 0);
@@ -531,6 +539,7 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "tun.name",
                                          "tun.mtu",
                                          "tun.netns",
+                                         "rails.mode",
                                          "srq.enabled",
                                          "srq.size",
                                          "srq.limit",
@@ -590,6 +599,8 @@ constexpr Change kChanges[] = {
     {"peers.allowed", "\nallowed = [\"10.99.0.0/24\", \"10.98.0.0/16\"]",
      "\nallowed = [\"10.99.0.0/24\"]"},
     {"peers.static", "\nunderlay = \"10.99.1.8\"", "\nunderlay = \"10.99.1.9\""},
+    {"rails.mode", "\nmode = \"stripe\"", "\nmode = \"active-backup\""},
+    {"rails.holddown", "\nholddown = \"2s\"", "\nholddown = \"0s\""},
     {"srq.enabled", "\nenabled = false", "\nenabled = true"},
     {"srq.size", "\nsize = 2048", "\nsize = 4096"},
     {"srq.limit", "\nlimit = 100", "\nlimit = 101"},
