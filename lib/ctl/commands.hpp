@@ -26,6 +26,7 @@ namespace rcnet::ctl {
 // One row in kCommands each, in this order.
 enum class Command : std::uint8_t {
   kStatus,
+  kRails,
   kPeers,
   kConnections,
   kQps,
@@ -89,6 +90,8 @@ inline constexpr Arg kLogLevelArgs[] = {
 inline constexpr CommandInfo kCommands[] = {
     {Command::kStatus, "status", Effect::kReadOnly, kNoArgs,
      "daemon, device, counts of peers and QPs by state"},
+    {Command::kRails, "rails", Effect::kReadOnly, kNoArgs,
+     "each rail (underlay address on an RDMA port): state, links, traffic, last change"},
     {Command::kPeers, "peers", Effect::kReadOnly, kNoArgs,
      "known peers and their in-service connection"},
     {Command::kConnections, "connections", Effect::kReadOnly, kNoArgs,
@@ -108,8 +111,8 @@ inline constexpr CommandInfo kCommands[] = {
     {Command::kLogLevel, "log-level", Effect::kMutating, kLogLevelArgs,
      "change the log level live"},
     {Command::kMonitor, "monitor", Effect::kReadOnly, kNoArgs,
-     "follow connection events live (state changes, teardowns, REJs, evictions) until "
-     "rcnetd stops or Ctrl-C; -j prints the event JSON lines"},
+     "follow connection events live (state changes, teardowns, REJs, evictions, rail "
+     "changes, failovers) until rcnetd stops or Ctrl-C; -j prints the event JSON lines"},
 };
 
 namespace detail {
