@@ -36,6 +36,8 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
       data["daemon"] = b.daemon_status();
       return {ctl::ok_reply(data)};
     }
+    case Command::kRails:
+      return {ctl::ok_reply(ctl::rails_json(b.snapshot()))};
     case Command::kPeers:
       return {ctl::ok_reply(ctl::peers_json(b.snapshot()))};
     case Command::kConnections:

@@ -26,6 +26,7 @@ namespace rcnet::ctl {
 // One row in kCommands each, in this order.
 enum class Command : std::uint8_t {
   kStatus,
+  kRails,
   kPeers,
   kConnections,
   kQps,
@@ -89,8 +90,10 @@ inline constexpr Arg kLogLevelArgs[] = {
 inline constexpr CommandInfo kCommands[] = {
     {Command::kStatus, "status", Effect::kReadOnly, kNoArgs,
      "daemon, device, counts of peers and QPs by state"},
+    {Command::kRails, "rails", Effect::kReadOnly, kNoArgs,
+     "each rail (an underlay address on an RDMA port): state, links, traffic"},
     {Command::kPeers, "peers", Effect::kReadOnly, kNoArgs,
-     "known peers and their in-service connection"},
+     "known peers and their in-service connection on each rail"},
     {Command::kConnections, "connections", Effect::kReadOnly, kNoArgs,
      "connections in service, with traffic"},
     {Command::kQps, "qps", Effect::kReadOnly, kNoArgs,
@@ -108,8 +111,8 @@ inline constexpr CommandInfo kCommands[] = {
     {Command::kLogLevel, "log-level", Effect::kMutating, kLogLevelArgs,
      "change the log level live"},
     {Command::kMonitor, "monitor", Effect::kReadOnly, kNoArgs,
-     "follow connection events live (state changes, teardowns, REJs, evictions) until "
-     "rcnetd stops or Ctrl-C; -j prints the event JSON lines"},
+     "follow connection events live (state changes, teardowns, REJs, evictions, rail "
+     "changes, failovers) until rcnetd stops or Ctrl-C; -j prints the event JSON lines"},
 };
 
 namespace detail {

@@ -158,6 +158,20 @@ std::string daemon_line(const json& d) {
   return line + "\n";
 }
 
+// "rails: 0 up, 1 down  mode active-backup  peers without a redundant link 1",
+// from the status' rails (absent from an older rcnetd's status: no line).
+std::string rails_line(const json& d) {
+  const json* rails = field(d, "rails");
+  if (rails == nullptr || !rails->is_array())
+    return {};
+  std::string list;
+  for (const json& r : *rails)
+    list += (list.empty() ? "" : ", ") + text(r, "rail") + " " + text(r, "state");
+  return "rails: " + (list.empty() ? std::string("none") : list) + "  mode " +
+         text(d, "rails_mode") + "  peers without a redundant link " +
+         text(d, "peers_without_redundancy") + "\n";
+}
+
 }  // namespace
 
 std::string render_status(const json& d) {
@@ -185,6 +199,8 @@ std::string render_status(const json& d) {
              text(*srq, "buffer_size") + " bytes\n";
     }
   }
+  if (std::string rails = rails_line(d); !rails.empty())
+    out += rails;
   if (const json* states = field(d, "states"); states != nullptr && states->is_object()) {
     std::string line;
     for (auto it = states->begin(); it != states->end(); ++it) {
@@ -199,21 +215,28 @@ std::string render_status(const json& d) {
 
 std::string render_peers(const json& d) {
   Table t({{"NODE", true},
+           {"RAIL", true},
            {"UNDERLAY"},
            {"OVERLAY"},
            {"INCARNATION"},
            {"STATE"},
            {"QUEUED", true},
-           {"CONN", true}});
+           {"CONN", true},
+           {"CARRIES"}});
   for (const json& p : array_of(d, "peers")) {
-    t.add({text(p, "node"), text(p, "underlay"), text(p, "overlay"), text(p, "incarnation"),
-           text(p, "state"), text(p, "queue_depth"), text(p, "conn_id")});
+    // Last, so that a blank (not carrying) leaves the other columns' words in place.
+    const json* carries = field(p, "carries");
+    const bool yes = carries != nullptr && carries->is_boolean() && carries->get<bool>();
+    t.add({text(p, "node"), text(p, "rail"), text(p, "underlay"), text(p, "overlay"),
+           text(p, "incarnation"), text(p, "state"), text(p, "queue_depth"), text(p, "conn_id"),
+           yes ? "*" : ""});
   }
   return t.str();
 }
 
 std::string render_qps(const json& d) {
   Table t({{"PEER", true},
+           {"RAIL", true},
            {"ADDR"},
            {"QPN", true},
            {"RQPN", true},
@@ -226,16 +249,18 @@ std::string render_qps(const json& d) {
            {"RX", true},
            {"REASON"}});
   for (const json& q : array_of(d, "qps")) {
-    t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "qpn"), text(q, "remote_qpn"),
-           text(q, "state"), text(q, "offload"), duration(q, "time_in_state_ms"),
-           duration(q, "age_ms"), duration(q, "idle_ms"), traffic(q, "tx_packets", "tx_bytes"),
-           traffic(q, "rx_packets", "rx_bytes"), text(q, "teardown_reason")});
+    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), text(q, "qpn"),
+           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+           duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
+           traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes"),
+           text(q, "teardown_reason")});
   }
   return t.str();
 }
 
 std::string render_connections(const json& d) {
   Table t({{"PEER", true},
+           {"RAIL", true},
            {"ADDR"},
            {"OVERLAY"},
            {"QPN", true},
@@ -248,12 +273,41 @@ std::string render_connections(const json& d) {
            {"TX", true},
            {"RX", true}});
   for (const json& q : array_of(d, "connections")) {
-    t.add({text(q, "peer_node"), text(q, "peer_addr"), text(q, "overlay"), text(q, "qpn"),
-           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), text(q, "overlay"),
+           text(q, "qpn"), text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
            duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
            traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes")});
   }
   return t.str();
+}
+
+std::string render_rails(const json& d) {
+  std::string out = "mode " + text(d, "mode") + "\n";
+  Table t({{"RAIL", true},
+           {"ADDRESS"},
+           {"DEVICE/PORT"},
+           {"STATE"},
+           {"LINKS", true},
+           {"CARRYING", true},
+           {"TX", true},
+           {"RX", true},
+           {"CHANGED", true},
+           {"CAUSE"}});
+  for (const json& r : array_of(d, "rails")) {
+    std::string address = text(r, "address");
+    if (address.find(':') != std::string::npos)
+      address = "[" + address + "]";               // IPv6, as Endpoint::to_string writes it
+    const std::string device = text(r, "device");  // "-" while removed
+    const auto tx = count(r, "tx_bytes");
+    const auto rx = count(r, "rx_bytes");
+    t.add({text(r, "rail"), address + ":" + text(r, "port"),
+           device == "-" ? device : device + "/" + text(r, "device_port"), text(r, "state"),
+           text(r, "links"), text(r, "carrying"), tx ? format_bytes(*tx) : "-",
+           rx ? format_bytes(*rx) : "-", duration(r, "since_change_ms"), text(r, "cause")});
+  }
+  out += t.str();
+  out += "peers without a redundant link: " + text(d, "peers_without_redundancy") + "\n";
+  return out;
 }
 
 std::string render_srq(const json& d) {
@@ -326,6 +380,8 @@ std::string render(Command c, const json& data) {
   switch (c) {
     case Command::kStatus:
       return render_status(data);
+    case Command::kRails:
+      return render_rails(data);
     case Command::kPeers:
       return render_peers(data);
     case Command::kConnections:
@@ -388,15 +444,27 @@ std::string render_event(const json& ev) {
   const std::string kind = text(ev, "kind");
   const std::string peer = host_of(text(ev, "peer_addr"));
   const std::string reason = text(ev, "reason");
+  // " (cause)", or nothing when there is none.
+  const std::string cause = text(ev, "cause");
+  const std::string why = cause != "-" ? " (" + cause + ")" : "";
+  if (kind == "rail")
+    return out + "rail " + text(ev, "rail") + " " + text(ev, "state") + why + "\n";
+  if (kind == "failover") {
+    return out + (reason == "failback" ? "failback" : "failover") + " peer " + peer + " rail " +
+           text(ev, "from_rail") + " -> " + text(ev, "rail") + why + "\n";
+  }
+  // A connection's event names its rail unless it is rail 0, so that a
+  // one-rail node's lines read as they always did.
+  const auto rail = count(ev, "rail");
+  const std::string on_rail = rail && *rail != 0 ? " rail " + std::to_string(*rail) : "";
   if (kind == "reject")
-    return out + "peer " + peer + " REJ " + reason + " (" + text(ev, "detail") + ")\n";
+    return out + "peer " + peer + on_rail + " REJ " + reason + " (" + text(ev, "detail") + ")\n";
   const auto qpn = count(ev, "qpn");
   out += qpn && *qpn != 0 ? "QPN " + text(ev, "qpn") : "conn " + text(ev, "conn");
-  out += " peer " + peer + " ";
+  out += " peer " + peer + on_rail + " ";
   if (kind == "state")
     return out + text(ev, "from") + " -> " + text(ev, "to") + " (" + reason + ")\n";
   if (kind == "teardown") {
-    const std::string cause = text(ev, "cause");
     return out + "teardown from " + text(ev, "to") + ": " + reason +
            (cause != "-" ? " [" + cause + "]" : "") + "\n";
   }

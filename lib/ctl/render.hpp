@@ -22,22 +22,38 @@ std::string format_bytes(std::uint64_t bytes);
 // One renderer per command; each returns '\n'-terminated lines.
 // status: a first line "rcnetd VERSION  pid N  up UPTIME  tun NAME ADDR
 // (netns NS)  log LEVEL [STOPPING]" when `data` has the daemon's "daemon"
-// object (the ctl server adds it), then the manager's counts.
+// object (the ctl server adds it), then the manager's counts, and a line
+// "rails: 0 up, 1 down  mode MODE  peers without a redundant link N" when
+// it has "rails".
 std::string render_status(const json& data);
+// rails: "mode MODE", then columns RAIL ADDRESS (addr:port) DEVICE/PORT STATE
+// LINKS CARRYING TX RX (bytes) CHANGED (time since the last change) CAUSE,
+// then "peers without a redundant link: N".
+std::string render_rails(const json& data);
+// Columns: NODE RAIL UNDERLAY OVERLAY INCARNATION STATE QUEUED CONN CARRIES;
+// one row per peer per rail, CARRIES "*" on the rail whose link carries the
+// peer's traffic now, blank otherwise.
 std::string render_peers(const json& data);
-// Columns: PEER ADDR QPN RQPN STATE IN-STATE AGE IDLE TX RX REASON, TX and RX
-// as "packets/bytes".
+// Columns: PEER RAIL ADDR OVERLAY QPN RQPN STATE GSO IN-STATE AGE IDLE TX RX,
+// TX and RX as "packets/bytes".
 std::string render_connections(const json& data);
+// Columns: PEER RAIL ADDR QPN RQPN STATE GSO IN-STATE AGE IDLE TX RX REASON.
 std::string render_qps(const json& data);
 std::string render_srq(const json& data);
 // "name value help", one counter per line.
 std::string render_stats(const json& data);
 // The Prometheus text exposition format (version 0.0.4) of a "stats" reply
 // and a "status" reply: every counter as rcnet_<name>_total with its help
-// text as HELP, and gauges: rcnet_qps{state="..."} (QPs by state, teardown
-// stages included), rcnet_connections, rcnet_peers, rcnet_srq_{size,posted,
-// limit}, rcnet_send_slots{kind="total"|"free"}, rcnet_up. Lines end in
-// '\n'; the output is what node-exporter's textfile collector reads.
+// text as HELP, except the failovers_<cause> counters, which are one metric
+// rcnet_failovers_total{cause="<cause>"}; gauges: rcnet_qps{state="..."}
+// (QPs by state, teardown stages included), rcnet_connections, rcnet_peers,
+// rcnet_srq_{size,posted,limit}, rcnet_send_slots{kind="total"|"free"},
+// rcnet_up, and from the status' rails: rcnet_rail_up{rail,device} (1 when
+// the rail's state is up), rcnet_rail_state{rail,device,state} (1 for its
+// state, 0 for the others), rcnet_rail_links and rcnet_rail_carrying
+// {rail,device}, rcnet_peers_without_redundancy; the rails' traffic as
+// counters rcnet_rail_{tx,rx}_{packets,bytes}_total{rail,device}. Lines end
+// in '\n'; the output is what node-exporter's textfile collector reads.
 std::string render_prometheus(const json& stats, const json& status);
 // audit: "audit ok|MISMATCH: daemon N QPs, kernel M QPs[, seam K QPs]", then
 // one line per non-empty list: kernel_only, daemon_only, and the daemon's
@@ -57,7 +73,11 @@ std::string render_action(Command c, const json& data);
 //   "12:00:01.234 QPN 17 peer 10.99.0.2 teardown from ESTABLISHED: idle ... [reaped_idle]"
 //   "12:00:01.234 peer 10.99.0.5 REJ collision (detail)"
 //   "12:00:01.234 QPN 17 peer 10.99.0.2 EVICTED (evicted: least recently used ...)"
-// A QP not created yet shows "conn ID" instead of "QPN N".
+//   "12:00:01.234 rail 1 down (IBV_EVENT_PORT_ERR)"
+//   "12:00:01.234 failover peer 10.99.0.2 rail 0 -> 1 (carrier lost)"
+//   "12:00:01.234 failback peer 10.99.0.2 rail 1 -> 0 (...)"
+// A QP not created yet shows "conn ID" instead of "QPN N". A connection's
+// event on a rail other than 0 says so after the peer: "peer 10.99.1.2 rail 1".
 std::string render_event(const json& event);
 // The last line of a monitor: "monitor ended: MESSAGE" (the daemon's end line,
 // or "rcnetd closed the connection" when `message` is empty).

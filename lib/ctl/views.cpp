@@ -2,6 +2,7 @@
 #include "ctl/views.hpp"
 
 #include <cstdio>
+#include <set>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -37,6 +38,11 @@ json status_json(const cm::Snapshot& s) {
     if (cm::is_teardown(q.state))
       ++teardown;
   }
+  // Snapshot::peers has one entry per peer per rail.
+  std::set<NodeId> peers;
+  for (const cm::PeerSnapshot& p : s.peers)
+    peers.insert(p.node);
+  json rails = rails_json(s);
   return {
       {"node", s.node},
       {"incarnation", hex64(s.incarnation)},
@@ -45,7 +51,7 @@ json status_json(const cm::Snapshot& s) {
       {"device_removed", s.device_removed},
       {"mtu", s.mtu},
       {"offload", s.offload},
-      {"peers", s.peers.size()},
+      {"peers", peers.size()},
       {"qps", s.qps.size()},
       {"connections", in_service},
       {"established", established},
@@ -53,6 +59,64 @@ json status_json(const cm::Snapshot& s) {
       {"states", std::move(states)},
       {"send_slots", {{"total", s.send_slots_total}, {"free", s.send_slots_free}}},
       {"srq", srq_json(s.srq)},
+      {"rails_mode", std::move(rails["mode"])},
+      {"peers_without_redundancy", s.peers_without_redundancy},
+      {"rails", std::move(rails["rails"])},
+  };
+}
+
+std::vector<cm::RailSnapshot> rails_of(const cm::Snapshot& s) {
+  if (!s.rails.empty())
+    return s.rails;
+  cm::RailSnapshot r;
+  r.local = s.local;
+  r.device = s.device;
+  r.state = s.device_removed ? cm::RailState::kRemoved : cm::RailState::kUp;
+  for (const cm::QpSnapshot& q : s.qps) {
+    if (q.in_service)
+      ++r.links;
+  }
+  r.carrying = r.links;  // one rail carries every peer's traffic
+  r.tx_packets = s.counters.packets_tx;
+  r.tx_bytes = s.counters.bytes_tx;
+  r.rx_packets = s.counters.packets_rx;
+  r.rx_bytes = s.counters.bytes_rx;
+  return {r};
+}
+
+json rail_json(const cm::RailSnapshot& r) {
+  return {
+      {"rail", r.index},
+      {"address", r.local.addr.to_string()},
+      {"port", r.local.port},
+      {"device", r.device},
+      {"device_port", r.port},
+      {"state", std::string(cm::to_string(r.state))},
+      {"cause", r.cause},
+      {"since_change_ms", to_ms(r.since_change)},
+      {"holddown_ms", to_ms(r.holddown)},
+      {"flaps", r.flaps},
+      {"links", r.links},
+      {"carrying", r.carrying},
+      {"tx_packets", r.tx_packets},
+      {"tx_bytes", r.tx_bytes},
+      {"rx_packets", r.rx_packets},
+      {"rx_bytes", r.rx_bytes},
+  };
+}
+
+json rails_json(const cm::Snapshot& s) {
+  json arr = json::array();
+  for (const cm::RailSnapshot& r : rails_of(s)) {
+    json j = rail_json(r);
+    if (s.rails.empty())
+      j["since_change_ms"] = nullptr;  // a bare Manager does not know when it changed
+    arr.push_back(std::move(j));
+  }
+  return {
+      {"mode", s.rails_mode},
+      {"peers_without_redundancy", s.peers_without_redundancy},
+      {"rails", std::move(arr)},
   };
 }
 
@@ -61,17 +125,21 @@ json peers_json(const cm::Snapshot& s) {
   for (const cm::PeerSnapshot& p : s.peers) {
     json state = nullptr;
     for (const cm::QpSnapshot& q : s.qps) {
-      if (p.conn_id != 0 && q.id == p.conn_id)
+      // Connection ids are unique per rail only.
+      if (p.conn_id != 0 && q.id == p.conn_id && q.rail == p.rail)
         state = std::string(cm::to_string(q.state));
     }
     arr.push_back({
         {"node", p.node},
+        {"rail", p.rail},
         {"underlay", p.underlay.to_string()},
         {"overlay", p.overlay.empty() ? json(nullptr) : json(p.overlay.to_string())},
         {"incarnation", p.incarnation == 0 ? json(nullptr) : json(hex64(p.incarnation))},
         {"queue_depth", p.queue_depth},
         {"conn_id", p.conn_id},
         {"state", std::move(state)},
+        // Without rails (a bare Manager) its one link carries whatever it has.
+        {"carries", s.rails.empty() ? p.conn_id != 0 : p.carries},
     });
   }
   return {{"peers", std::move(arr)}};
@@ -80,6 +148,7 @@ json peers_json(const cm::Snapshot& s) {
 json qp_json(const cm::QpSnapshot& q) {
   return {
       {"id", q.id},
+      {"rail", q.rail},
       {"peer_node", q.peer_node},
       {"peer_addr", q.peer_addr.to_string()},
       {"qpn", q.qpn},
@@ -210,9 +279,28 @@ std::string_view cause_name(std::string_view message_id) {
 }  // namespace
 
 json event_json(const cm::Event& e, std::int64_t wall_ms) {
+  // A rail's events concern no one connection: no conn, QPN or QP state.
+  if (e.kind == cm::EventKind::kRail) {
+    return {{"kind", "rail"},
+            {"time_ms", wall_ms},
+            {"rail", e.rail},
+            {"state", std::string(e.reason)},
+            {"cause", std::string(e.detail)}};
+  }
+  if (e.kind == cm::EventKind::kFailover) {
+    return {{"kind", "failover"},
+            {"time_ms", wall_ms},
+            {"peer_node", e.peer},
+            {"peer_addr", e.peer_addr.to_string()},
+            {"from_rail", e.from_rail},
+            {"rail", e.rail},
+            {"reason", std::string(e.reason)},
+            {"cause", std::string(e.detail)}};
+  }
   json j = {
       {"kind", std::string(cm::to_string(e.kind))},
       {"time_ms", wall_ms},
+      {"rail", e.rail},
       {"conn", e.conn},
       {"peer_node", e.peer},
       {"peer_addr", e.peer_addr.to_string()},
@@ -233,23 +321,8 @@ json event_json(const cm::Event& e, std::int64_t wall_ms) {
       j["detail"] = std::string(e.detail);
       break;
     case cm::EventKind::kEvict:
-      break;
-    case cm::EventKind::kRail:
-      j = {{"kind", "rail"},
-           {"time_ms", wall_ms},
-           {"rail", e.rail},
-           {"state", std::string(e.reason)},
-           {"cause", std::string(e.detail)}};
-      break;
-    case cm::EventKind::kFailover:
-      j = {{"kind", "failover"},
-           {"time_ms", wall_ms},
-           {"peer_node", e.peer},
-           {"peer_addr", e.peer_addr.to_string()},
-           {"from_rail", e.from_rail},
-           {"rail", e.rail},
-           {"reason", std::string(e.reason)},
-           {"cause", std::string(e.detail)}};
+    case cm::EventKind::kRail:      // returned above
+    case cm::EventKind::kFailover:  // returned above
       break;
   }
   return j;

@@ -22,10 +22,31 @@ namespace rcnet::ctl {
 
 // --- The read commands -----------------------------------------------------------------
 // status: node, incarnation, local, device, mtu, peer and QP counts, QPs by
-// state name (every state, zeros included), send slots, SRQ summary.
+// state name (every state, zeros included), send slots, SRQ summary, and
+// the rails as the rails command has them ("rails_mode",
+// "peers_without_redundancy", "rails"), which the Prometheus export reads.
+// "peers" counts peers (distinct node ids), not the per-rail entries of
+// Snapshot::peers; "connections" counts links (one per peer per rail).
 json status_json(const cm::Snapshot& s);
-// peers: {"peers":[{node, underlay, overlay, incarnation, queue_depth,
-// conn_id, state}]}; state is the in-service QP's state name, or null.
+// The rails of `s`: s.rails, or, when it is empty (a bare Manager's
+// snapshot), the one rail the snapshot itself describes: rail 0 on s.local
+// and s.device, port 1, "removed" while s.device_removed and "up" otherwise,
+// its links the in-service QPs (all carrying), its traffic the manager's
+// counters packets_tx, bytes_tx, packets_rx and bytes_rx; no cause, no flaps.
+std::vector<cm::RailSnapshot> rails_of(const cm::Snapshot& s);
+// One rail: {"rail", "address" (the IP, no port), "port", "device" ("" while
+// removed), "device_port", "state" (cm::to_string(RailState)), "cause" (of
+// the last change, "" if none), "since_change_ms", "holddown_ms", "flaps",
+// "links", "carrying", "tx_packets", "tx_bytes", "rx_packets", "rx_bytes"}.
+json rail_json(const cm::RailSnapshot& r);
+// rails: {"mode", "peers_without_redundancy", "rails":[rail_json...]} over
+// rails_of(s). The one-rail fallback's "since_change_ms" is null (unknown).
+json rails_json(const cm::Snapshot& s);
+// peers: {"peers":[{node, rail, underlay, overlay, incarnation, queue_depth,
+// conn_id, state, carries}]}, one entry per peer per rail; state is the
+// in-service QP's state name (that rail's QP with id conn_id), or null;
+// carries says whether that rail's link carries the peer's traffic now
+// (without s.rails: whether the entry has a connection in service).
 json peers_json(const cm::Snapshot& s);
 // One QP: every field of cm::QpSnapshot, state by cm::to_string(ConnState).
 json qp_json(const cm::QpSnapshot& q);
@@ -78,12 +99,19 @@ json reap_json(std::size_t reaped);
 json log_level_json(config::LogLevel previous, config::LogLevel now);
 
 // --- Monitor ---------------------------------------------------------------------------
+// A connection's event:
 // {"kind":"state"|"teardown"|"reject"|"evict", "time_ms": wall clock (Unix
-// epoch ms), "conn", "peer_node", "peer_addr" (as in qp_json), "qpn",
+// epoch ms), "rail", "conn", "peer_node", "peer_addr" (as in qp_json), "qpn",
 // "remote_qpn", "from" (state events only), "to" (the state after the event),
 // "reason", "detail" (reject only), "cause" (teardown: the name of its
 // journal MESSAGE_ID in log::kMessageIdNames, e.g. "reaped_idle", "other"
 // for an id without one, "" for none)}
+// A rail's change of state:
+// {"kind":"rail", "time_ms", "rail", "state" (the new one, as rails_json
+// names it), "cause"}
+// A peer's traffic moved to another rail:
+// {"kind":"failover", "time_ms", "peer_node", "peer_addr", "from_rail",
+// "rail" (the one it moved to), "reason" ("failover" or "failback"), "cause"}
 json event_json(const cm::Event& e, std::int64_t wall_ms);
 
 // "0123456789abcdef"

@@ -54,6 +54,8 @@ json reply_data(const Request& r) {
   switch (r.cmd) {
     case Command::kStatus:
       return status_json(kSnap);
+    case Command::kRails:
+      return rails_json(kSnap);
     case Command::kPeers:
       return peers_json(kSnap);
     case Command::kConnections:

@@ -315,13 +315,14 @@ level = "warn"
 TEST_CASE("ctl: qps renderer prints the columns and values", "[ctl]") {
   const auto out = lines(render_qps(qps_json(sample())));
   REQUIRE(out.size() == 3);
-  CHECK(words(out[0]) == std::vector<std::string>{"PEER", "ADDR", "QPN", "RQPN", "STATE", "GSO",
-                                                  "IN-STATE", "AGE", "IDLE", "TX", "RX", "REASON"});
-  CHECK(words(out[1]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.2"))),
+  CHECK(words(out[0]) == std::vector<std::string>{"PEER", "RAIL", "ADDR", "QPN", "RQPN", "STATE",
+                                                  "GSO", "IN-STATE", "AGE", "IDLE", "TX", "RX",
+                                                  "REASON"});
+  CHECK(words(out[1]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.2"))), "0",
                                                   "10.99.0.2:7471", "17", "4242", "ESTABLISHED",
                                                   "yes", "1.2s", "3m04s", "350ms", "10/1.5MiB",
                                                   "7/700B", "-"});
-  CHECK(words(out[2]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.3"))),
+  CHECK(words(out[2]) == std::vector<std::string>{std::to_string(node_id_for(ip("10.99.0.3"))), "0",
                                                   "10.99.0.3:7471", "18", "99", "AWAIT_LAST_WQE",
                                                   "no", "800ms", "20.0s", "11.0s", "0/0B", "0/0B",
                                                   "idle"});
@@ -353,16 +354,17 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
 
   const auto peers = lines(render_peers(peers_json(s)));
   REQUIRE(peers.size() == 3);
-  CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "UNDERLAY", "OVERLAY", "INCARNATION",
-                                                    "STATE", "QUEUED", "CONN"});
-  CHECK(words(peers[1])[2] == "10.100.0.2");
-  CHECK(words(peers[2])[2] == "-");
+  CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",
+                                                    "INCARNATION", "STATE", "QUEUED", "CONN",
+                                                    "CARRIES"});
+  CHECK(words(peers[1])[3] == "10.100.0.2");
+  CHECK(words(peers[2])[3] == "-");
 
   const auto conns = lines(render_connections(connections_json(s)));
   REQUIRE(conns.size() == 2);
-  CHECK(words(conns[1])[2] == "10.100.0.2");
-  CHECK(words(conns[1])[6] == "yes");  // GSO: offload negotiated
-  CHECK(words(conns[1])[10] == "10/1.5MiB");
+  CHECK(words(conns[1])[3] == "10.100.0.2");
+  CHECK(words(conns[1])[7] == "yes");  // GSO: offload negotiated
+  CHECK(words(conns[1])[11] == "10/1.5MiB");
 
   const auto srq = lines(render_srq(srq_json(s.srq)));
   REQUIRE(srq.size() == 2);
@@ -413,6 +415,6 @@ TEST_CASE("ctl: renderers survive hostile data", "[ctl]") {
   }
   const auto out = lines(render_qps(bad[3]));
   REQUIRE(out.size() == 3);
-  CHECK(words(out[2])[2] == "x");
-  CHECK(words(out[2])[6] == "-");  // a negative age prints as "-"
+  CHECK(words(out[2])[3] == "x");
+  CHECK(words(out[2])[8] == "-");  // a negative age prints as "-"
 }

@@ -229,6 +229,10 @@ TEST_CASE("rcnetctl stats --format prometheus: counters and gauges in the exposi
   CHECK(text.find("\nrcnet_connections 1\n") != std::string::npos);
   CHECK(text.find("\nrcnet_srq_posted 500\n") != std::string::npos);
   CHECK(text.find("rcnet_send_slots{kind=\"free\"} 250\n") != std::string::npos);
+  // The rails come with status: this snapshot has none, so its own one rail.
+  CHECK(text.find("\nrcnet_rail_up{rail=\"0\",device=\"\"} 1\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_failovers_total{cause=\"port_error\"} 0\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_peers_without_redundancy 0\n") != std::string::npos);
   // Every sample line names a metric announced by a TYPE line before it.
   std::istringstream lines(text);
   std::set<std::string> typed;
@@ -290,6 +294,40 @@ TEST_CASE("rcnetctl stats --format prometheus --output writes the file atomicall
   std::ostringstream out3, err3;
   CHECK(run(std::vector<std::string>{"stats", "--output", path}, d.transport(), out3, err3) ==
         kExitUsage);
+}
+
+TEST_CASE("rcnetctl rails: asks for rails, prints the table or the JSON", "[ops][rcnetctl]") {
+  cm::Snapshot s;
+  s.rails_mode = "stripe";
+  s.peers_without_redundancy = 3;
+  cm::RailSnapshot r;
+  r.index = 1;
+  r.local = Endpoint{*IpAddr::parse("10.99.1.1"), 7471};
+  r.device = "rxe1";
+  r.state = cm::RailState::kDown;
+  r.cause = "carrier lost";
+  r.since_change = 2500ms;
+  s.rails = {r};
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::rails_json(s));
+  auto t = run_with(d, {"rails"});
+  REQUIRE(t.rc == kExitOk);
+  CHECK(sent(d).cmd == ctl::Command::kRails);
+  CHECK(d.request.find(R"("cmd":"rails")") != std::string::npos);
+  CHECK(t.out ==
+        "mode stripe\n"
+        "RAIL  ADDRESS         DEVICE/PORT  STATE  LINKS  CARRYING  TX  RX  CHANGED  CAUSE\n"
+        "   1  10.99.1.1:7471  rxe1/1       down       0         0  0B  0B     2.5s  carrier lost\n"
+        "peers without a redundant link: 3\n");
+  auto j = run_with(d, {"-j", "rails"});
+  REQUIRE(j.rc == kExitOk);
+  const json data = json::parse(j.out);
+  CHECK(data["mode"] == "stripe");
+  CHECK(data["peers_without_redundancy"] == 3);
+  CHECK(data["rails"][0]["rail"] == 1);
+  CHECK(data["rails"][0]["state"] == "down");
+  CHECK(data["rails"][0]["cause"] == "carrier lost");
+  CHECK(data["rails"][0]["since_change_ms"] == 2500.0);
 }
 
 TEST_CASE("rcnetctl: config -j prints the TOML dotted keys, config the file's lines",
@@ -431,6 +469,41 @@ TEST_CASE("rcnetctl monitor: one line per event, the end line, exit 0", "[ops][r
   REQUIRE(nl != std::string::npos);
   CHECK(j.out.substr(0, nl) == s.lines[1]);
   CHECK(j.out.find(R"("end":"rcnetd stopping")") != std::string::npos);
+}
+
+TEST_CASE("rcnetctl monitor: rail and failover events, one line each", "[ops][rcnetctl]") {
+  UtcScope utc;
+  cm::Event rail;
+  rail.kind = cm::EventKind::kRail;
+  rail.rail = 1;
+  rail.reason = "down";
+  rail.detail = "IBV_EVENT_PORT_ERR";
+  cm::Event fo;
+  fo.kind = cm::EventKind::kFailover;
+  fo.peer = node_id_for(*IpAddr::parse("10.99.0.2"));
+  fo.peer_addr = Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+  fo.from_rail = 1;
+  fo.rail = 0;
+  fo.reason = "failover";
+  fo.detail = "IBV_EVENT_PORT_ERR";
+  cm::Event up = dreq_event();
+  up.rail = 1;
+  up.peer_addr = Endpoint{*IpAddr::parse("10.99.1.2"), 7471};
+  FakeStream s;
+  s.lines = {strip_nl(ctl::ok_reply({{"monitor", true}})), strip_nl(ctl::event_line(rail, kNoon)),
+             strip_nl(ctl::event_line(fo, kNoon + 1)), strip_nl(ctl::event_line(up, kNoon + 2))};
+  auto r = monitor_with(s, {"monitor"});
+  CHECK(r.rc == kExitOk);
+  CHECK(r.out ==
+        "12:00:01.234 rail 1 down (IBV_EVENT_PORT_ERR)\n"
+        "12:00:01.235 failover peer 10.99.0.2 rail 1 -> 0 (IBV_EVENT_PORT_ERR)\n"
+        "12:00:01.236 QPN 17 peer 10.99.1.2 rail 1 ESTABLISHED -> DISCONNECTING (DREQ sent)\n"
+        "monitor ended: rcnetd closed the connection\n");
+  auto j = monitor_with(s, {"-j", "monitor"});
+  REQUIRE(j.rc == kExitOk);
+  const json first = json::parse(j.out.substr(0, j.out.find('\n')));
+  CHECK(first["event"]["kind"] == "rail");
+  CHECK(first["event"]["state"] == "down");
 }
 
 TEST_CASE("rcnetctl monitor: the daemon's close, Ctrl-C and refusals", "[ops][rcnetctl]") {
