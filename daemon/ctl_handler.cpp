@@ -127,7 +127,7 @@ class DaemonBackend final : public CtlBackend {
 
   void stopping() override { stopping_ = true; }
 
-  cm::Snapshot snapshot() const override { return p_.manager.snapshot(); }
+  cm::Snapshot snapshot() const override { return p_.snapshot(); }
 
   json daemon_status() const override {
     const config::Config& c = p_.config;
@@ -150,14 +150,40 @@ class DaemonBackend final : public CtlBackend {
 
   const config::Config& config() const override { return p_.config; }
 
+  // One rail: its report. More: rail 0's report, "ok" only when every
+  // rail's is, and each rail's whole report under "rails".
   Result<json> audit() override {
-    return audit_qps(p_.manager.snapshot().device, p_.manager.live_qpns(), p_.seam.qpns());
+    json all = json::array();
+    json first;
+    bool ok = true;
+    for (const auto& r : p_.rails) {
+      auto one = audit_qps(r.manager->snapshot().device, r.manager->live_qpns(), r.seam->qpns());
+      if (!one)
+        return one.error();
+      ok = ok && one->value("ok", false);
+      if (first.is_null())
+        first = *one;
+      all.push_back(std::move(*one));
+    }
+    if (p_.rails.size() > 1) {
+      first["ok"] = ok;
+      first["rails"] = std::move(all);
+    }
+    return first;
   }
 
   bool disconnect(NodeId node, std::string_view why) override {
-    return p_.manager.disconnect_peer(node, why);
+    bool any = false;
+    for (auto& r : p_.rails)
+      any = r.manager->disconnect_peer(node, why) || any;
+    return any;
   }
-  std::size_t reap(Duration idle) override { return p_.manager.reap_idle(idle); }
+  std::size_t reap(Duration idle) override {
+    std::size_t n = 0;
+    for (auto& r : p_.rails)
+      n += r.manager->reap_idle(idle);
+    return n;
+  }
   config::LogLevel log_level() const override {
     return from_spdlog(spdlog::default_logger_raw()->level());
   }

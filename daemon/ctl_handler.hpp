@@ -52,8 +52,13 @@ class CtlBackend {
 // Daemon), which keeps each alive at the same address until the CtlServer is
 // gone. Loop thread only.
 struct CtlDaemonParts {
-  cm::Manager& manager;             // snapshot, live QPNs, disconnect, reap
-  const rdma::VerbsSeam& seam;      // its own record of live QPNs ("audit")
+  struct Rail {
+    cm::Manager* manager;         // live QPNs, disconnect, reap
+    const rdma::VerbsSeam* seam;  // its own record of live QPNs ("audit")
+  };
+  std::vector<Rail> rails;  // rail 0 first (one on a single-rail node)
+  // Every rail's view together (cm::RailSet::snapshot, or the one manager's).
+  std::function<cm::Snapshot()> snapshot;
   const config::Config& config;     // the running config: a reload assigns to it
   const TunCounters& tun_counters;  // "stats", after the manager's
   std::string config_path;          // "status"

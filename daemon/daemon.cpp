@@ -40,19 +40,18 @@ Daemon::Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts)
     : loop_(std::move(loop)), cfg_(std::move(cfg)), opts_(std::move(opts)) {}
 
 Daemon::~Daemon() {
-  // The manager's observer forwards to the ctl server: unhook it first.
-  if (manager_)
-    manager_->set_observer({});
+  // The managers' observers forward to the ctl server: unhook them first.
+  if (railset_)
+    railset_->set_observer({});
+  for (auto& r : rails_)
+    r->manager().set_observer({});
   // Before the parts it serves from (as its place among the members ensures).
   ctl_.reset();
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
   if (tun_path_)
     tun_path_->detach();
-  if (seam_) {
-    seam_->set_sink(nullptr);
-    seam_->set_close_hook({});
-  }
-  manager_.reset();
+  railset_.reset();
+  rails_.clear();
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::create(config::Config cfg, DaemonOptions opts) {
@@ -67,7 +66,6 @@ Result<std::unique_ptr<Daemon>> Daemon::create(config::Config cfg, DaemonOptions
 
 Result<void> Daemon::start() {
   incarnation_ = new_incarnation();
-  const Endpoint local = cfg_.manager.local;
 
   // Signals first, so a SIGTERM during a slow start is not lost.
   auto term = loop_.add_signal(SIGTERM, "SIGTERM",
@@ -88,90 +86,8 @@ Result<void> Daemon::start() {
     return hup.error();
   sig_hup_ = std::move(*hup);
 
-  // The underlay must exist before anything touches a device.
-  auto nl = NetlinkMonitor::create(loop_, local.addr,
-                                   {.link_changed =
-                                        [this](bool up) {
-                                          if (manager_)
-                                            manager_->link_changed(up);
-                                        },
-                                    .neighbour_failed =
-                                        [this](const IpAddr& a) {
-                                          if (manager_)
-                                            manager_->peer_failed(a, "neighbour FAILED");
-                                        }});
-  if (!nl)
-    return nl.error();
-  netlink_ = std::move(*nl);
-
-  auto seam = rdma::VerbsSeam::create();
-  if (!seam)
-    return seam.error();
-  seam_ = std::move(*seam);
-
-  auto timer = LoopTimer::create(loop_);
-  if (!timer)
-    return timer.error();
-  timer_ = std::move(*timer);
-
-  tun_path_ = std::make_unique<TunPath>(
-      loop_,
-      TunPath::Hooks{
-          .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
-            auto ep = cfg_.peer_endpoint_for(dst);
-            // A mapping back to ourselves would make us connect to our
-            // own listener.
-            if (ep && ep->addr == cfg_.manager.local.addr)
-              return std::nullopt;
-            return ep;
-          },
-          .send = [this](const Endpoint& ep,
-                         std::span<const std::byte> p) { return manager_->send(ep, p); },
-          .lend = [this] { return manager_->lend_send_buffer(); },
-          .send_lent = [this](const Endpoint& ep,
-                              std::size_t len) { return manager_->send_lent(ep, len); },
-          .return_lent = [this] { manager_->return_lent(); },
-          .batch_begin = [this] { manager_->begin_send_batch(); },
-          .batch_end = [this] { manager_->end_send_batch(); },
-      },
-      cfg_.manager.offload ? wire::kVnetHdrLen : 0);
-
-  cm::ManagerConfig mc = cfg_.manager;
-  mc.incarnation = incarnation_;
-  manager_ = std::make_unique<cm::Manager>(mc, *seam_, *timer_, *tun_path_);
-  seam_->set_sink(manager_.get());
-  pump_.emplace(*seam_);
-  timer_->set_handler([this] { manager_->on_timer(); });
-  if (!netlink_->link_up())
-    manager_->link_changed(false);
-
-  if (auto r = manager_->start(); !r) {
-    return Error{r.error().code,
-                 "cannot listen on " + local.to_string() + " (RDMA device): " + r.error().context};
-  }
-  spdlog::info("listening on {} (node id {}, incarnation {:016x})", local.to_string(),
-               manager_->node_id(), incarnation_);
-
-  auto cm_src = loop_.add_io(seam_->cm_fd(), EPOLLIN, "rdma_cm",
-                             [this](std::uint32_t) { pump_->on_cm_readable(); });
-  if (!cm_src)
-    return cm_src.error();
-  cm_src_ = std::move(*cm_src);
-  auto more = loop_.add_defer("cq-more", [this] { on_completions_ready(); });
-  if (!more)
-    return more.error();
-  cq_more_ = std::move(*more);
-  if (auto r = watch_device(); !r)
+  if (auto r = start_rails(); !r)
     return r;
-  // Device loss (docs/design.md "Connection lifecycle"): the manager releases
-  // the device from its timer path; the seam calls this before it closes
-  // the async and completion fds, and the readopt timer takes over.
-  seam_->set_close_hook([this] { on_device_closing(); });
-  auto readopt = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(50), "readopt",
-                                [this] { on_readopt_tick(); });
-  if (!readopt)
-    return readopt.error();
-  readopt_timer_ = std::move(*readopt);
 
   if (auto r = setup_tun(); !r)
     return r;
@@ -200,10 +116,102 @@ Result<void> Daemon::start() {
   return start_ctl_server();
 }
 
+Result<void> Daemon::start_rails() {
+  const std::size_t n = cfg_.rail_count();
+  // One rail: the data path goes straight to its manager, as it always did.
+  // More: through the RailSet, which picks each peer's link.
+  TunPath::Hooks hooks;
+  if (n == 1) {
+    hooks = TunPath::Hooks{
+        .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
+          auto ep = cfg_.peer_endpoint_for(dst);
+          // A mapping back to ourselves would make us connect to our
+          // own listener.
+          if (ep && ep->addr == cfg_.manager.local.addr)
+            return std::nullopt;
+          return ep;
+        },
+        .send = [this](const Endpoint& ep,
+                       std::span<const std::byte> p) { return manager(0).send(ep, p); },
+        .lend = [this] { return manager(0).lend_send_buffer(); },
+        .send_lent = [this](const Endpoint& ep,
+                            std::size_t len) { return manager(0).send_lent(ep, len); },
+        .return_lent = [this] { manager(0).return_lent(); },
+        .batch_begin = [this] { manager(0).begin_send_batch(); },
+        .batch_end = [this] { manager(0).end_send_batch(); },
+    };
+  } else {
+    // The RailSet routes by overlay address: the "endpoint" TunPath hands
+    // back is the overlay destination itself (port 0), never dialled.
+    hooks = TunPath::Hooks{
+        .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
+          if (!railset_->maps(dst))
+            return std::nullopt;
+          return Endpoint{dst, 0};
+        },
+        .send = [this](const Endpoint& ep,
+                       std::span<const std::byte> p) { return railset_->send(ep.addr, p); },
+        .lend = [this] { return railset_->lend_send_buffer(); },
+        .send_lent = [this](const Endpoint& ep,
+                            std::size_t len) { return railset_->send_lent(ep.addr, len); },
+        .return_lent = [this] { railset_->return_lent(); },
+        .batch_begin = [this] { railset_->begin_send_batch(); },
+        .batch_end = [this] { railset_->end_send_batch(); },
+    };
+  }
+  tun_path_ = std::make_unique<TunPath>(loop_, std::move(hooks),
+                                        cfg_.manager.offload ? wire::kVnetHdrLen : 0);
+  if (n > 1)
+    capacity_.emplace(*tun_path_, n);
+  for (std::size_t k = 0; k < n; ++k) {
+    cm::ManagerConfig mc = cfg_.manager_for_rail(k);
+    mc.incarnation = incarnation_;
+    auto rail = RailRuntime::create(loop_, k, mc, n > 1 ? capacity_->sink(k) : *tun_path_,
+                                    [this] { loop_.exit(1); });
+    if (!rail) {
+      if (n == 1)
+        return rail.error();
+      return Error{rail.error().code, fmt::format("rail {}: {}", k, rail.error().context)};
+    }
+    rails_.push_back(std::move(*rail));
+  }
+  if (n == 1)
+    return {};
+  auto timer = LoopTimer::create(loop_);
+  if (!timer)
+    return timer.error();
+  rails_timer_ = std::move(*timer);
+  std::vector<cm::RailSet::Rail> rails;
+  for (std::size_t k = 0; k < n; ++k) {
+    const IpAddr own = cfg_.rails[k].local.addr;
+    rails.push_back({.manager = &manager(k),
+                     .route = [this, k, own](const IpAddr& dst) -> std::optional<Endpoint> {
+                       auto ep = cfg_.peer_endpoint_for(dst, k);
+                       if (ep && ep->addr == own)
+                         return std::nullopt;
+                       return ep;
+                     }});
+  }
+  railset_ = std::make_unique<cm::RailSet>(
+      cm::RailSetConfig{.mode = cfg_.rails_mode == config::RailsMode::kStripe
+                                    ? cm::RailsMode::kStripe
+                                    : cm::RailsMode::kActiveBackup,
+                        .holddown = cfg_.rails_holddown,
+                        .idle_timeout = cfg_.manager.idle_timeout},
+      std::move(rails), *rails_timer_);
+  rails_timer_->set_handler([this] { railset_->on_timer(); });
+  spdlog::info("{} rails, mode {} (holddown {:.0f} ms)", n, config::to_string(cfg_.rails_mode),
+               to_ms(cfg_.rails_holddown));
+  return {};
+}
+
 Result<void> Daemon::start_ctl_server() {
+  std::vector<CtlDaemonParts::Rail> rails;
+  for (auto& r : rails_)
+    rails.push_back({&r->manager(), &r->seam()});
   auto backend = make_daemon_backend({
-      .manager = *manager_,
-      .seam = *seam_,
+      .rails = std::move(rails),
+      .snapshot = [this] { return snapshot(); },
       .config = cfg_,
       .tun_counters = tun_path_->counters(),
       .config_path = opts_.config_path,
@@ -219,12 +227,16 @@ Result<void> Daemon::start_ctl_server() {
   // of the STATUS= text is a QP state change, hence an event: it arms the
   // status timer, which sends at most one update per kStatusInterval and
   // does not wake a daemon whose connections do not change.
-  manager_->set_observer([this](const cm::Event& e) {
+  auto observer = [this](const cm::Event& e) {
     if (ctl_)
       ctl_->publish(e);
     if (!status_timer_.enabled())
       (void)status_timer_.arm_at(Clock::now() + kStatusInterval);
-  });
+  };
+  if (railset_)
+    railset_->set_observer(observer);
+  else
+    manager(0).set_observer(observer);
   return {};
 }
 
@@ -274,7 +286,7 @@ int Daemon::run() {
     if (v != 0)
       totals += fmt::format("{}{}={}", totals.empty() ? "" : " ", name, v);
   };
-  manager_->counters().for_each(add);
+  snapshot().counters.for_each(add);
   tun_path_->counters().for_each(add);
   if (cfg_.poll_us != 0) {
     add("loop_sleeps", loop_.stats().sleeps, "");
@@ -288,59 +300,29 @@ int Daemon::run() {
   return *r;
 }
 
-Result<void> Daemon::watch_device() {
-  auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
-                                [this](std::uint32_t) { pump_->on_async_readable(); });
-  if (!async_src)
-    return async_src.error();
-  async_src_ = std::move(*async_src);
-  auto cq_src = loop_.add_io(seam_->cq_fd(), EPOLLIN, "cq",
-                             [this](std::uint32_t) { on_completions_ready(); });
-  if (!cq_src)
-    return cq_src.error();
-  cq_src_ = std::move(*cq_src);
-  return {};
+cm::Snapshot Daemon::snapshot() const {
+  return railset_ ? railset_->snapshot() : rails_.at(0)->manager().snapshot();
 }
 
-void Daemon::on_device_closing() {
-  // Off the loop before the seam closes the fds: a closed fd's number may be
-  // reused by the next open while a watch still names it.
-  async_src_.reset();
-  cq_src_.reset();
-  (void)cq_more_.set_enabled(SD_EVENT_OFF);
-  (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
+std::vector<rdma::Qpn> Daemon::live_qpns() const {
+  std::vector<rdma::Qpn> all;
+  for (const auto& r : rails_) {
+    auto q = r->manager().live_qpns();
+    all.insert(all.end(), q.begin(), q.end());
+  }
+  return all;
 }
 
-void Daemon::on_readopt_tick() {
-  if (stopping_ || manager_->device_present())
-    return;
-  if (auto r = manager_->readopt(); !r) {
-    spdlog::debug("RDMA device on {} not back yet: {}", cfg_.manager.local.to_string(),
-                  r.error().message());
-    (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
-    return;
-  }
-  if (auto r = watch_device(); !r) {
-    // Without the completion fd the data path would stall: stop rather
-    // than run deaf (systemd restarts the daemon).
-    spdlog::critical("cannot watch the adopted RDMA device: {}", r.error().message());
-    loop_.exit(1);
-    return;
-  }
-  on_completions_ready();
-}
-
-void Daemon::on_completions_ready() {
-  if (pump_->drain_completions()) {
-    // More WCs may be waiting and the CQ may not be armed: poll again on the
-    // next iteration, after the other sources had their turn.
-    (void)cq_more_.set_enabled(SD_EVENT_ONESHOT);
-  }
+std::size_t Daemon::live_cm_ids() const {
+  std::size_t n = 0;
+  for (const auto& r : rails_)
+    n += r->manager().live_cm_ids();
+  return n;
 }
 
 std::string Daemon::status_text() const {
   std::size_t established = 0, teardown = 0;
-  const auto snap = manager_->snapshot();
+  const auto snap = snapshot();
   for (const auto& q : snap.qps) {
     if (q.state == cm::ConnState::kEstablished && q.in_service)
       ++established;
@@ -349,8 +331,20 @@ std::string Daemon::status_text() const {
   }
   std::string s = std::to_string(established) + " connections established, " +
                   std::to_string(teardown) + " QPs in teardown";
-  if (!manager_->device_present())
-    s = "RDMA device removed, waiting for it: " + s;
+  for (const auto& r : rails_) {
+    if (!r->manager().device_present()) {
+      s = (rails_.size() == 1
+               ? std::string("RDMA device removed, waiting for it: ")
+               : fmt::format("rail {}: RDMA device removed, waiting for it: ", r->index())) +
+          s;
+    }
+  }
+  if (railset_) {
+    for (std::size_t k = 0; k < railset_->size(); ++k) {
+      if (railset_->state(k) != cm::RailState::kUp && rails_[k]->manager().device_present())
+        s = fmt::format("rail {} {}: ", k, cm::to_string(railset_->state(k))) + s;
+    }
+  }
   if (stopping_)
     s = "stopping: " + s;
   return s;
@@ -372,16 +366,19 @@ void Daemon::request_stop(std::string_view why) {
   }
   stopping_ = true;
   stop_started_ = Clock::now();
-  const auto& mc = manager_->config();
+  const auto& mc = cfg_.manager;
   const Duration bound =
       mc.disconnect_timeout + mc.last_wqe_timeout + mc.drain_timeout + kStopSlack;
-  spdlog::info("{}: stopping; tearing down {} QPs (bound {:.0f} ms)", why,
-               manager_->live_qpns().size(), to_ms(bound));
+  spdlog::info("{}: stopping; tearing down {} QPs (bound {:.0f} ms)", why, live_qpns().size(),
+               to_ms(bound));
   sd_notify(0, "STOPPING=1");
   tun_path_->stop_reading();
   if (ctl_)
     ctl_->stopping();
-  manager_->shutdown();
+  for (auto& r : rails_) {
+    r->stopping();
+    r->manager().shutdown();
+  }
   (void)stop_deadline_.arm_at(stop_started_ + bound);
   // From now on the post source ends the loop once the manager reports
   // stopped(), checking after every iteration. Enabled here, it is not
@@ -392,9 +389,13 @@ void Daemon::request_stop(std::string_view why) {
 }
 
 void Daemon::after_iteration() {
-  if (!stopping_ || !manager_->stopped())
+  if (!stopping_)
     return;
-  if (manager_->live_cm_ids() != 0 || !manager_->live_qpns().empty())
+  for (const auto& r : rails_) {
+    if (!r->manager().stopped())
+      return;
+  }
+  if (live_cm_ids() != 0 || !live_qpns().empty())
     return;
   spdlog::info("stopped: every QP torn down in {:.0f} ms", to_ms(Clock::now() - stop_started_));
   (void)after_iteration_.set_enabled(SD_EVENT_OFF);
@@ -402,7 +403,7 @@ void Daemon::after_iteration() {
 }
 
 void Daemon::on_stop_deadline() {
-  const auto qpns = manager_->live_qpns();
+  const auto qpns = live_qpns();
   std::string list;
   for (auto q : qpns)
     list += (list.empty() ? "" : " ") + std::to_string(q);
@@ -410,7 +411,7 @@ void Daemon::on_stop_deadline() {
       "graceful stop did not finish within {:.0f} ms: {} QPs ({}) and {} rdma_cm ids left; "
       "exiting anyway (the kernel destroys them with the process)",
       to_ms(Clock::now() - stop_started_), qpns.size(), list.empty() ? "none" : list,
-      manager_->live_cm_ids());
+      live_cm_ids());
   loop_.exit(1);
 }
 
@@ -431,9 +432,13 @@ Result<void> Daemon::reload() {
     return Error::invalid("not applied, keeping the running configuration: " + join(keys) +
                           (keys.size() == 1 ? " needs" : " need") + " a restart");
   }
-  cm::ManagerConfig mc = cfg_.manager;
-  mc.incarnation = incarnation_;
-  manager_->reconfigure(mc);
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    cm::ManagerConfig mc = cfg_.manager_for_rail(k);
+    mc.incarnation = incarnation_;
+    manager(k).reconfigure(mc);
+  }
+  if (railset_)
+    railset_->reconfigure(cfg_.rails_holddown, cfg_.manager.idle_timeout);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
   if (ctl_)
     ctl_->reloaded(cfg_);

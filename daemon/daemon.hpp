@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // rcnetd's object graph and lifecycle: one sd-event loop owning every fd,
-// timer and signal; the VerbsSeam and the connection manager; the TUN device
-// and its data path; underlay monitoring over netlink; the ctl server;
-// sd_notify.
+// timer and signal; one RailRuntime per rail (its VerbsSeam, connection
+// manager and netlink monitor) and, with more than one rail, the RailSet
+// over them (cm/rails.hpp); the TUN device and its data path; the ctl
+// server; sd_notify.
 //
 // Lifecycle (docs/design.md "Observability", sd_notify(3)):
-//   create()  netlink (underlay must exist) → seam → manager.start() (the
-//             listener is bound) → TUN created, moved, configured → ctl
-//             server (the socket is bound)
+//   create()  per rail: netlink (underlay must exist) → seam →
+//             manager.start() (the listener is bound); the RailSet → TUN
+//             created, moved, configured → ctl server (the socket is bound)
 //   run()     READY=1, then the loop; STATUS= with live counts; WATCHDOG=1
 //             from the loop (sd_event_set_watchdog(3))
 //   SIGTERM/SIGINT → STOPPING=1, manager.shutdown(); the loop runs until
@@ -23,13 +24,12 @@
 #include <vector>
 
 #include "cm/manager.hpp"
+#include "cm/rails.hpp"
 #include "config/config.hpp"
 #include "ctl_server.hpp"
 #include "event_loop.hpp"
 #include "loop_timer.hpp"
-#include "netlink.hpp"
-#include "rdma/seam_pump.hpp"
-#include "rdma/verbs_seam.hpp"
+#include "rail_runtime.hpp"
 #include "tun.hpp"
 #include "tun_path.hpp"
 
@@ -53,9 +53,6 @@ class Daemon {
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
-  // While the RDMA device is lost: how often opening it again is tried
-  // (cm::Manager::readopt).
-  static constexpr Duration kReadoptInterval = std::chrono::seconds(1);
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -82,22 +79,24 @@ class Daemon {
  private:
   Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts);
   Result<void> start();
+  Result<void> start_rails();
   Result<void> setup_tun();
   Result<void> start_ctl_server();
-  void on_completions_ready();
-  // io sources on the seam's async and completion fds (valid after open).
-  Result<void> watch_device();
-  // VerbsSeam's close hook: drops those sources, arms the readopt timer.
-  void on_device_closing();
-  void on_readopt_tick();
   void on_status_tick();
   void after_iteration();
   void on_stop_deadline();
+  // The view every rail together gives: the RailSet's merged snapshot, or
+  // the one manager's.
+  cm::Snapshot snapshot() const;
+  std::vector<rdma::Qpn> live_qpns() const;
+  std::size_t live_cm_ids() const;
+  cm::Manager& manager(std::size_t rail) { return rails_.at(rail)->manager(); }
 
   // Member order is destruction order reversed: the loop outlives every
-  // source; the seam outlives the manager and the pump; the manager's timer
-  // and packet sink outlive it; the ctl server, which serves from the
-  // manager, the seam, cfg_ and the TUN counters, goes first.
+  // source; the TUN path (every manager's sink) outlives the rails; the
+  // RailSet's timer outlives it and it goes before the rails whose
+  // managers it hooks; the ctl server, which serves from the rails, cfg_
+  // and the TUN counters, goes first.
   EventLoop loop_;
   config::Config cfg_;
   DaemonOptions opts_;
@@ -105,16 +104,14 @@ class Daemon {
   // When this Daemon was constructed (steady clock, the loop's clock), before
   // any device was touched: the ctl "status" uptime counts from here.
   TimePoint start_time_ = Clock::now();
-  std::unique_ptr<LoopTimer> timer_;
   std::unique_ptr<TunPath> tun_path_;
-  std::unique_ptr<rdma::VerbsSeam> seam_;
-  std::optional<rdma::SeamPump> pump_;  // over *seam_, into *manager_
-  std::unique_ptr<cm::Manager> manager_;
+  std::optional<CapacityJoin> capacity_;  // with more than one rail
+  std::vector<std::unique_ptr<RailRuntime>> rails_;
+  std::unique_ptr<LoopTimer> rails_timer_;
+  std::unique_ptr<cm::RailSet> railset_;  // with more than one rail
   std::optional<TunDevice> tun_;
-  std::unique_ptr<NetlinkMonitor> netlink_;
   EventSource sig_term_, sig_int_, sig_hup_;
-  EventSource cm_src_, async_src_, cq_src_, cq_more_;
-  EventSource status_timer_, stop_deadline_, after_iteration_, readopt_timer_;
+  EventSource status_timer_, stop_deadline_, after_iteration_;
   std::string last_status_;
   bool stopping_ = false;
   TimePoint stop_started_{};

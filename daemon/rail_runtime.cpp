@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "rail_runtime.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+
+namespace rcnet::daemon {
+
+Result<std::unique_ptr<RailRuntime>> RailRuntime::create(EventLoop& loop, std::size_t index,
+                                                         const cm::ManagerConfig& mc,
+                                                         cm::PacketSink& sink,
+                                                         std::function<void()> fatal) {
+  std::unique_ptr<RailRuntime> r(new RailRuntime(loop, index));
+  r->fatal_ = std::move(fatal);
+  if (auto s = r->start(mc, sink); !s)
+    return s.error();
+  return r;
+}
+
+RailRuntime::~RailRuntime() {
+  if (seam_) {
+    seam_->set_sink(nullptr);
+    seam_->set_close_hook({});
+  }
+  manager_.reset();
+}
+
+Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sink) {
+  const Endpoint local = mc.local;
+  // The underlay must exist before anything touches a device.
+  auto nl = NetlinkMonitor::create(loop_, local.addr,
+                                   {.link_changed =
+                                        [this](bool up) {
+                                          if (manager_)
+                                            manager_->link_changed(up);
+                                        },
+                                    .neighbour_failed =
+                                        [this](const IpAddr& a) {
+                                          if (manager_)
+                                            manager_->peer_failed(a, "neighbour FAILED");
+                                        }});
+  if (!nl)
+    return nl.error();
+  netlink_ = std::move(*nl);
+
+  auto seam = rdma::VerbsSeam::create();
+  if (!seam)
+    return seam.error();
+  seam_ = std::move(*seam);
+  auto timer = LoopTimer::create(loop_);
+  if (!timer)
+    return timer.error();
+  timer_ = std::move(*timer);
+
+  manager_ = std::make_unique<cm::Manager>(mc, *seam_, *timer_, sink);
+  seam_->set_sink(manager_.get());
+  pump_.emplace(*seam_);
+  timer_->set_handler([this] { manager_->on_timer(); });
+  if (!netlink_->link_up())
+    manager_->link_changed(false);
+  if (auto r = manager_->start(); !r) {
+    return Error{r.error().code,
+                 "cannot listen on " + local.to_string() + " (RDMA device): " + r.error().context};
+  }
+  spdlog::info("rail {}: listening on {} (RDMA device {}, node id {}, incarnation {:016x})", index_,
+               local.to_string(), manager_->snapshot().device, manager_->node_id(), mc.incarnation);
+
+  auto cm_src = loop_.add_io(seam_->cm_fd(), EPOLLIN, "rdma_cm",
+                             [this](std::uint32_t) { pump_->on_cm_readable(); });
+  if (!cm_src)
+    return cm_src.error();
+  cm_src_ = std::move(*cm_src);
+  auto more = loop_.add_defer("cq-more", [this] { on_completions_ready(); });
+  if (!more)
+    return more.error();
+  cq_more_ = std::move(*more);
+  if (auto r = watch_device(); !r)
+    return r;
+  // Device loss (docs/design.md "Connection lifecycle"): the manager releases
+  // the device from its timer path; the seam calls this before it closes
+  // the async and completion fds, and the readopt timer takes over.
+  seam_->set_close_hook([this] { on_device_closing(); });
+  auto readopt = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(50), "readopt",
+                                [this] { on_readopt_tick(); });
+  if (!readopt)
+    return readopt.error();
+  readopt_timer_ = std::move(*readopt);
+  return {};
+}
+
+Result<void> RailRuntime::watch_device() {
+  auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
+                                [this](std::uint32_t) { pump_->on_async_readable(); });
+  if (!async_src)
+    return async_src.error();
+  async_src_ = std::move(*async_src);
+  auto cq_src = loop_.add_io(seam_->cq_fd(), EPOLLIN, "cq",
+                             [this](std::uint32_t) { on_completions_ready(); });
+  if (!cq_src)
+    return cq_src.error();
+  cq_src_ = std::move(*cq_src);
+  return {};
+}
+
+void RailRuntime::on_device_closing() {
+  // Off the loop before the seam closes the fds: a closed fd's number may be
+  // reused by the next open while a watch still names it.
+  async_src_.reset();
+  cq_src_.reset();
+  (void)cq_more_.set_enabled(SD_EVENT_OFF);
+  (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
+}
+
+void RailRuntime::on_readopt_tick() {
+  if (stopping_ || manager_->device_present())
+    return;
+  if (auto r = manager_->readopt(); !r) {
+    spdlog::debug("rail {}: RDMA device on {} not back yet: {}", index_,
+                  manager_->config().local.to_string(), r.error().message());
+    (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
+    return;
+  }
+  if (auto r = watch_device(); !r) {
+    // Without the completion fd the data path would stall: stop rather
+    // than run deaf (systemd restarts the daemon).
+    spdlog::critical("rail {}: cannot watch the adopted RDMA device: {}", index_,
+                     r.error().message());
+    if (fatal_)
+      fatal_();
+    return;
+  }
+  on_completions_ready();
+}
+
+void RailRuntime::on_completions_ready() {
+  if (pump_->drain_completions()) {
+    // More WCs may be waiting and the CQ may not be armed: poll again on the
+    // next iteration, after the other sources had their turn.
+    (void)cq_more_.set_enabled(SD_EVENT_ONESHOT);
+  }
+}
+
+// --- CapacityJoin ----------------------------------------------------------------------
+
+class CapacityJoin::RailSink final : public cm::PacketSink {
+ public:
+  RailSink(CapacityJoin& join, std::size_t rail) : join_(join), rail_(rail) {}
+  void deliver(NodeId peer, std::span<const std::byte> packet) override {
+    join_.tun_.deliver(peer, packet);
+  }
+  void send_capacity(bool available) override { join_.set(rail_, available); }
+
+ private:
+  CapacityJoin& join_;
+  std::size_t rail_;
+};
+
+CapacityJoin::CapacityJoin(cm::PacketSink& tun, std::size_t rails)
+    : tun_(tun), blocked_(rails, false) {
+  for (std::size_t k = 0; k < rails; ++k)
+    sinks_.push_back(std::make_unique<RailSink>(*this, k));
+}
+
+CapacityJoin::~CapacityJoin() = default;
+
+cm::PacketSink& CapacityJoin::sink(std::size_t rail) {
+  return *sinks_.at(rail);
+}
+
+void CapacityJoin::set(std::size_t rail, bool available) {
+  if (blocked_[rail] == !available)
+    return;
+  blocked_[rail] = !available;
+  if (!available) {
+    if (blocked_count_++ == 0)
+      tun_.send_capacity(false);
+  } else if (--blocked_count_ == 0) {
+    tun_.send_capacity(true);
+  }
+}
+
+}  // namespace rcnet::daemon

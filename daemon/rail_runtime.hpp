@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#pragma once
+// One rail of rcnetd (docs/design.md "Rails"): the underlay address
+// node.address[k] on the RDMA device that owns it. Everything a rail needs
+// on the one event loop: its VerbsSeam (device context, PD, CQ, SRQ,
+// listener, rdma_cm channel), the SeamPump over it, the manager and its
+// timer, the netlink monitor of the rail's interface (carrier, neighbours),
+// and the io sources on the seam's fds, which follow the device through its
+// loss and re-adoption (cm::Manager::readopt, every kReadoptInterval).
+//
+// Lifecycle: create() needs the rail's address on an interface (netlink)
+// and an RDMA device owning it (the listener binds). The Daemon owns the
+// rails and destroys them before the loop.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cm/manager.hpp"
+#include "event_loop.hpp"
+#include "loop_timer.hpp"
+#include "netlink.hpp"
+#include "rdma/seam_pump.hpp"
+#include "rdma/verbs_seam.hpp"
+
+namespace rcnet::daemon {
+
+class RailRuntime {
+ public:
+  // While the RDMA device is lost: how often opening it again is tried.
+  static constexpr Duration kReadoptInterval = std::chrono::seconds(1);
+
+  // `index`: the rail's place in node.address (for the log). `mc`: the
+  // rail's manager config (config::Config::manager_for_rail, incarnation
+  // set). `sink`: where the manager delivers (borrowed, outlives the rail).
+  // `fatal`: called when the rail cannot go on (an adopted device whose
+  // fds cannot be watched); the daemon exits. Errors, one line each for
+  // the operator: no interface holds the address (EADDRNOTAVAIL), no RDMA
+  // device or rdma_cm (ENODEV, ENOENT), the listener cannot bind.
+  static Result<std::unique_ptr<RailRuntime>> create(EventLoop& loop, std::size_t index,
+                                                     const cm::ManagerConfig& mc,
+                                                     cm::PacketSink& sink,
+                                                     std::function<void()> fatal);
+  ~RailRuntime();
+  RailRuntime(const RailRuntime&) = delete;
+  RailRuntime& operator=(const RailRuntime&) = delete;
+
+  cm::Manager& manager() { return *manager_; }
+  const cm::Manager& manager() const { return *manager_; }
+  const rdma::VerbsSeam& seam() const { return *seam_; }
+  std::size_t index() const { return index_; }
+  // Stops re-adopting a lost device (a graceful stop began).
+  void stopping() { stopping_ = true; }
+
+ private:
+  RailRuntime(EventLoop& loop, std::size_t index) : loop_(loop), index_(index) {}
+  Result<void> start(const cm::ManagerConfig& mc, cm::PacketSink& sink);
+  // io sources on the seam's async and completion fds (valid after open).
+  Result<void> watch_device();
+  // VerbsSeam's close hook: drops those sources, arms the readopt timer.
+  void on_device_closing();
+  void on_readopt_tick();
+  void on_completions_ready();
+
+  EventLoop& loop_;
+  std::size_t index_;
+  std::function<void()> fatal_;
+  bool stopping_ = false;
+  // Destruction order (reverse of declaration): sources first, then the
+  // manager, the pump, the seam it borrows, the timer.
+  std::unique_ptr<LoopTimer> timer_;
+  std::unique_ptr<rdma::VerbsSeam> seam_;
+  std::optional<rdma::SeamPump> pump_;
+  std::unique_ptr<cm::Manager> manager_;
+  std::unique_ptr<NetlinkMonitor> netlink_;
+  EventSource cm_src_, async_src_, cq_src_, cq_more_, readopt_timer_;
+};
+
+// Back-pressure of several rails onto one TUN reader: each rail's manager
+// gets its own PacketSink from here; deliveries go straight to `tun`, and
+// `tun` hears send_capacity(false) when any rail lacks room and (true) once
+// every rail has it again (each manager promises its own true edge).
+class CapacityJoin {
+ public:
+  CapacityJoin(cm::PacketSink& tun, std::size_t rails);
+  ~CapacityJoin();
+  CapacityJoin(const CapacityJoin&) = delete;
+  CapacityJoin& operator=(const CapacityJoin&) = delete;
+  cm::PacketSink& sink(std::size_t rail);
+
+ private:
+  class RailSink;
+  void set(std::size_t rail, bool available);
+  cm::PacketSink& tun_;
+  std::vector<std::unique_ptr<cm::PacketSink>> sinks_;
+  std::vector<bool> blocked_;
+  std::size_t blocked_count_ = 0;
+};
+
+}  // namespace rcnet::daemon
