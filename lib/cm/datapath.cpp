@@ -431,6 +431,13 @@ void DataPath::unblock() {
   }
 }
 
+void DataPath::forget_before(Conn& c, std::uint64_t wr) {
+  auto it = std::find_if(c.sends.begin(), c.sends.end(),
+                         [&](const SendEntry& e) { return e.wr_id == wr; });
+  if (it != c.sends.end())
+    forget_sends(c, it);
+}
+
 void DataPath::complete_sends(Conn& c, std::uint64_t wr) {
   auto it = std::find_if(c.sends.begin(), c.sends.end(),
                          [&](const SendEntry& e) { return e.wr_id == wr; });

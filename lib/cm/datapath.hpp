@@ -244,6 +244,8 @@ class DataPath {
   void unblock();
   // Signaled completion `wr` on `c`: it and every WR before it are done.
   void complete_sends(Conn& c, std::uint64_t wr);
+  // Error completion `wr` on `c`: every WR before it is done, not it.
+  void forget_before(Conn& c, std::uint64_t wr);
   void on_wc(const rdma::WorkCompletion& wc);
   void on_qp_recv(const rdma::WorkCompletion& wc);
   // `buf` is the receive buffer's first byte (before its headroom).

@@ -102,10 +102,16 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
         ++ctr_.completions_ignored;  // stale: its QP is gone and the slot reclaimed
         return;
       }
-      complete_sends(*c, wc.wr_id);
-      if (wc.status != rdma::WcStatus::kSuccess && wc.status != rdma::WcStatus::kFlushErr &&
-          !is_teardown(c->state))
-        hooks_.send_failed(*c, wc.status);
+      if (wc.status == rdma::WcStatus::kSuccess || wc.status == rdma::WcStatus::kFlushErr ||
+          is_teardown(c->state)) {
+        complete_sends(*c, wc.wr_id);
+        return;
+      }
+      // An error completion: the WRs before it completed (RC completes in
+      // order), it and those after it did not. They stay c's until its QP
+      // is destroyed, so that a failover sends them again (take_unsent).
+      forget_before(*c, wc.wr_id);
+      hooks_.send_failed(*c, wc.status);
       return;
     }
     case kTagDrain: {

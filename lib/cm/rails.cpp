@@ -361,7 +361,7 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   // Tell the peer over the link that carries it now, unless it told us.
   if (cause != LinkCause::kPeerNotice && p->carrier >= 0 && p->carrier != static_cast<int>(k) &&
       (was == static_cast<int>(k) || was < 0 || cause != LinkCause::kLinkLost))
-    actions_.push_back({Action::kNotice, p->overlay, static_cast<std::size_t>(p->carrier),
+    actions_.push_back({Action::kDownNotice, p->overlay, static_cast<std::size_t>(p->carrier),
                         static_cast<std::uint8_t>(k), cause});
   wake_now();
 }
@@ -383,10 +383,17 @@ void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& over
     l.ep = peer_ep;
     l.routed = true;
   }
+  const bool was_failed = l.failed;
   l.up = true;
   l.failed = false;
   l.backoff = Duration::zero();
   l.rails_capable = capable;
+  // We told the peer this link was down (its failure): now that it works
+  // again on a rail that carries traffic, say so, or the peer keeps holding
+  // it. A rail in holddown says so when the holddown ends (on_timer()).
+  if (was_failed && capable && rails_[k].state == RailState::kUp)
+    actions_.push_back(
+        {Action::kUpNotice, o, k, static_cast<std::uint8_t>(k), LinkCause::kLinkLost});
   choose(p, std::nullopt);
   if (!p.pending.empty())
     flush_wanted_ = true;
@@ -401,11 +408,26 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
   if (m->type == wire::RailMsgType::kProbe)
     return;  // the manager counted it as activity; nothing else to do
   ++ctr_.rail_notices_received;
-  if (m->type != wire::RailMsgType::kDown || m->rail >= rails_.size() || m->rail == k)
+  if (m->rail >= rails_.size())
+    return;
+  // "Up" comes on the rail it is about (the link it names works); "down"
+  // on another one, necessarily.
+  if (m->type == wire::RailMsgType::kUp) {
+    Link& l = p->links[m->rail];
+    l.held = false;
+    l.failed = false;  // dialled again by the probe tick if not up
+    choose(*p, std::nullopt);
+    next_probe_ = timers_.now();
+    wake_now();
+    return;
+  }
+  if (m->type != wire::RailMsgType::kDown || m->rail == k)
     return;
   spdlog::info("peer {}: says its rail {} is down ({})", p->overlay, m->rail,
                to_string(static_cast<LinkCause>(std::min<std::uint8_t>(m->cause, 5))));
   Link& l = p->links[m->rail];
+  l.held = true;
+  l.held_until = timers_.now() + kPeerHoldMax;
   if (l.up) {
     // Our end of that link would find out by its own RC retries: fail it
     // now, from the timer path (its packets then move to this link).
@@ -496,8 +518,13 @@ void RailSet::on_timer() {
     if (r.state == RailState::kHolddown && t >= r.holddown_until) {
       r.holddown_until = TimePoint::max();
       set_rail_state(k, RailState::kUp, "holddown over");
-      for (auto& [o, p] : peers_)
+      for (auto& [o, p] : peers_) {
+        // Links made during the holddown: the peers may use them now.
+        if (p.links[k].up && p.links[k].rails_capable)
+          actions_.push_back(
+              {Action::kUpNotice, o, k, static_cast<std::uint8_t>(k), LinkCause::kLinkLost});
         choose(p, std::nullopt);
+      }
       next_probe_ = t;  // links on it now, not in a second
     }
   }
@@ -508,9 +535,10 @@ void RailSet::on_timer() {
     if (it == peers_.end())
       continue;
     PeerLinks& p = it->second;
-    if (a.kind == Action::kNotice) {
+    if (a.kind != Action::kFailLink) {
       const auto msg = wire::encode_rail_msg(
-          {wire::RailMsgType::kDown, a.rail, static_cast<std::uint8_t>(a.cause)});
+          {a.kind == Action::kUpNotice ? wire::RailMsgType::kUp : wire::RailMsgType::kDown, a.rail,
+           static_cast<std::uint8_t>(a.cause)});
       if (p.links[a.via].rails_capable &&
           rails_[a.via].rail.manager->send_rail_message(p.links[a.via].ep, msg))
         ++ctr_.rail_notices_sent;
@@ -540,7 +568,11 @@ void RailSet::probe_tick(TimePoint t) {
     for (std::size_t k = 0; k < rails_.size(); ++k) {
       Link& l = p.links[k];
       any_up = any_up || l.up;
-      if (!active || !l.routed || rails_[k].state != RailState::kUp)
+      if (l.held && t >= l.held_until) {
+        l.held = false;
+        choose(p, std::nullopt);
+      }
+      if (!active || !l.routed || l.held || rails_[k].state != RailState::kUp)
         continue;
       Manager& m = *rails_[k].rail.manager;
       if (l.up) {

@@ -71,6 +71,9 @@ inline constexpr Duration kProbeInterval = std::chrono::seconds(1);
 inline constexpr Duration kLinkRetryCap = std::chrono::seconds(30);
 // The span over which a rail's failures count as flapping (see above).
 inline constexpr Duration kFlapMemory = std::chrono::seconds(60);
+// A link the peer declared down (rail message) waits for the peer's "up"
+// at most this long (a peer that restarted never sends it).
+inline constexpr Duration kPeerHoldMax = std::chrono::seconds(60);
 
 struct RailSetConfig {
   RailsMode mode = RailsMode::kActiveBackup;
@@ -141,6 +144,10 @@ class RailSet {
     bool routed = false;  // the rail maps the peer (ep valid)
     bool up = false;      // ESTABLISHED and in service
     bool failed = false;  // failed since it was last up: chosen only as a last resort
+    // The peer said its end is down (rail message): not used nor dialled
+    // until it says the rail is up again, or kPeerHoldMax passed.
+    bool held = false;
+    TimePoint held_until{};
     bool rails_capable = false;
     TimePoint retry_at{};  // a failed link is tried again from then (probe tick)
     Duration backoff{};
@@ -169,10 +176,10 @@ class RailSet {
   };
   // Work out of a manager's call stack: run by on_timer().
   struct Action {
-    enum Kind : std::uint8_t { kNotice, kFailLink } kind;
+    enum Kind : std::uint8_t { kDownNotice, kUpNotice, kFailLink } kind;
     IpAddr overlay;
-    std::size_t via = 0;    // kNotice: the rail it goes on; kFailLink: the rail to fail
-    std::uint8_t rail = 0;  // kNotice: the rail it is about
+    std::size_t via = 0;    // notices: the rail it goes on; kFailLink: the rail to fail
+    std::uint8_t rail = 0;  // notices: the rail it is about
     LinkCause cause = LinkCause::kLinkLost;
   };
 
@@ -189,7 +196,7 @@ class RailSet {
   // Picks p's carrier again; reports a move (failover or failback) with `cause`.
   void choose(PeerLinks& p, std::optional<LinkCause> cause);
   bool usable(std::size_t k, const Link& l) const {
-    return rails_[k].state == RailState::kUp && l.routed && !l.failed;
+    return rails_[k].state == RailState::kUp && l.routed && !l.failed && !l.held;
   }
   std::size_t stripe_pick(const PeerLinks& p, std::span<const std::byte> packet) const;
   void flush_pending(PeerLinks& p);

@@ -386,7 +386,7 @@ TEST_CASE("datapath: SRQ receives are delivered and reposted in one call per bat
   CHECK(r.seam.srq_limit_arms == 2);
 }
 
-TEST_CASE("datapath: a failed send completion is handed to the hooks; a flush is not",
+TEST_CASE("datapath: a failed send completion is handed to the hooks, its WR kept; a flush is not",
           "[cm][datapath]") {
   Rig r([](ManagerConfig& cfg) { cfg.signal_every = 1; });
   Conn& a = r.connect(2);
@@ -399,7 +399,15 @@ TEST_CASE("datapath: a failed send completion is handed to the hooks; a flush is
   REQUIRE(r.hooks.failed.size() == 1);
   CHECK(r.hooks.failed[0].first == a.id);
   CHECK(r.hooks.failed[0].second == rdma::WcStatus::kRetryExceeded);
-  CHECK(r.free_slots() == 16);  // both slots back either way
+  // The flushed slot is back; the failed one stays a's until its QP goes,
+  // so that a failover can send it again (take_unsent), in order.
+  CHECK(r.free_slots() == 15);
+  std::vector<std::vector<std::byte>> unsent;
+  r.dp.take_unsent(a, unsent);
+  REQUIRE(unsent.size() == 1);
+  CHECK(unsent[0] == bytes(0));
+  r.dp.free_sends(a);
+  CHECK(r.free_slots() == 16);
 
   // A packet for a peer without a connection is queued and one is started.
   CHECK(r.dp.send(r.ep(4), bytes(2)) == SendResult::kQueued);
