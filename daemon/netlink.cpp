@@ -67,7 +67,7 @@ Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
   if (!ifindex)
     return ifindex.error();
 
-  std::unique_ptr<NetlinkMonitor> m(new NetlinkMonitor(*ifindex, std::move(handlers)));
+  std::unique_ptr<NetlinkMonitor> m(new NetlinkMonitor(*ifindex, underlay, std::move(handlers)));
   m->query_ = std::move(*query);
 
   NlSockPtr ev(nl_socket_alloc());
@@ -78,8 +78,10 @@ Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
   nl_socket_modify_cb(ev.get(), NL_CB_VALID, NL_CB_CUSTOM, &NetlinkMonitor::on_message, m.get());
   if (int r = nl_connect(ev.get(), NETLINK_ROUTE); r < 0)
     return nl_error(r, "nl_connect");
-  if (int r = nl_socket_add_memberships(ev.get(), RTNLGRP_LINK, RTNLGRP_NEIGH, 0); r < 0) {
-    return nl_error(r, "subscribe RTNLGRP_LINK, RTNLGRP_NEIGH");
+  const int addr_group = underlay.is_v6() ? RTNLGRP_IPV6_IFADDR : RTNLGRP_IPV4_IFADDR;
+  if (int r = nl_socket_add_memberships(ev.get(), RTNLGRP_LINK, RTNLGRP_NEIGH, addr_group, 0);
+      r < 0) {
+    return nl_error(r, "subscribe RTNLGRP_LINK, RTNLGRP_NEIGH, RTNLGRP_IPV*_IFADDR");
   }
   if (int r = nl_socket_set_nonblocking(ev.get()); r < 0)
     return nl_error(r, "nonblocking");
@@ -140,6 +142,8 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
     auto* link = reinterpret_cast<rtnl_link*>(obj);
     const auto changed = tracker_.update(rtnl_link_get_ifindex(link), rtnl_link_get_flags(link),
                                          msg_type == RTM_DELLINK);
+    if (changed && *changed && addr_removed_)
+      return;  // up again, but without our address: still down for us
     if (changed) {
       spdlog::info("underlay link {} (ifindex {}) is {}",
                    rtnl_link_get_name(link) ? rtnl_link_get_name(link) : "?", tracker_.ifindex(),
@@ -147,6 +151,21 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
       if (handlers_.link_changed)
         handlers_.link_changed(*changed);
     }
+    return;
+  }
+  if (msg_type == RTM_NEWADDR || msg_type == RTM_DELADDR) {
+    auto* a = reinterpret_cast<rtnl_addr*>(obj);
+    const auto ip = to_ip(rtnl_addr_get_local(a));
+    if (!ip || *ip != underlay_ || rtnl_addr_get_ifindex(a) != tracker_.ifindex())
+      return;
+    const bool removed = msg_type == RTM_DELADDR;
+    if (removed == addr_removed_)
+      return;
+    addr_removed_ = removed;
+    spdlog::info("underlay address {} {} interface {}", underlay_.to_string(),
+                 removed ? "removed from" : "back on", tracker_.ifindex());
+    if (tracker_.up().value_or(true) && handlers_.link_changed)
+      handlers_.link_changed(!removed);
     return;
   }
   if (msg_type == RTM_NEWNEIGH) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // Underlay monitoring over rtnetlink (rtnetlink(7)), in the loop: the state of
-// the underlay link (the interface holding the node's address) and neighbour
-// entries (ARP and IPv6 ND) going FAILED on it. The socket is non-blocking and
+// the underlay link (the interface holding the node's address), the address
+// itself (removed from it: the link counts as down until it is back), and
+// neighbour entries (ARP and IPv6 ND) going FAILED on it. The socket is non-blocking and
 // read from an io source; nothing here blocks except the initial dumps.
 #include <functional>
 #include <memory>
@@ -43,9 +44,9 @@ class NetlinkMonitor {
   };
 
   // Finds the interface holding `underlay` (RTM_GETADDR dump), subscribes to
-  // RTNLGRP_LINK, RTNLGRP_NEIGH (IPv4 and IPv6 entries arrive on it) and adds
-  // the socket to `loop`. Errors: EADDRNOTAVAIL when no interface holds
-  // `underlay`; netlink errors otherwise.
+  // RTNLGRP_LINK, RTNLGRP_NEIGH (IPv4 and IPv6 entries arrive on it) and the
+  // address groups of underlay's family, and adds the socket to `loop`. Errors: EADDRNOTAVAIL when
+  // no interface holds `underlay`; netlink errors otherwise.
   static Result<std::unique_ptr<NetlinkMonitor>> create(EventLoop& loop, const IpAddr& underlay,
                                                         Handlers handlers);
   ~NetlinkMonitor();
@@ -56,7 +57,8 @@ class NetlinkMonitor {
   std::uint64_t resyncs() const { return resyncs_; }
 
  private:
-  NetlinkMonitor(int ifindex, Handlers h) : tracker_(ifindex), handlers_(std::move(h)) {}
+  NetlinkMonitor(int ifindex, const IpAddr& underlay, Handlers h)
+      : tracker_(ifindex), underlay_(underlay), handlers_(std::move(h)) {}
   void on_readable();
   static int on_message(nl_msg* msg, void* self);
   void on_object(nl_object* obj, int msg_type);
@@ -65,6 +67,10 @@ class NetlinkMonitor {
   void resync();
 
   LinkTracker tracker_;
+  IpAddr underlay_;
+  // RTM_DELADDR of underlay_ seen, no RTM_NEWADDR since: link_changed(false)
+  // was reported (if the link was up) and up is not reported until it is back.
+  bool addr_removed_ = false;
   Handlers handlers_;
   NlSockPtr events_;  // subscribed, non-blocking
   NlSockPtr query_;   // for resync's RTM_GETLINK
