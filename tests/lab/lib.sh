@@ -58,7 +58,8 @@
 #                             (rail 1: rping-FROM-TO-r1.*)
 #   lab_rail_ping FROM TO [RAIL] [COUNT]  ICMP echo FROM -> TO over rail
 #                             RAIL's veths and bridge, request and reply both
-#                             on the wire (COUNT default 3); PASS/FAIL line
+#                             on the wire (COUNT default 4; the replies must
+#                             arrive on FROM's veth); PASS/FAIL line
 #   lab_collect NAME          `rdma res show qp` (text and -j), `rdma res show
 #                             cm_id`, `rdma link` into $RCNET_RESULTS/NAME-*.txt
 #   lab_wait_tcp_listen PORT [SECS]    wait until a TCP socket listens on PORT
@@ -368,28 +369,32 @@ lab_wait_listen() {
 
 # ICMP echo from node FROM to node TO over rail R's wire, both ways. The
 # request leaves through FROM's veth (ping -I DEV, table 100+FROM or
-# 200+FROM); the kernel's reply would be delivered locally, since TO's
-# answer is routed without an output interface and FROM's address is local,
-# and a ping bound to its veth never sees a reply that arrived on lo. For the
-# ping's duration a rule sends locally originated packets from TO's address
-# to FROM's out of TO's own veth ("iif lo" matches output lookups only, as in
-# lab_perf_anchors), so the reply crosses the bridge too.
+# 200+FROM), but TO's reply is routed without an output interface, finds
+# FROM's address local and is delivered over lo: a plain ping succeeds with
+# only its request on the wire. For the ping's duration a rule sends locally
+# originated packets from TO's address to FROM's out of TO's own veth ("iif
+# lo" matches output lookups only, as in lab_perf_anchors); the check
+# requires the replies to arrive on FROM's veth (its rx_packets).
 lab_rail_ping() {
-  local from=$1 to=$2 r=${3:-0} count=${4:-3} saddr daddr rc=0 out
+  local from=$1 to=$2 r=${3:-0} count=${4:-4} saddr daddr rc=0 out dev rx0 rx1
   saddr=$(lab_node_addr "$from" "$r")
   daddr=$(lab_node_addr "$to" "$r")
+  dev=$(lab_node_dev "$from" "$r")
   out=$RCNET_RESULTS/ping-$from-$to-r$r.txt
   ip rule add pref 5 iif lo from "$daddr" to "$saddr" lookup "$(_lab_rail_table "$to" "$r")" || {
     lab_fail "lab_rail_ping: cannot add the reply rule for $daddr -> $saddr"
     return 1
   }
-  lab_timeout 30 ping -n -c "$count" -i 0.2 -W 5 -I "$(lab_node_dev "$from" "$r")" "$daddr" >"$out" 2>&1 || rc=$?
+  read -r rx0 <"/sys/class/net/$dev/statistics/rx_packets"
+  lab_timeout 30 ping -n -c "$count" -i 0.2 -W 5 -I "$dev" "$daddr" >"$out" 2>&1 || rc=$?
+  read -r rx1 <"/sys/class/net/$dev/statistics/rx_packets"
   ip rule del pref 5 iif lo from "$daddr" to "$saddr" lookup "$(_lab_rail_table "$to" "$r")"
-  if ((rc == 0)); then
-    lab_pass "ping node$from ($saddr) -> node$to ($daddr) over rail $r: $(grep -o '[0-9]* received' "$out")"
-  else
-    lab_fail "ping node$from ($saddr) -> node$to ($daddr) over rail $r (exit $rc): $(tail -2 "$out" | tr '\n' ' ')"
+  if ((rc == 0 && rx1 - rx0 >= count)); then
+    lab_pass "ping node$from ($saddr) -> node$to ($daddr) over rail $r: $(grep -o '[0-9]* received' "$out"), $((rx1 - rx0)) packets in on $dev"
+    return 0
   fi
+  lab_fail "ping node$from ($saddr) -> node$to ($daddr) over rail $r (exit $rc, $((rx1 - rx0)) packets in on $dev): $(tail -2 "$out" | tr '\n' ' ')"
+  ((rc == 0)) && rc=1
   return "$rc"
 }
 

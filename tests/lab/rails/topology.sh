@@ -18,7 +18,7 @@ lab_expect "rail-1 rxe device rxe_1_r1 on w_1" bash -c "rdma link show rxe_1_r1/
 for r in 0 1; do
   for i in 1 2 3; do
     for j in 1 2 3; do
-      ((i == j)) || lab_rail_ping "$i" "$j" "$r" 2
+      ((i == j)) || lab_rail_ping "$i" "$j" "$r" 4
     done
   done
 done
