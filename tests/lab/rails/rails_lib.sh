@@ -215,9 +215,11 @@ rails_stats_line() {
 rails_qp_audit() {
   local i=$1 kern ours devs
   devs=$(rails_json "$i" | jq -c '[.rails[] | {key: (.rail | tostring), value: .device}] | from_entries' 2>/dev/null)
+  # A daemon without `rcnetctl rails` has one rail, on the node's first device.
+  [[ -n $devs ]] || devs="{\"0\": \"$(lab_node_rdma_dev "$i" 0)\"}"
   kern=$(rdma -j res show qp 2>/dev/null | jq -c --arg a "$(lab_node_rdma_dev "$i" 0)" --arg b "$(lab_node_rdma_dev "$i" 1)" '
     [.[] | select(.type == "RC" and (.ifname == $a or .ifname == $b)) | "\(.ifname):\(.lqpn)"] | sort')
-  ours=$(rails_ctl "$i" -j qps 2>/dev/null | jq -c --argjson d "${devs:-{\}}" '
+  ours=$(rails_ctl "$i" -j qps 2>/dev/null | jq -c --argjson d "$devs" '
     [.qps[] | "\($d[(.rail // 0) | tostring] // "?"):\(.qpn)"] | sort')
   lab_log "node$i: kernel RC QPs $kern, rcnetctl qps $ours"
   lab_expect "node$i: rdma res show qp (RC) matches rcnetctl qps ($kern vs $ours)" \
