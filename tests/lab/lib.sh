@@ -18,11 +18,22 @@
 #                             policy routing, warm ARP; a netns "node<i>" (lo
 #                             up) for the node's IP-level interfaces (rcnet
 #                             TUN). Returns non-zero, with a message, on failure.
-#   lab_node_addr I           10.99.0.I (the node's underlay/rdma_cm address)
-#   lab_node_dev I            v_I (the node's underlay netdev)
-#   lab_node_rdma_dev I       rxe_I (the node's RDMA device)
+#   lab_setup_nodes N --rails 2   the same plus a second rail per node
+#                             (default: $RCNET_LAB_RAILS, else 1): bridge
+#                             rcbr1; per node veth w_i (10.98.0.i/24, rxe
+#                             device rxe_i_r1) <-> c_i (on rcbr1), its own
+#                             policy-routing table 200+i, sysctls, warm ARP
+#   lab_node_addr I [R]       the node's underlay/rdma_cm address on rail R
+#                             (default 0): 10.99.0.I, rail 1 10.98.0.I
+#   lab_node_dev I [R]        its underlay netdev: v_I, rail 1 w_I
+#   lab_node_port I [R]       the bridge-side end of that veth: b_I, rail 1
+#                             c_I (flap this one to cut a rail's carrier)
+#   lab_node_rdma_dev I [R]   its RDMA device: rxe_I, rail 1 rxe_I_r1
 #   lab_node_netns I          node<I> (the node's network namespace)
 #   lab_in_node I CMD...      run CMD inside node I's namespace
+#   lab_rail_routes I [R]     put back node I's policy routes of rail R (the
+#                             kernel flushes them when the node-side veth
+#                             goes down: docs/lab.md); idempotent
 #
 # Checks and reporting (every check prints one "LAB PASS:"/"LAB FAIL:" line):
 #   lab_log MSG...            timestamped progress line
@@ -39,10 +50,16 @@
 # RDMA helpers:
 #   lab_wait_listen ADDR PORT [SECS]   wait until an rdma_cm id listens on
 #                             ADDR:PORT (from `rdma res show cm_id`)
-#   lab_rping FROM TO [COUNT] [PORT]   rping server bound on node TO, client
-#                             on node FROM bound with -I; COUNT verified
+#   lab_rping FROM TO [COUNT] [PORT] [RAIL]   rping server bound on node TO,
+#                             client on node FROM bound with -I, both on rail
+#                             RAIL's addresses (default 0); COUNT verified
 #                             iterations (default 5). Output in
 #                             $RCNET_RESULTS/rping-FROM-TO.{client,server}.txt
+#                             (rail 1: rping-FROM-TO-r1.*)
+#   lab_rail_ping FROM TO [RAIL] [COUNT]  ICMP echo FROM -> TO over rail
+#                             RAIL's veths and bridge, request and reply both
+#                             on the wire (COUNT default 4; the replies must
+#                             arrive on FROM's veth); PASS/FAIL line
 #   lab_collect NAME          `rdma res show qp` (text and -j), `rdma res show
 #                             cm_id`, `rdma link` into $RCNET_RESULTS/NAME-*.txt
 #   lab_wait_tcp_listen PORT [SECS]    wait until a TCP socket listens on PORT
@@ -64,6 +81,7 @@
 
 : "${RCNET_RESULTS:=/tmp}"
 : "${RCNET_LAB_NODES:=2}"
+: "${RCNET_LAB_RAILS:=1}"
 : "${LAB_CMD_TIMEOUT:=60}"
 LAB_BRIDGE=rcbr0
 LAB_FAILURES=0
@@ -147,9 +165,18 @@ lab_finish() {
 
 # --- topology ----------------------------------------------------------------
 
-lab_node_addr() { echo "10.99.0.$1"; }
-lab_node_dev() { echo "v_$1"; }
-lab_node_rdma_dev() { echo "rxe_$1"; }
+# Rail R of node I (R 0 or 1; rail 0 is the lab's original single rail, whose
+# names stay as they were): underlay network, node-side veth, bridge-side
+# veth, bridge, policy-routing table and rule preference. Rail 1's rules sit
+# at 50+I, after rail 0's (10+I) and before the local table (100).
+_lab_rail_net() { ((${1:-0} == 0)) && echo 10.99.0 || echo 10.98.0; }
+_lab_rail_bridge() { ((${1:-0} == 0)) && echo "$LAB_BRIDGE" || echo rcbr1; }
+_lab_rail_table() { echo $(((${2:-0} == 0 ? 100 : 200) + $1)); }
+_lab_rail_pref() { echo $(((${2:-0} == 0 ? 10 : 50) + $1)); }
+lab_node_addr() { echo "$(_lab_rail_net "${2:-0}").$1"; }
+lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
+lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
+lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "rxe_$1" || echo "rxe_$1_r1"; }
 lab_node_netns() { echo "node$1"; }
 lab_in_node() {
   local i=$1
@@ -164,16 +191,59 @@ _lab_sysctl() {
   echo "$2" >"$path" 2>/dev/null || lab_fail "sysctl $1=$2"
 }
 
-# Node i's MAC, fixed so that neighbour entries can be written up front.
-_lab_node_mac() { printf '02:99:00:00:%02x:%02x' $(($1 / 256)) $(($1 % 256)); }
+# Node i's MAC on rail r, fixed so that neighbour entries can be written up
+# front (rail 0 02:99:..., rail 1 02:98:...).
+_lab_node_mac() { printf '02:%02d:00:00:%02x:%02x' $((99 - ${2:-0})) $(($1 / 256)) $(($1 % 256)); }
+
+# The /32 routes of node i's table on rail r: one per other node, leaving
+# through the node's own veth with its own source address.
+_lab_rail_route_cmds() {
+  local i=$1 r=$2 n=$3 j net dev
+  net=$(_lab_rail_net "$r")
+  dev=$(lab_node_dev "$i" "$r")
+  for ((j = 1; j <= n; j++)); do
+    ((i == j)) && continue
+    echo "route replace $net.$j/32 dev $dev src $net.$i table $(_lab_rail_table "$i" "$r")"
+  done
+}
+
+lab_rail_routes() {
+  local i=$1 r=${2:-0} f=$RCNET_RESULTS/.lab-routes-$1-${2:-0}.ip
+  _lab_rail_route_cmds "$i" "$r" "${LAB_NODES_UP:-$RCNET_LAB_NODES}" >"$f"
+  ip -batch "$f" || {
+    lab_fail "lab_rail_routes $i $r: ip -batch $f failed"
+    return 1
+  }
+}
 
 lab_setup_nodes() {
-  local n=${1:-$RCNET_LAB_NODES} i j key batch=$RCNET_RESULTS/.lab-setup
+  local n=$RCNET_LAB_NODES rails=$RCNET_LAB_RAILS i j r key batch=$RCNET_RESULTS/.lab-setup
+  local nset=
+  while (($#)); do
+    case $1 in
+      --rails)
+        rails=${2:-}
+        shift 2 || shift
+        ;;
+      *)
+        if [[ -n $nset ]]; then
+          lab_fail "lab_setup_nodes: unexpected argument '$1'"
+          return 1
+        fi
+        n=${1:-$RCNET_LAB_NODES} nset=1
+        shift
+        ;;
+    esac
+  done
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 2 || n > 32)); then
     lab_fail "lab_setup_nodes: node count must be 2..32, got '$n'"
     return 1
   fi
-  lab_log "setting up $n nodes"
+  if ! [[ $rails =~ ^[12]$ ]]; then
+    lab_fail "lab_setup_nodes: --rails must be 1 or 2, got '$rails'"
+    return 1
+  fi
+  lab_log "setting up $n nodes, $rails rail(s) each"
   # No IPv6 on lab links: DAD and MLD chatter only slows TCG down.
   _lab_sysctl net.ipv6.conf.default.disable_ipv6 1
   for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
@@ -187,22 +257,23 @@ lab_setup_nodes() {
     # lo is down in a fresh guest: TCP between lab addresses (perftest's
     # exchange, ctl sockets) is delivered locally over lo.
     echo "link set lo up"
-    echo "link add $LAB_BRIDGE type bridge forward_delay 0 stp_state 0"
-    echo "link set $LAB_BRIDGE up"
-    for ((i = 1; i <= n; i++)); do
-      echo "link add v_$i address $(_lab_node_mac "$i") type veth peer name b_$i"
-      echo "link set b_$i master $LAB_BRIDGE"
-      echo "link set b_$i up"
-      echo "addr add 10.99.0.$i/24 dev v_$i"
-      echo "link set v_$i up"
+    for ((r = 0; r < rails; r++)); do
+      echo "link add $(_lab_rail_bridge "$r") type bridge forward_delay 0 stp_state 0"
+      echo "link set $(_lab_rail_bridge "$r") up"
+      for ((i = 1; i <= n; i++)); do
+        echo "link add $(lab_node_dev "$i" "$r") address $(_lab_node_mac "$i" "$r") type veth peer name $(lab_node_port "$i" "$r")"
+        echo "link set $(lab_node_port "$i" "$r") master $(_lab_rail_bridge "$r")"
+        echo "link set $(lab_node_port "$i" "$r") up"
+        echo "addr add $(lab_node_addr "$i" "$r")/24 dev $(lab_node_dev "$i" "$r")"
+        echo "link set $(lab_node_dev "$i" "$r") up"
+      done
     done
     echo "rule add pref 100 lookup local"
     echo "rule del pref 0 lookup local"
-    for ((i = 1; i <= n; i++)); do
-      echo "rule add pref $((10 + i)) oif v_$i lookup $((100 + i))"
-      for ((j = 1; j <= n; j++)); do
-        ((i == j)) && continue
-        echo "route add 10.99.0.$j/32 dev v_$i src 10.99.0.$i table $((100 + i))"
+    for ((r = 0; r < rails; r++)); do
+      for ((i = 1; i <= n; i++)); do
+        echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $(lab_node_dev "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
+        _lab_rail_route_cmds "$i" "$r" "$n"
       done
     done
     for ((i = 1; i <= n; i++)); do
@@ -214,13 +285,17 @@ lab_setup_nodes() {
     lab_fail "ip -batch of the lab topology failed ($batch.ip)"
     return 1
   fi
-  for ((i = 1; i <= n; i++)); do
-    for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
-      _lab_sysctl "net.ipv4.conf.v_$i.${key%=*}" "${key#*=}"
+  for ((r = 0; r < rails; r++)); do
+    for ((i = 1; i <= n; i++)); do
+      for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
+        _lab_sysctl "net.ipv4.conf.$(lab_node_dev "$i" "$r").${key%=*}" "${key#*=}"
+      done
     done
   done
-  for ((i = 1; i <= n; i++)); do
-    echo "link add rxe_$i type rxe netdev v_$i"
+  for ((r = 0; r < rails; r++)); do
+    for ((i = 1; i <= n; i++)); do
+      echo "link add $(lab_node_rdma_dev "$i" "$r") type rxe netdev $(lab_node_dev "$i" "$r")"
+    done
   done >"$batch.rdma"
   if ! rdma -b "$batch.rdma"; then
     lab_fail "rdma -batch (rdma link add rxe_i) failed ($batch.rdma)"
@@ -236,22 +311,28 @@ lab_setup_nodes() {
   # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
   # its timeout. Only the neighbour entry matters, not the echo reply (which
   # the local rule may swallow), so stop waiting once every entry resolved.
-  local pids=() missing=() neigh tries
-  for ((i = 1; i <= n; i++)); do
-    for ((j = 1; j <= n; j++)); do
-      ((i == j)) && continue
-      timeout 30 ping -q -n -c 10 -i 0.5 -W 5 -I "v_$i" "10.99.0.$j" >/dev/null 2>&1 &
-      pids+=($!)
+  local pids=() missing=() neigh tries net dev
+  for ((r = 0; r < rails; r++)); do
+    for ((i = 1; i <= n; i++)); do
+      for ((j = 1; j <= n; j++)); do
+        ((i == j)) && continue
+        timeout 30 ping -q -n -c 10 -i 0.5 -W 5 -I "$(lab_node_dev "$i" "$r")" "$(lab_node_addr "$j" "$r")" >/dev/null 2>&1 &
+        pids+=($!)
+      done
     done
   done
   for ((tries = 0; tries < 120; tries++)); do
     neigh=$(ip neigh show)
     missing=()
-    for ((i = 1; i <= n; i++)); do
-      for ((j = 1; j <= n; j++)); do
-        ((i == j)) && continue
-        [[ $neigh =~ 10\.99\.0\.$j\ dev\ v_$i\ lladdr\ [^$'\n']*(REACHABLE|STALE|DELAY|PROBE|PERMANENT) ]] ||
-          missing+=("v_$i->10.99.0.$j")
+    for ((r = 0; r < rails; r++)); do
+      net=$(_lab_rail_net "$r")
+      for ((i = 1; i <= n; i++)); do
+        dev=$(lab_node_dev "$i" "$r")
+        for ((j = 1; j <= n; j++)); do
+          ((i == j)) && continue
+          [[ $neigh =~ ${net//./\\.}\.$j\ dev\ $dev\ lladdr\ [^$'\n']*(REACHABLE|STALE|DELAY|PROBE|PERMANENT) ]] ||
+            missing+=("$dev->$net.$j")
+        done
       done
     done
     ((${#missing[@]} == 0)) && break
@@ -270,7 +351,7 @@ lab_setup_nodes() {
     lab_fail "device nodes missing: /dev/infiniband has '$devs'; /dev/net/tun $([[ -c /dev/net/tun ]] && echo present || echo missing)"
     return 1
   fi
-  export LAB_NODES_UP=$n
+  export LAB_NODES_UP=$n LAB_RAILS_UP=$rails
   lab_log "$n nodes up: $(rdma link show | awk '{ print $2 "/" $NF }' | tr '\n' ' ')"
 }
 
@@ -286,12 +367,44 @@ lab_wait_listen() {
   return 1
 }
 
+# ICMP echo from node FROM to node TO over rail R's wire, both ways. The
+# request leaves through FROM's veth (ping -I DEV, table 100+FROM or
+# 200+FROM), but TO's reply is routed without an output interface, finds
+# FROM's address local and is delivered over lo: a plain ping succeeds with
+# only its request on the wire. For the ping's duration a rule sends locally
+# originated packets from TO's address to FROM's out of TO's own veth ("iif
+# lo" matches output lookups only, as in lab_perf_anchors); the check
+# requires the replies to arrive on FROM's veth (its rx_packets).
+lab_rail_ping() {
+  local from=$1 to=$2 r=${3:-0} count=${4:-4} saddr daddr rc=0 out dev rx0 rx1
+  saddr=$(lab_node_addr "$from" "$r")
+  daddr=$(lab_node_addr "$to" "$r")
+  dev=$(lab_node_dev "$from" "$r")
+  out=$RCNET_RESULTS/ping-$from-$to-r$r.txt
+  ip rule add pref 5 iif lo from "$daddr" to "$saddr" lookup "$(_lab_rail_table "$to" "$r")" || {
+    lab_fail "lab_rail_ping: cannot add the reply rule for $daddr -> $saddr"
+    return 1
+  }
+  read -r rx0 <"/sys/class/net/$dev/statistics/rx_packets"
+  lab_timeout 30 ping -n -c "$count" -i 0.2 -W 5 -I "$dev" "$daddr" >"$out" 2>&1 || rc=$?
+  read -r rx1 <"/sys/class/net/$dev/statistics/rx_packets"
+  ip rule del pref 5 iif lo from "$daddr" to "$saddr" lookup "$(_lab_rail_table "$to" "$r")"
+  if ((rc == 0 && rx1 - rx0 >= count)); then
+    lab_pass "ping node$from ($saddr) -> node$to ($daddr) over rail $r: $(grep -o '[0-9]* received' "$out"), $((rx1 - rx0)) packets in on $dev"
+    return 0
+  fi
+  lab_fail "ping node$from ($saddr) -> node$to ($daddr) over rail $r (exit $rc, $((rx1 - rx0)) packets in on $dev): $(tail -2 "$out" | tr '\n' ' ')"
+  ((rc == 0)) && rc=1
+  return "$rc"
+}
+
 lab_rping() {
-  local from=$1 to=$2 count=${3:-5} port=${4:-7174}
+  local from=$1 to=$2 count=${3:-5} port=${4:-7174} rail=${5:-0}
   local saddr daddr out spid rc=0 src=0 n
-  saddr=$(lab_node_addr "$from")
-  daddr=$(lab_node_addr "$to")
+  saddr=$(lab_node_addr "$from" "$rail")
+  daddr=$(lab_node_addr "$to" "$rail")
   out=$RCNET_RESULTS/rping-$from-$to
+  ((rail == 0)) || out+=-r$rail
   timeout -k 5 "$LAB_CMD_TIMEOUT" rping -s -a "$daddr" -p "$port" -C "$count" -V \
     >"$out.server.txt" 2>&1 &
   spid=$!
