@@ -17,8 +17,8 @@
 //              detail = the cause); conn, peer and QPNs are 0
 //   kFailover  RailSet: a peer's traffic moved from one rail to another
 //              (reason = "failover" or "failback", detail = the cause;
-//              from_rail -> rail; peer_addr = the peer's overlay address,
-//              port 0; peer and QPNs 0)
+//              from_rail -> rail; peer and peer_addr: the peer on the
+//              link it moved to; QPNs 0)
 #include <cstdint>
 #include <functional>
 #include <string_view>

@@ -499,7 +499,10 @@ void RailSet::emit_failover(const PeerLinks& p, int from, int to, std::string_vi
   e.time = timers_.now();
   e.rail = static_cast<std::uint32_t>(to);
   e.from_rail = static_cast<std::uint32_t>(from);
-  e.peer_addr = Endpoint{p.overlay, 0};
+  // The peer as the other events name it: its underlay endpoint, here the
+  // one of the link its traffic moved to.
+  e.peer_addr = p.links[static_cast<std::size_t>(to)].ep;
+  e.peer = node_id_for(e.peer_addr.addr);
   e.reason = reason;
   e.detail = cause;
   observer_(e);
