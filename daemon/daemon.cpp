@@ -375,6 +375,8 @@ void Daemon::request_stop(std::string_view why) {
   tun_path_->stop_reading();
   if (ctl_)
     ctl_->stopping();
+  if (railset_)
+    railset_->stopping();
   for (auto& r : rails_) {
     r->stopping();
     r->manager().shutdown();

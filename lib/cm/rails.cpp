@@ -132,6 +132,14 @@ RailSet::~RailSet() {
   }
 }
 
+void RailSet::stopping() {
+  stopping_ = true;
+  actions_.clear();
+  for (auto& [o, p] : peers_)
+    p.pending.clear();
+  timers_.schedule(TimePoint::max());
+}
+
 void RailSet::set_observer(EventObserver observer) {
   observer_ = std::move(observer);
 }
@@ -238,7 +246,7 @@ std::size_t RailSet::stripe_pick(const PeerLinks& p, std::span<const std::byte> 
 // --- the data path ------------------------------------------------------------------------
 
 SendResult RailSet::send(const IpAddr& overlay, std::span<const std::byte> packet) {
-  if (!maps(overlay))
+  if (stopping_ || !maps(overlay))
     return SendResult::kRefused;
   PeerLinks& p = peer(overlay);
   p.last_tx = timers_.coarse_now();
@@ -327,8 +335,8 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
                         std::string_view why, std::vector<std::vector<std::byte>>& packets,
                         std::size_t in_flight) {
   PeerLinks* p = find(k, peer_ep);
-  if (p == nullptr) {
-    if (!packets.empty())
+  if (p == nullptr || stopping_) {
+    if (!packets.empty() && !stopping_)
       ctr_.failover_no_link += packets.size();
     return;
   }
@@ -367,6 +375,8 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
 }
 
 void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& overlay, bool capable) {
+  if (stopping_)
+    return;
   IpAddr o = overlay;
   if (!o.is_v4() && !o.is_v6()) {
     auto it = rails_[k].overlay_of.find(peer_ep.addr);
@@ -403,7 +413,7 @@ void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& over
 void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<const std::byte> msg) {
   const auto m = wire::decode_rail_msg(msg);
   PeerLinks* p = find(k, peer_ep);
-  if (!m || p == nullptr)
+  if (!m || p == nullptr || stopping_)
     return;
   if (m->type == wire::RailMsgType::kProbe)
     return;  // the manager counted it as activity; nothing else to do
@@ -440,6 +450,8 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
 }
 
 void RailSet::rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why) {
+  if (stopping_)
+    return;
   RailInfo& r = rails_[k];
   const TimePoint t = timers_.now();
   if (!up) {
@@ -515,6 +527,8 @@ void RailSet::wake_now() {
 }
 
 void RailSet::on_timer() {
+  if (stopping_)
+    return;
   const TimePoint t = timers_.now();
   for (std::size_t k = 0; k < rails_.size(); ++k) {
     RailInfo& r = rails_[k];

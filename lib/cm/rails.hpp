@@ -119,6 +119,9 @@ class RailSet {
 
   // The TimerService's deadline passed.
   void on_timer();
+  // A graceful stop began: links that end from now on are not failures (no
+  // failover, no notice, no probe, nothing counted), and sends are refused.
+  void stopping();
   // rails.holddown and timeouts.idle after a reload.
   void reconfigure(Duration holddown, Duration idle_timeout);
 
@@ -214,6 +217,7 @@ class RailSet {
   std::unordered_map<IpAddr, PeerLinks> peers_;
   std::vector<Action> actions_;
   bool flush_wanted_ = false;
+  bool stopping_ = false;
   TimePoint next_probe_ = TimePoint::max();
   std::optional<std::size_t> lent_from_;
   Counters ctr_;  // only the RCNET_RAIL_COUNTERS are counted here
