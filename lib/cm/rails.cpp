@@ -335,7 +335,9 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   Link& l = p->links[k];
   l.up = false;
   if (!failed) {
-    choose(*p, std::nullopt);
+    // Idle, DREQ, eviction or operator: nothing failed. The link stays the
+    // peer's choice and is made again on demand, as a one-rail node's is;
+    // moving the traffic would count a failover, and later a fail-back.
     return;
   }
   l.failed = true;
