@@ -636,11 +636,15 @@ Snapshot RailSet::snapshot() const {
   s.counters += ctr_;
   s.rails_mode = std::string(to_string(cfg_.mode));
   if (rails_.size() > 1) {
+    // A link that idled out is healthy (made again on demand): what counts
+    // is a link in service and no second link that has not failed.
     for (const auto& [o, p] : peers_) {
-      std::size_t up = 0;
-      for (std::size_t k = 0; k < rails_.size(); ++k)
+      std::size_t up = 0, healthy = 0;
+      for (std::size_t k = 0; k < rails_.size(); ++k) {
         up += usable(k, p.links[k]) && p.links[k].up ? 1 : 0;
-      if (up == 1)
+        healthy += usable(k, p.links[k]) ? 1 : 0;
+      }
+      if (up >= 1 && healthy == 1)
         ++s.peers_without_redundancy;
     }
   }
