@@ -542,7 +542,11 @@ void RailSet::probe_tick(TimePoint t) {
     for (std::size_t k = 0; k < rails_.size(); ++k) {
       Link& l = p.links[k];
       any_up = any_up || l.up;
-      if (!active || !l.routed || rails_[k].state != RailState::kUp)
+      // A rail in holddown has its links made and probed too: a link made
+      // there (by either end) is not left to idle out before the fail-back
+      // puts traffic on it, and the fail-back needs no handshake.
+      const RailState st = rails_[k].state;
+      if (!active || !l.routed || (st != RailState::kUp && st != RailState::kHolddown))
         continue;
       Manager& m = *rails_[k].rail.manager;
       if (l.up) {
