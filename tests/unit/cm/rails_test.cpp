@@ -190,15 +190,19 @@ class RailCluster : public sim::Cluster {
   // Shuts every manager down, runs past every teardown bound, and requires
   // that no simulated host holds a QP or an rdma_cm id, and that the
   // simulator saw no misuse.
+  // No connection is started once a manager stops, whatever the RailSets'
+  // timers do meanwhile.
   void shutdown_and_require_clean() {
+    std::vector<std::uint64_t> started;
     for (std::size_t i = 0; i < size(); ++i) {
-      if (node(i).mgr)
-        node(i).mgr->shutdown();
+      node(i).mgr->shutdown();
+      started.push_back(node(i).ctr().connects_started);
     }
     run(5s);
     for (std::size_t i = 0; i < size(); ++i) {
       sim::ClusterNode& n = node(i);
       INFO("host " << n.addr.to_string());
+      CHECK(n.ctr().connects_started == started[i]);
       CHECK(n.mgr->stopped());
       CHECK(n.sim->live_qps() == 0);
       CHECK(n.sim->live_cm_ids() == 0);
@@ -475,6 +479,58 @@ TEST_CASE("rails: carrier or port error on rail 0, holddown, fail-back on an EST
   CHECK(a.rails_ctr().failbacks == 1);
   CHECK(failovers(a.rails_ctr()) == 1);
   require_all_in_order(b.from(1), first, seq - 1);
+  c.shutdown_and_require_clean();
+}
+
+TEST_CASE("rails: no fail-back while the preferred rail's link cannot be made", "[cm][rails]") {
+  RailCluster c;
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  std::uint32_t seq = 1;
+  c.exchange(a, {&b}, seq, 3s);
+  REQUIRE(established_conn(a.mgr(1), rail_ep(1, 2)) != 0);
+  a.mgr(0).link_changed(false);
+  c.run(10ms);
+  REQUIRE(a.carrier(2) == 1);
+
+  // A's rail 0 is back, but the path to B on it still drops everything.
+  c.fabric.faults().partition(rail_addr(0, 1), rail_addr(0, 2));
+  a.mgr(0).link_changed(true);
+  const std::uint32_t first = seq;
+  for (int i = 0; i < 100; ++i) {  // the holddown and 5 s past it
+    RailCluster::send(a, 2, seq++);
+    c.run(100ms);
+  }
+  CHECK(a.state(0) == RailState::kUp);
+  CHECK(a.carrier(2) == 1);
+  CHECK(a.rails_ctr().failbacks == 0);
+  CHECK(failovers(a.rails_ctr()) == 1);
+  CHECK(require_all_in_order(b.from(1, 1), first, seq - 1) == 0);
+
+  // The path heals: the next attempt on rail 0 (backing off, at most
+  // 16 s away) makes the link, and traffic goes back once it is ESTABLISHED.
+  c.fabric.faults().partition(rail_addr(0, 1), rail_addr(0, 2), false);
+  const std::size_t events_before = a.events.size();
+  for (int i = 0; i < 200 && a.rails_ctr().failbacks == 0; ++i) {
+    RailCluster::send(a, 2, seq++);
+    c.run(100ms);
+  }
+  CHECK(a.rails_ctr().failbacks == 1);
+  CHECK(a.carrier(2) == 0);
+  std::optional<std::size_t> established, failback;
+  for (std::size_t e = events_before; e < a.events.size(); ++e) {
+    const SeenEvent& ev = a.events[e];
+    if (ev.kind == cm::EventKind::kState && ev.rail == 0 && ev.to == cm::ConnState::kEstablished)
+      established = established.value_or(e);
+    if (ev.kind == cm::EventKind::kFailover && ev.reason == "failback")
+      failback = e;
+  }
+  REQUIRE(established);
+  REQUIRE(failback);
+  CHECK(*established < *failback);
+  c.run(100ms);
+  CHECK(arrival(b.from(1), first, seq - 1).missing == 0);
+  CHECK(drops(a) == 0);
   c.shutdown_and_require_clean();
 }
 
