@@ -287,9 +287,10 @@ class Rails {
     h.restored = true;
     readopt(h);
   }
-  // What the daemon does every second for a lost device.
+  // What the daemon does every second for a device its manager lost
+  // (readopt() is a no-op before the manager has seen DEVICE_REMOVAL).
   void readopt(Host& h) {
-    if (h.removed && h.restored && h.mgr->readopt())
+    if (h.removed && h.restored && !h.mgr->device_present() && h.mgr->readopt())
       h.removed = false;
   }
 
