@@ -17,6 +17,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -87,7 +88,6 @@ struct RailNode {
 
   cm::Manager& mgr(std::size_t k) { return *hosts.at(k)->mgr; }
   sim::SimNode& sim(std::size_t k) { return *hosts.at(k)->sim; }
-  IpAddr overlay() const { return overlay_addr(index); }
   const cm::Counters& rails_ctr() const { return set->counters(); }
   RailState state(std::size_t k) const { return set->state(k); }
   // The rail carrying the traffic to node `to`, -1 when none.
@@ -95,12 +95,12 @@ struct RailNode {
     auto c = set->carrier(overlay_addr(to));
     return c ? static_cast<int>(*c) : -1;
   }
-  // Sequence numbers received from node `from`, in arrival order; on
+  // Sequence numbers received from node `sender`, in arrival order; on
   // `rail` only when given.
-  std::vector<std::uint32_t> from(int from, std::optional<std::size_t> rail = {}) const {
+  std::vector<std::uint32_t> from(int sender, std::optional<std::size_t> rail = {}) const {
     std::vector<std::uint32_t> out;
     for (const Rx& r : rx) {
-      if ((r.from & 0xff) == static_cast<NodeId>(from) && (!rail || r.rail == *rail))
+      if ((r.from & 0xff) == static_cast<NodeId>(sender) && (!rail || r.rail == *rail))
         out.push_back(r.seq);
     }
     return out;
@@ -162,7 +162,6 @@ class RailCluster : public sim::Cluster {
     Node& n = add_node<Node>(rail_addr(0, i));
     auto r = start(n, test_config(n.addr, 0x1000 + static_cast<std::uint64_t>(i)));
     REQUIRE(r.ok());
-    plain_.push_back(&n);
     return n;
   }
 
@@ -215,7 +214,6 @@ class RailCluster : public sim::Cluster {
 
  private:
   std::vector<std::unique_ptr<RailNode>> nodes_;
-  std::vector<Node*> plain_;
 };
 
 // The connection id of the in-service ESTABLISHED QP of `m` to `peer`; 0
@@ -261,6 +259,28 @@ std::size_t require_all_in_order(const std::vector<std::uint32_t>& got, std::uin
   CHECK(a.missing == 0);
   CHECK(a.ordered);
   return a.repeats;
+}
+
+// Among `n`'s events from index `from` on: one fail-back of node `peer`'s
+// traffic from rail 1 to rail 0, and before it a connection ESTABLISHED on
+// rail 0: the switch never went onto a link still in its handshake.
+void require_failback_onto_established(const RailNode& n, std::size_t from, int peer) {
+  std::optional<std::size_t> established, failback;
+  for (std::size_t e = from; e < n.events.size(); ++e) {
+    const SeenEvent& ev = n.events[e];
+    if (ev.kind == cm::EventKind::kState && ev.rail == 0 && ev.to == cm::ConnState::kEstablished)
+      established = established.value_or(e);
+    if (ev.kind == cm::EventKind::kFailover && ev.reason == "failback") {
+      CHECK_FALSE(failback);
+      failback = e;
+    }
+  }
+  REQUIRE(established);
+  REQUIRE(failback);
+  CHECK(*established < *failback);
+  CHECK(n.events[*failback].from_rail == 1);
+  CHECK(n.events[*failback].rail == 0);
+  CHECK(n.events[*failback].peer == overlay_addr(peer));
 }
 
 std::uint64_t failovers(const cm::Counters& c) {
@@ -447,21 +467,7 @@ TEST_CASE("rails: carrier or port error on rail 0, holddown, fail-back on an EST
   c.run(1s);
   CHECK(a.rails_ctr().failbacks == 1);
   CHECK(a.carrier(2) == 0);
-  // The switch came after the link on rail 0 was ESTABLISHED again, never
-  // onto a link still in its handshake.
-  std::optional<std::size_t> established, failback;
-  for (std::size_t e = events_before; e < a.events.size(); ++e) {
-    const SeenEvent& ev = a.events[e];
-    if (ev.kind == cm::EventKind::kState && ev.rail == 0 && ev.to == cm::ConnState::kEstablished)
-      established = established.value_or(e);
-    if (ev.kind == cm::EventKind::kFailover && ev.reason == "failback")
-      failback = e;
-  }
-  REQUIRE(established);
-  REQUIRE(failback);
-  CHECK(*established < *failback);
-  CHECK(a.events[*failback].from_rail == 1);
-  CHECK(a.events[*failback].rail == 0);
+  require_failback_onto_established(a, events_before, 2);
 
   // New traffic goes on rail 0, on the very link it failed back onto:
   // made during the holddown, that link was kept alive there, not left to
@@ -517,17 +523,7 @@ TEST_CASE("rails: no fail-back while the preferred rail's link cannot be made", 
   }
   CHECK(a.rails_ctr().failbacks == 1);
   CHECK(a.carrier(2) == 0);
-  std::optional<std::size_t> established, failback;
-  for (std::size_t e = events_before; e < a.events.size(); ++e) {
-    const SeenEvent& ev = a.events[e];
-    if (ev.kind == cm::EventKind::kState && ev.rail == 0 && ev.to == cm::ConnState::kEstablished)
-      established = established.value_or(e);
-    if (ev.kind == cm::EventKind::kFailover && ev.reason == "failback")
-      failback = e;
-  }
-  REQUIRE(established);
-  REQUIRE(failback);
-  CHECK(*established < *failback);
+  require_failback_onto_established(a, events_before, 2);
   c.run(100ms);
   CHECK(arrival(b.from(1), first, seq - 1).missing == 0);
   CHECK(drops(a) == 0);
