@@ -7,7 +7,8 @@
 //
 // Input: a header (kHeaderSize bytes: quirk profile, fabric seed, rails
 // mode, holddown, idle timeout, pool sizes), then 4-byte steps {op, a, b, x}:
-// numbered packets A -> B or B -> A (bursts, flows), clock advances (with
+// numbered packets A -> B or B -> A (bursts, flows, send batches, lent
+// send buffers), clock advances (with
 // the daemon's once-a-second Manager::readopt() of a lost device), silent
 // drop of one rail between the nodes (partition) or of one host
 // (isolation), carrier (link_changed) and IBV_EVENT_PORT_ERR / PORT_ACTIVE
@@ -253,14 +254,26 @@ class Rails {
            b.mgr(k).link_established(a.hosts[k]->ep());
   }
 
-  void send(RailNode& from, std::uint8_t flow) {
+  // One packet from `from` to the other node; with `lent`, read into the
+  // RailSet's lent send buffer first, as the daemon's TUN path does.
+  void send(RailNode& from, std::uint8_t flow, bool lent = false) {
     RailNode& to = other(from);
     const std::uint32_t seq = next_seq_++;
     bool owed = false;
     for (std::size_t k = 0; k < kRails; ++k)
       owed = owed || healthy(k);
-    const cm::SendResult r =
-        from.set->send(overlay_addr(to.index), make_packet(from.index, to.index, seq, flow));
+    const auto p = make_packet(from.index, to.index, seq, flow);
+    const IpAddr dst = overlay_addr(to.index);
+    cm::SendResult r{};
+    const auto buf = lent ? from.set->lend_send_buffer() : std::span<std::byte>{};
+    if (buf.size() > p.size()) {
+      std::memcpy(buf.data(), p.data(), p.size());
+      r = from.set->send_lent(dst, p.size());
+    } else {
+      if (lent)
+        from.set->return_lent();
+      r = from.set->send(dst, p);
+    }
     FUZZ_CHECK(r != cm::SendResult::kOversize);
     if (r == cm::SendResult::kRefused)
       return;
@@ -523,10 +536,17 @@ void step(Rails& r, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint8_
     case 2:
     case 3:
     case 4: {  // packets from node a to the other one, one flow or several
+      // b & 0x40: as one send batch (the TUN path's per wakeup); b & 0x20:
+      // each from a lent send buffer.
       RailNode& from = r.node(a);
       const int n = 1 + x % 8;
+      const bool batch = (b & 0x40) != 0;
+      if (batch)
+        from.set->begin_send_batch();
       for (int i = 0; i < n; ++i)
-        r.send(from, static_cast<std::uint8_t>((b & 0x80) != 0 ? i % 4 : b % 4));
+        r.send(from, static_cast<std::uint8_t>((b & 0x80) != 0 ? i % 4 : b % 4), (b & 0x20) != 0);
+      if (batch)
+        from.set->end_send_batch();
       break;
     }
     case 5:
