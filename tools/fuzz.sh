@@ -4,7 +4,7 @@
 #
 #   tools/fuzz.sh [--runs N | --seconds S] [--jobs J] [--merge] [--build-all] [--build-only] [NAME...]
 #
-# NAME: wire, ctl, config, manager (default: all). Each fuzzer starts from its
+# NAME: wire, ctl, config, manager, rails (default: all). Each fuzzer starts from its
 # in-tree corpus (tests/fuzz/corpus/NAME), copied to a temporary working
 # corpus so the tree is not modified; --merge minimises what it found back
 # into the in-tree corpus (libFuzzer -merge=1). Default budget: --seconds 60.
@@ -55,7 +55,7 @@ while [ $# -gt 0 ]; do
     *) names+=("$1"); shift ;;
   esac
 done
-all=(wire ctl config manager)
+all=(wire ctl config manager rails)
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 for n in "${names[@]}"; do
   case " ${all[*]} " in *" $n "*) ;; *) echo "fuzz.sh: no fuzzer named $n (${all[*]})" >&2; exit 2 ;; esac

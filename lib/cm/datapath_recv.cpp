@@ -102,16 +102,22 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
         ++ctr_.completions_ignored;  // stale: its QP is gone and the slot reclaimed
         return;
       }
-      if (wc.status == rdma::WcStatus::kSuccess || wc.status == rdma::WcStatus::kFlushErr ||
-          is_teardown(c->state)) {
-        complete_sends(*c, wc.wr_id);
+      if (wc.status != rdma::WcStatus::kSuccess && !is_teardown(c->state)) {
+        // An error on a live QP: this WR did not complete, so it stays on
+        // c.sends with those after it for take_unsent() (failover,
+        // cm/rails.hpp); the QP's destroy gives their slots back. A flush
+        // here means the QP went to ERR under us (device loss, a QP FATAL
+        // or CQ error whose event may be read after the flushed WCs): that
+        // event tears it down, and every flushed WR must still be there
+        // then, so none is forgotten. Any other error: the WRs before it
+        // completed (RC completes in order), and it is the failure.
+        if (wc.status == rdma::WcStatus::kFlushErr)
+          return;
+        forget_before(*c, wc.wr_id);
+        hooks_.send_failed(*c, wc.status);
         return;
       }
-      // An error completion: the WRs before it completed (RC completes in
-      // order), it and those after it did not. They stay c's until its QP
-      // is destroyed, so that a failover sends them again (take_unsent).
-      forget_before(*c, wc.wr_id);
-      hooks_.send_failed(*c, wc.status);
+      complete_sends(*c, wc.wr_id);
       return;
     }
     case kTagDrain: {

@@ -343,7 +343,9 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   Link& l = p->links[k];
   l.up = false;
   if (!failed) {
-    choose(*p, std::nullopt);
+    // Idle, DREQ, eviction or operator: nothing failed. The link stays the
+    // peer's choice and is made again on demand, as a one-rail node's is;
+    // moving the traffic would count a failover, and later a fail-back.
     return;
   }
   l.failed = true;
@@ -589,7 +591,11 @@ void RailSet::probe_tick(TimePoint t) {
         l.held = false;
         choose(p, std::nullopt);
       }
-      if (!active || !l.routed || l.held || rails_[k].state != RailState::kUp)
+      // A rail in holddown has its links made and probed too: a link made
+      // there (by either end) is not left to idle out before the fail-back
+      // puts traffic on it, and the fail-back needs no handshake.
+      const RailState st = rails_[k].state;
+      if (!active || !l.routed || l.held || (st != RailState::kUp && st != RailState::kHolddown))
         continue;
       Manager& m = *rails_[k].rail.manager;
       if (l.up) {
@@ -683,11 +689,15 @@ Snapshot RailSet::snapshot() const {
   s.counters += ctr_;
   s.rails_mode = std::string(to_string(cfg_.mode));
   if (rails_.size() > 1) {
+    // A link that idled out is healthy (made again on demand): what counts
+    // is a link in service and no second link that has not failed.
     for (const auto& [o, p] : peers_) {
-      std::size_t up = 0;
-      for (std::size_t k = 0; k < rails_.size(); ++k)
+      std::size_t up = 0, healthy = 0;
+      for (std::size_t k = 0; k < rails_.size(); ++k) {
         up += usable(k, p.links[k]) && p.links[k].up ? 1 : 0;
-      if (up == 1)
+        healthy += usable(k, p.links[k]) ? 1 : 0;
+      }
+      if (up >= 1 && healthy == 1)
         ++s.peers_without_redundancy;
     }
   }

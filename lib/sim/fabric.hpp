@@ -262,6 +262,12 @@ class Faults {
   void partition(const IpAddr& a, const IpAddr& b, bool cut = true);
   // The node's underlay link is down: nothing in or out (partition from all).
   void isolate(const IpAddr& node, bool cut = true);
+  // The node's RDMA port goes down (`down`): isolate() and, on any
+  // profile, IBV_EVENT_PORT_ERR (an unaffiliated async event); QPs stay in
+  // their state, as on a real port whose cable was pulled (their sends end
+  // in retry exceeded). Up: the isolation lifted and IBV_EVENT_PORT_ACTIVE.
+  // false if the node is down.
+  bool port_down(const IpAddr& node, bool down = true);
   // The host dies: no DREQ, state gone (SimNode::crash()).
   void crash(const IpAddr& node);
   // The node's RDMA device is removed (`rdma link delete`): every QP goes to

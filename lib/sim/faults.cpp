@@ -145,6 +145,18 @@ void Faults::isolate(const IpAddr& node, bool cut) {
     fabric_.impl().isolated.erase(node);
 }
 
+bool Faults::port_down(const IpAddr& node, bool down) {
+  SimNode::Impl* n = live(node);
+  if (n == nullptr)
+    return false;
+  n->fab.trace(n->addr, "PORT {}", down ? "DOWN" : "UP");
+  isolate(node, down);
+  n->emit_async(n->fab.timing.async, rdma::AsyncEvent{down ? rdma::AsyncEventType::kPortError
+                                                           : rdma::AsyncEventType::kPortActive,
+                                                      0});
+  return true;
+}
+
 void Faults::crash(const IpAddr& node) {
   if (SimNode* n = fabric_.node(node))
     n->crash();
