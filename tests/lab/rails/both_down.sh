@@ -26,8 +26,8 @@ sleep 2
 
 # --- 1. both rails of node1 down -----------------------------------------------------------------
 t_down=$(rcd_now_ms)
-ip link set b_1 down
-ip link set c_1 down
+rails_link b_1 down
+rails_link c_1 down
 rails_wait_state 1 0 down 15 >/dev/null
 rails_wait_state 1 1 down 15 >/dev/null
 lab_expect "node1's rail 0 is down ($(rails_state 1 0))" [ "$(rails_state 1 0)" = down ]
@@ -37,7 +37,7 @@ sleep 3
 
 # --- 2. rail 1 back -------------------------------------------------------------------------------
 t_r1=$(rcd_now_ms)
-ip link set c_1 up
+rails_link c_1 up
 ms=$(rails_wait_carrier 1 2 1 30)
 lab_expect "node1 carries node2 on rail 1 once c_1 is back (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 1 ]
 t_resumed=$(rcd_now_ms)
@@ -48,7 +48,7 @@ sleep 3
 
 # --- 3. rail 0 back ---------------------------------------------------------------------------------
 t_r0=$(rcd_now_ms)
-ip link set b_1 up
+rails_link b_1 up
 ms=$(rails_wait_carrier 1 2 0 30)
 lab_expect "node1 fails node2 back to rail 0 once b_1 is back (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 0 ]
 t_back=$(rcd_now_ms)
@@ -64,7 +64,7 @@ rails_ping_report p12 "$t_down:$t_r1" "$t_r1:$t_resumed" "$t_resumed:$t_r0" "$t_
   >"$OUT/p12.report"
 sed 's/^/  p12 /' "$OUT/p12.report"
 mapfile -t rep <"$OUT/p12.report"
-lab_log "measured: p12 outage (both down -> rail 1 seen): gap $(rails_ping_field "${rep[2]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[2]}" lost); fail-back window: gap $(rails_ping_field "${rep[4]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[4]}" lost)"
+lab_log "measured: p12 outage: gap $(rails_ping_field "${rep[2]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[2]}" lost); first reply $(rails_ping_field "${rep[2]}" first_ms) ms after c_1 up; fail-back window: gap $(rails_ping_field "${rep[4]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[4]}" lost)"
 # A reply or two may still arrive just after the ports went down (in flight).
 lab_expect "ping node1 -> node2 went unanswered while both rails were down ($(rails_ping_field "${rep[1]}" lost) lost)" \
   [ "$(rails_ping_field "${rep[1]}" lost)" -gt 0 ]

@@ -18,6 +18,8 @@ clock of rcd_now_ms and of rcnetd's log), as key=value pairs:
               failover can arrive twice)
     max_gap_ms the longest time between two consecutive replies
     gap_at_ms  when that gap began (epoch ms)
+    first_ms   (windows only) ms from the window's start to its first reply,
+               -1 if none: how long after a change traffic flowed again
 
 In a window, max_gap_ms is the longest gap between consecutive replies that
 overlaps the window, and lost counts the unanswered sequence numbers between
@@ -85,21 +87,25 @@ def window(replies, dups, start, end):
         if t1 - t0 > gap:
             gap, gap_at = t1 - t0, t0
     nd = sum(1 for t in dups if start <= t <= end)
-    return gap, gap_at, lost, nd, len(inside), max(hi_seq - lo_seq - 1, 0)
+    first = inside[0][0] - start if inside else -1
+    return gap, gap_at, lost, nd, len(inside), max(hi_seq - lo_seq - 1, 0), first
 
 
 def summary(replies, dups, sent, start=None, end=None):
     if start is None:
-        gap, gap_at, lost, nd, n, _ = window(replies, dups, float("-inf"), float("inf"))
+        gap, gap_at, lost, nd, n, _, _ = window(replies, dups, float("-inf"), float("inf"))
+        tail = ""
     else:
-        gap, gap_at, lost, nd, n, sent = window(replies, dups, start, end)
-    return "replies=%d sent=%d lost=%d dups=%d max_gap_ms=%.0f gap_at_ms=%.0f" % (
+        gap, gap_at, lost, nd, n, sent, first = window(replies, dups, start, end)
+        tail = " first_ms=%.0f" % first
+    return "replies=%d sent=%d lost=%d dups=%d max_gap_ms=%.0f gap_at_ms=%.0f%s" % (
         n,
         sent,
         lost,
         nd,
         gap,
         gap_at,
+        tail,
     )
 
 
@@ -117,7 +123,7 @@ def main(argv):
     for w in argv[2:]:
         a, b = (float(x) for x in w.split(":"))
         print("%s %s" % (w, summary(replies, dups, sent, a, b)))
-        gap, _, lost, nd, _, _ = window(replies, dups, a, b)
+        gap, _, lost, nd, _, _, _ = window(replies, dups, a, b)
         gaps.append(gap)
         losts.append(lost)
         ndups += nd

@@ -40,7 +40,12 @@
 #   rails_peer_re J          jq regex of node J's underlay address, either
 #                            rail (for peer_addr/underlay fields)
 #   rails_end N              every node's rails and counters into the log,
-#                            rails_qp_audit on nodes 1..N, rcd_stop_all
+#                            rails_qp_audit on nodes 1..N, rcd_stop_all,
+#                            the kernel log into $RCNET_RESULTS/dmesg.txt
+#   rails_link PORT up|down  `ip link set PORT up|down`, timed: logs how long
+#                            it took; when over 1 s, the kernel stacks of the
+#                            command, of every rcnetd thread and of every task
+#                            in state D go to $RCNET_RESULTS/stall-PORT-*.txt
 #
 # Traffic over rc0 while a rail fails:
 #   rails_ping_start FROM TO NAME [INTERVAL]  ping -D -O -i INTERVAL (0.01)
@@ -313,4 +318,42 @@ rails_end() {
   done
   lab_collect end >/dev/null
   rcd_stop_all
+  dmesg >"$RCNET_RESULTS/dmesg.txt" 2>&1
+}
+
+# The kernel stacks of PID, of every rcnetd thread and of every task in
+# state D, into FILE (what a stalled `ip link set` or daemon waits on).
+_rails_stacks() {
+  local pid=$1 f=$2 p t
+  {
+    echo "== $pid $(cat "/proc/$pid/comm" 2>/dev/null) wchan $(cat "/proc/$pid/wchan" 2>/dev/null)"
+    cat "/proc/$pid/stack" 2>/dev/null
+    for p in "${RCD_PID[@]}"; do
+      for t in /proc/"$p"/task/*; do
+        echo "== rcnetd $p thread ${t##*/} $(cat "$t/comm" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+        cat "$t/stack" 2>/dev/null
+      done
+    done
+    for p in $(ps -eo pid=,stat= | awk '$2 ~ /D/ { print $1 }'); do
+      echo "== state D: $p $(cat "/proc/$p/comm" 2>/dev/null)"
+      cat "/proc/$p/stack" 2>/dev/null
+    done
+  } >"$f" 2>&1
+}
+
+rails_link() {
+  local port=$1 how=$2 t0 pid k took=
+  t0=$(rcd_now_ms)
+  ip link set "$port" "$how" &
+  pid=$!
+  for ((k = 0; k < 600; k++)); do
+    kill -0 "$pid" 2>/dev/null || {
+      took=$(($(rcd_now_ms) - t0))
+      break
+    }
+    ((k == 10 || k == 100)) && _rails_stacks "$pid" "$RCNET_RESULTS/stall-$port-$how-$t0-$k.txt"
+    sleep 0.1
+  done
+  wait "$pid"
+  lab_log "ip link set $port $how returned after ${took:-over 60000} ms"
 }
