@@ -14,7 +14,7 @@
 //   limits.cpp     the reaper, LRU eviction, dead peers (neighbour events,
 //                  failed sends), link events, operator actions, live
 //                  reconfiguration
-//   rail_link.cpp  what a RailSet (cm/rails.hpp) asks of and hears from
+//   rail_link.cpp  what a RailSet (cm/rails.hpp, rails*.cpp) asks of and hears from
 //                  one rail's manager: failed links' packets handed over,
 //                  rail messages, standby links
 //   conn_table.*   Conn, Peer and every index and deadline
