@@ -8,8 +8,8 @@
 // Input: a header (kHeaderSize bytes: quirk profile, fabric seed, rails
 // mode, holddown, idle timeout, pool sizes), then 4-byte steps {op, a, b, x}:
 // numbered packets A -> B or B -> A (bursts, flows, send batches, lent
-// send buffers), clock advances (with
-// the daemon's once-a-second Manager::readopt() of a lost device), silent
+// send buffers), clock advances (with the daemon's once-a-second
+// Manager::readopt() of a lost device), silent
 // drop of one rail between the nodes (partition) or of one host
 // (isolation), carrier (link_changed) and IBV_EVENT_PORT_ERR / PORT_ACTIVE
 // on a rail, device removal and its return, a retry exceeded on one QP,
@@ -176,9 +176,7 @@ struct RailNode {
   std::unique_ptr<cm::RailSet> set;
   // seq -> arrivals
   std::map<std::uint32_t, int> arrived;
-  // Per flow, the seq of the last packet received (order check of the
-  // final round).
-  std::map<std::uint8_t, std::uint32_t> last_of_flow;
+  std::vector<std::pair<std::uint8_t, std::uint32_t>> order;  // (flow, seq) as they arrived
   std::vector<TimePoint> graceful;  // graceful teardowns of links to the other node
   cm::Manager& mgr(std::size_t k) { return *hosts[k]->mgr; }
 };
@@ -334,9 +332,7 @@ class Rails {
     for (std::size_t i = kPayloadAt + 5; i < p.size(); ++i)
       FUZZ_CHECK_MSG(p[i] == static_cast<std::byte>((seq * 31 + i) & 0xff), "packet corrupted");
     ++to.arrived[seq];
-    const auto flow = static_cast<std::uint8_t>(p[21]);
-    auto& last = to.last_of_flow[flow];
-    last = std::max(last, seq);
+    to.order.emplace_back(static_cast<std::uint8_t>(p[21]), seq);
   }
 
  private:
@@ -494,6 +490,15 @@ void finish(Rails& r) {
       ++got;
     FUZZ_CHECK_MSG(got == 20, "node " + std::to_string(n->index) + " got " + std::to_string(got) +
                                   " of the 20 packets sent after healing");
+    std::map<std::uint8_t, std::uint32_t> last_of_flow;
+    std::set<std::uint32_t> seen;
+    for (const auto& [flow, seq] : n->order) {
+      if (seq < first || seq > last || !seen.insert(seq).second)
+        continue;
+      FUZZ_CHECK_MSG(seq > last_of_flow[flow], "node " + std::to_string(n->index) +
+                                                   ": a flow's packets out of order after healing");
+      last_of_flow[flow] = seq;
+    }
   }
   check_step(r);
 
