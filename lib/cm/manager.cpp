@@ -215,6 +215,17 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
       break;
     }
     case T::kPortError:
+    case T::kPortActive:
+      // Another port of our device (two rails on one HCA each see both).
+      if (ev.port != 0 && device_.port != 0 && ev.port != device_.port) {
+        ++ctr_.async_events_ignored;
+        break;
+      }
+      if (ev.type == T::kPortActive) {
+        if (!link_up_)
+          link_changed(true, LinkCause::kPortError);
+        break;
+      }
       // A link flap: recovered from by itself when the port comes back, so
       // warn, not error (an operator's alerting keys on error).
       spdlog::warn(
@@ -222,10 +233,7 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
           "is active again");
       link_changed(false, LinkCause::kPortError);
       break;
-    case T::kPortActive:
-      if (!link_up_)
-        link_changed(true, LinkCause::kPortError);
-      break;
+
     case T::kCqErr:
     case T::kSrqErr:
       device_failed(std::string(rdma::to_string(ev.type)));

@@ -95,6 +95,10 @@ std::string_view to_string(AsyncEventType t);
 struct AsyncEvent {
   AsyncEventType type = AsyncEventType::kOther;
   Qpn qpn = 0;  // for QP-affiliated events; 0 otherwise
+  // For port events (PORT_ACTIVE, PORT_ERR): ibv_async_event.element.port_num,
+  // the port of the device it is about; 0 otherwise or unknown. Two rails on
+  // two ports of one device each see both ports' events.
+  std::uint8_t port = 0;
 };
 
 enum class WcStatus : std::uint8_t {
@@ -158,7 +162,8 @@ struct DeviceConfig {
 };
 
 struct DeviceInfo {
-  std::string name;  // "rxe0", "mlx5_0", "sim3"
+  std::string name;       // "rxe0", "mlx5_0", "sim3"
+  std::uint8_t port = 0;  // the listener's port (rdma_cm_id.port_num once bound); 0 unknown
   std::uint32_t max_qp = 0;
   std::uint32_t max_qp_wr = 0;
   std::uint32_t max_srq_wr = 0;

@@ -119,6 +119,8 @@ void VerbsSeam::dispatch_async_events() {
     ev.type = map_async_event(raw.event_type);
     if (is_qp_event(raw.event_type) && raw.element.qp != nullptr)
       ev.qpn = raw.element.qp->qp_num;
+    if (raw.event_type == IBV_EVENT_PORT_ACTIVE || raw.event_type == IBV_EVENT_PORT_ERR)
+      ev.port = static_cast<std::uint8_t>(raw.element.port_num);
     // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
     // acks, and the sink may destroy that QP in response.
     ibv_ack_async_event(&raw);

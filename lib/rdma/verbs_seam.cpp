@@ -307,6 +307,7 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   auto info = query_device(verbs);
   if (!info)
     return info.error();
+  info->port = listener->port_num;
   auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
   if (!pd)
     return pd.error();

@@ -266,8 +266,9 @@ class Faults {
   // profile, IBV_EVENT_PORT_ERR (an unaffiliated async event); QPs stay in
   // their state, as on a real port whose cable was pulled (their sends end
   // in retry exceeded). Up: the isolation lifted and IBV_EVENT_PORT_ACTIVE.
-  // false if the node is down.
-  bool port_down(const IpAddr& node, bool down = true);
+  // false if the node is down. `port` other than 1: the event a second port
+  // of the same HCA raises (the host's traffic is not touched).
+  bool port_down(const IpAddr& node, bool down = true, std::uint8_t port = 1);
   // The host dies: no DREQ, state gone (SimNode::crash()).
   void crash(const IpAddr& node);
   // The node's RDMA device is removed (`rdma link delete`): every QP goes to

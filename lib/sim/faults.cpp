@@ -145,15 +145,19 @@ void Faults::isolate(const IpAddr& node, bool cut) {
     fabric_.impl().isolated.erase(node);
 }
 
-bool Faults::port_down(const IpAddr& node, bool down) {
+bool Faults::port_down(const IpAddr& node, bool down, std::uint8_t port) {
   SimNode::Impl* n = live(node);
   if (n == nullptr)
     return false;
-  n->fab.trace(n->addr, "PORT {}", down ? "DOWN" : "UP");
-  isolate(node, down);
-  n->emit_async(n->fab.timing.async, rdma::AsyncEvent{down ? rdma::AsyncEventType::kPortError
-                                                           : rdma::AsyncEventType::kPortActive,
-                                                      0});
+  n->fab.trace(n->addr, "PORT {} {}", port, down ? "DOWN" : "UP");
+  // Port 1 is the host's own port; another number is the event a second
+  // port of the same HCA would raise: no effect on this host's traffic.
+  if (port == 1)
+    isolate(node, down);
+  rdma::AsyncEvent ev{down ? rdma::AsyncEventType::kPortError : rdma::AsyncEventType::kPortActive,
+                      0};
+  ev.port = port;
+  n->emit_async(n->fab.timing.async, ev);
   return true;
 }
 

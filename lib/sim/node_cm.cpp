@@ -74,6 +74,7 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
     return Error::from_errno(EADDRINUSE, "sim rdma_bind_addr: already open");
   rdma::DeviceInfo info;
   info.name = fmt::format("sim{}-{}", index, to_string(profile));
+  info.port = 1;  // every simulated HCA has one port
   info.max_qp = max_qp;
   info.max_qp_wr = profile == Profile::kEhca ? 16384 : 32768;
   info.max_srq_wr = profile == Profile::kRxe ? 1048576 : 32767;

@@ -120,3 +120,22 @@ TEST_CASE("device fatal: every object released at once, adopted again, traffic r
   CHECK(a.sim->stats().misuse == 0);
   CHECK(a.ctr().illegal_transitions + b.ctr().illegal_transitions == 0);
 }
+
+TEST_CASE("a PORT_ERR of another port of the device is not ours: nothing torn down",
+          "[cm][device][rails]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.connect(a, b, 1);
+  REQUIRE(received(b, 1));
+  // Two rails on two ports of one HCA each receive both ports' events.
+  REQUIRE(c.fabric.faults().port_down(a.addr, true, 2));
+  c.run(50ms);
+  CHECK(a.ctr().link_down_teardowns == 0);
+  CHECK(a.mgr->live_qpns().size() == 1);
+  CHECK(a.ctr().async_events_ignored >= 1);
+  // Its own port's event is acted on.
+  REQUIRE(c.fabric.faults().port_down(a.addr, true, 1));
+  c.run(50ms);
+  CHECK(a.ctr().link_down_teardowns == 1);
+}
