@@ -64,7 +64,7 @@ rails_ping_report p12 "$t_down:$t_r1" "$t_r1:$t_resumed" "$t_resumed:$t_r0" "$t_
   >"$OUT/p12.report"
 sed 's/^/  p12 /' "$OUT/p12.report"
 mapfile -t rep <"$OUT/p12.report"
-lab_log "measured: p12 outage: gap $(rails_ping_field "${rep[2]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[2]}" lost); first reply $(rails_ping_field "${rep[2]}" first_ms) ms after c_1 up; fail-back window: gap $(rails_ping_field "${rep[4]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[4]}" lost)"
+lab_log "measured: p12 outage: gap $(rails_ping_field "${rep[1]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[1]}" lost); first reply $(rails_ping_field "${rep[2]}" first_ms) ms after c_1 up; fail-back window: gap $(rails_ping_field "${rep[4]}" max_gap_ms) ms, lost $(rails_ping_field "${rep[4]}" lost)"
 # A reply or two may still arrive just after the ports went down (in flight).
 lab_expect "ping node1 -> node2 went unanswered while both rails were down ($(rails_ping_field "${rep[1]}" lost) lost)" \
   [ "$(rails_ping_field "${rep[1]}" lost)" -gt 0 ]

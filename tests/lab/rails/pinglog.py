@@ -21,9 +21,9 @@ clock of rcd_now_ms and of rcnetd's log), as key=value pairs:
     first_ms   (windows only) ms from the window's start to its first reply,
                -1 if none: how long after a change traffic flowed again
 
-In a window, max_gap_ms is the longest gap between consecutive replies that
-overlaps the window, and lost counts the unanswered sequence numbers between
-the last reply before the window and the first reply after it.
+A gap, and the sequence numbers lost in it, belong to the window in which
+the gap begins (the time of the last reply before it), so adjacent windows
+never count one outage twice; in a window, sent is replies + lost.
 
 With --events, a last line sums the windows up (one window per event of a
 kind): windows, gap_p50_ms, gap_p99_ms, gap_max_ms (nearest-rank percentiles
@@ -73,27 +73,30 @@ def pct(values, p):
 
 
 def window(replies, dups, start, end):
-    """(max_gap_ms, lost, dups, replies, sent) of one window."""
-    before = [r for r in replies if r[0] < start]
-    after = [r for r in replies if r[0] > end]
-    lo_seq = before[-1][1] if before else 0
-    hi_seq = after[0][1] if after else max((s for _, s in replies), default=0) + 1
-    inside = [r for r in replies if start <= r[0] <= end]
-    sel = ([before[-1]] if before else []) + inside + ([after[0]] if after else [])
-    answered = {s for _, s in replies}
-    lost = sum(1 for q in range(lo_seq + 1, hi_seq) if q not in answered)
+    """(max_gap_ms, gap_at_ms, lost, dups, replies, sent, first_ms) of one
+    window. A gap, and the sequence numbers lost in it, belong to the window
+    in which it begins (its last reply before the silence), so that adjacent
+    windows never count one outage twice."""
     gap, gap_at = 0.0, 0.0
-    for (t0, _), (t1, _) in zip(sel, sel[1:]):
-        if t1 - t0 > gap:
+    for (t0, _), (t1, _) in zip(replies, replies[1:]):
+        if start <= t0 < end and t1 - t0 > gap:
             gap, gap_at = t1 - t0, t0
-    nd = sum(1 for t in dups if start <= t <= end)
+    by_seq = sorted(replies, key=lambda r: r[1])
+    lost = 0
+    for (t0, s0), (_, s1) in zip(by_seq, by_seq[1:]):
+        if start <= t0 < end:
+            lost += s1 - s0 - 1
+    inside = [r for r in replies if start <= r[0] < end]
+    nd = sum(1 for t in dups if start <= t < end)
     first = inside[0][0] - start if inside else -1
-    return gap, gap_at, lost, nd, len(inside), max(hi_seq - lo_seq - 1, 0), first
+    return gap, gap_at, lost, nd, len(inside), len(inside) + lost, first
 
 
 def summary(replies, dups, sent, start=None, end=None):
     if start is None:
         gap, gap_at, lost, nd, n, _, _ = window(replies, dups, float("-inf"), float("inf"))
+        # Before the first reply: the sequence numbers nothing answered yet.
+        lost += min((q for _, q in replies), default=1) - 1
         tail = ""
     else:
         gap, gap_at, lost, nd, n, sent, first = window(replies, dups, start, end)
