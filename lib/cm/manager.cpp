@@ -330,6 +330,7 @@ Snapshot Manager::Impl::snapshot() const {
   s.incarnation = cfg_.incarnation;
   s.local = cfg_.local;
   s.device = device_.name;
+  s.port = device_.port;
   s.device_removed = device_gone_;
   s.mtu = cfg_.mtu;
   s.offload = cfg_.offload;

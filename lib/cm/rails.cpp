@@ -246,10 +246,17 @@ std::size_t RailSet::stripe_pick(const PeerLinks& p, std::span<const std::byte> 
 
 // --- the data path ------------------------------------------------------------------------
 
+RailSet::PeerLinks* RailSet::mapped_peer(const IpAddr& overlay) {
+  if (auto it = peers_.find(overlay); it != peers_.end())
+    return &it->second;
+  return maps(overlay) ? &peer(overlay) : nullptr;
+}
+
 SendResult RailSet::send(const IpAddr& overlay, std::span<const std::byte> packet) {
-  if (stopping_ || !maps(overlay))
+  PeerLinks* pp = stopping_ ? nullptr : mapped_peer(overlay);
+  if (pp == nullptr)
     return SendResult::kRefused;
-  PeerLinks& p = peer(overlay);
+  PeerLinks& p = *pp;
   p.last_tx = timers_.coarse_now();
   if (!p.pending.empty()) {
     // Older packets of a failed link go first.
@@ -285,7 +292,7 @@ SendResult RailSet::send_lent(const IpAddr& overlay, std::size_t len) {
     return SendResult::kRefused;
   const std::size_t from = *lent_from_;
   Manager& m = *rails_[from].rail.manager;
-  auto it = maps(overlay) ? &peer(overlay) : nullptr;
+  PeerLinks* it = mapped_peer(overlay);
   if (it != nullptr && it->pending.empty() && it->carrier == static_cast<int>(from) &&
       cfg_.mode == RailsMode::kActiveBackup) {
     it->last_tx = timers_.coarse_now();
@@ -342,7 +349,8 @@ Snapshot RailSet::snapshot() const {
     rs.index = static_cast<std::uint32_t>(k);
     rs.local = sk.local;
     rs.device = sk.device_removed ? std::string() : sk.device;
-    rs.port = r.rail.port;
+    if (sk.port != 0)
+      rs.port = sk.port;
     rs.state = r.state;
     rs.cause = r.cause;
     rs.since_change = t - r.since;

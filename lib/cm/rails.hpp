@@ -90,8 +90,6 @@ class RailSet {
     // A peer's overlay address → its underlay endpoint on this rail (the
     // config's mapping for rail k); nullopt: the peer has no link here.
     std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
-    // This rail's RDMA device port (for the operator; 1 when unknown).
-    std::uint8_t port = 1;
   };
 
   // `rails`: at least one, at most kMaxRails, rail 0 first. Sets every
@@ -195,6 +193,9 @@ class RailSet {
   void rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why);
 
   PeerLinks& peer(const IpAddr& overlay);
+  // The known peer of `overlay`, or a new one when a rail maps it; nullptr
+  // when none does. One hash lookup for a known peer (the data path).
+  PeerLinks* mapped_peer(const IpAddr& overlay);
   PeerLinks* find(std::size_t k, const Endpoint& underlay);
   // Picks p's carrier again; reports a move (failover or failback) with `cause`.
   void choose(PeerLinks& p, std::optional<LinkCause> cause);

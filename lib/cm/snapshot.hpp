@@ -201,6 +201,7 @@ struct Snapshot {
   std::uint64_t incarnation = 0;
   Endpoint local;
   std::string device;
+  std::uint8_t port = 0;        // the device port the listener is bound to; 0 unknown
   bool device_removed = false;  // lost, not adopted again yet (Manager::device_present)
   std::uint32_t mtu = 0;
   bool offload = false;  // ManagerConfig::offload: GSO frames, kCapGso advertised
