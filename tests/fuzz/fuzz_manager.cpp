@@ -60,6 +60,7 @@
 
 #include "cm/manager.hpp"
 #include "fuzz_check.hpp"
+#include "fuzz_sim.hpp"
 #include "sim/cluster.hpp"
 #include "sim/fabric.hpp"
 #include "wire/vnet_hdr.hpp"
@@ -69,41 +70,10 @@ using sim::Profile;
 
 namespace {
 
-// ------------------------------------------------------------------ logging
-// Counts the manager's "BUG:" records (critical) and, with
-// RCNET_FUZZ_LOG=debug (or any spdlog level), prints everything for a
-// reproducer run.
-class BugSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  std::uint64_t bugs = 0;
-  std::string last;
-  bool echo = false;
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string_view text(msg.payload.data(), msg.payload.size());
-    if (text.substr(0, 4) == "BUG:") {
-      ++bugs;
-      last = std::string(text);
-    }
-    if (echo) {
-      spdlog::memory_buf_t buf;
-      formatter_->format(msg, buf);
-      std::fwrite(buf.data(), 1, buf.size(), stderr);
-    }
-  }
-  void flush_() override {}
-};
+using fuzz::BugSink;
+using fuzz::Input;
 
 BugSink* g_log = nullptr;
-
-// ------------------------------------------------------------------ input
-struct Input {
-  std::span<const std::uint8_t> bytes;
-  std::size_t pos = 0;
-  bool done() const { return pos >= bytes.size(); }
-  std::uint8_t u8() { return pos < bytes.size() ? bytes[pos++] : 0; }
-};
 
 constexpr std::size_t kHeaderSize = 8;
 constexpr std::size_t kMaxSteps = 400;
