@@ -172,6 +172,11 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
     auto* n = reinterpret_cast<rtnl_neigh*>(obj);
     if (rtnl_neigh_get_ifindex(n) != tracker_.ifindex())
       return;
+    if (spdlog::should_log(spdlog::level::trace)) {
+      if (const auto a = to_ip(rtnl_neigh_get_dst(n)))
+        spdlog::trace("underlay neighbour {}: state {:#x}", a->to_string(),
+                      rtnl_neigh_get_state(n));
+    }
     if (!neighbour_failed(rtnl_neigh_get_state(n)))
       return;
     const auto addr = to_ip(rtnl_neigh_get_dst(n));
@@ -182,6 +187,72 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
     if (handlers_.neighbour_failed)
       handlers_.neighbour_failed(*addr);
   }
+}
+
+namespace {
+
+// The NUD_* state of the neighbour entry of `dst` on `ifindex`
+// (RTM_GETNEIGH of one entry, Linux >= 5.0); nullopt when there is none or
+// the kernel cannot say.
+std::optional<int> neighbour_state(nl_sock* sock, int ifindex, const IpAddr& dst) {
+  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(nlmsg_alloc_simple(RTM_GETNEIGH, 0), nlmsg_free);
+  if (!msg)
+    return std::nullopt;
+  ndmsg ndm{};
+  ndm.ndm_family = dst.is_v6() ? AF_INET6 : AF_INET;
+  ndm.ndm_ifindex = ifindex;
+  if (nlmsg_append(msg.get(), &ndm, sizeof ndm, NLMSG_ALIGNTO) < 0 ||
+      nla_put(msg.get(), NDA_DST, static_cast<int>(dst.size()), dst.bytes.data()) < 0 ||
+      nl_send_auto(sock, msg.get()) < 0)
+    return std::nullopt;
+  std::optional<int> state;
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_clone(nl_socket_get_cb(sock)), nl_cb_put);
+  if (!cb)
+    return std::nullopt;
+  nl_cb_set(
+      cb.get(), NL_CB_VALID, NL_CB_CUSTOM,
+      [](nl_msg* m, void* arg) {
+        const nlmsghdr* h = nlmsg_hdr(m);
+        if (h->nlmsg_type == RTM_NEWNEIGH && nlmsg_datalen(h) >= static_cast<int>(sizeof(ndmsg)))
+          *static_cast<std::optional<int>*>(arg) =
+              static_cast<const ndmsg*>(nlmsg_data(h))->ndm_state;
+        return static_cast<int>(NL_OK);
+      },
+      &state);
+  // The reply, then the ACK nl_send_auto() asked for: both must be read, or
+  // the next request on this socket reads the stale ACK as its answer. No
+  // entry: one error message (ENOENT), which is the ACK.
+  if (nl_recvmsgs(sock, cb.get()) >= 0 && state)
+    (void)nl_wait_for_ack(sock);
+  return state;
+}
+
+}  // namespace
+
+bool NetlinkMonitor::flush_neighbour(const IpAddr& peer) {
+  const auto state = neighbour_state(query_.get(), tracker_.ifindex(), peer);
+  // None, or permanent / no-ARP: the operator's, and it queues nothing.
+  if (!state || (*state & (NUD_PERMANENT | NUD_NOARP)) != 0) {
+    spdlog::trace("underlay neighbour {}: {}, not deleted", peer.to_string(),
+                  state ? fmt::format("state {:#x}", *state) : std::string("no entry"));
+    return false;
+  }
+  std::unique_ptr<rtnl_neigh, void (*)(rtnl_neigh*)> n(rtnl_neigh_alloc(), rtnl_neigh_put);
+  NlAddrPtr dst = to_nl_addr(peer, peer.is_v6() ? 128 : 32);
+  if (!n || !dst)
+    return false;
+  rtnl_neigh_set_ifindex(n.get(), tracker_.ifindex());
+  rtnl_neigh_set_family(n.get(), peer.is_v6() ? AF_INET6 : AF_INET);
+  rtnl_neigh_set_dst(n.get(), dst.get());
+  if (int r = rtnl_neigh_delete(query_.get(), n.get(), 0); r < 0) {
+    spdlog::debug("underlay neighbour {}: RTM_DELNEIGH failed: {}", peer.to_string(),
+                  nl_geterror(-r));
+    return false;
+  }
+  ++neighbours_flushed_;
+  spdlog::debug("underlay neighbour {} (state {:#x}) deleted: the link is down", peer.to_string(),
+                *state);
+  return true;
 }
 
 void NetlinkMonitor::resync() {

@@ -52,6 +52,16 @@ class NetlinkMonitor {
   ~NetlinkMonitor();
 
   int underlay_ifindex() const { return tracker_.ifindex(); }
+  // Deletes the neighbour entry (ARP or ND) of `peer` on the underlay
+  // interface, unless it is permanent (RTM_DELNEIGH, rtnetlink(7); needs
+  // CAP_NET_ADMIN). For a QP about to be destroyed while the link is down:
+  // packets the QP sent after the carrier loss wait in that entry's queue
+  // until resolution fails (ucast_probes × retrans_time, 3 s by default),
+  // and rxe's QP destroy blocks until each of them is freed; deleting the
+  // entry frees them (docs/design.md "Rails"). true when one was deleted;
+  // failures are logged at debug level (nothing to delete is the usual case).
+  bool flush_neighbour(const IpAddr& peer);
+  std::uint64_t neighbours_flushed() const { return neighbours_flushed_; }
   bool link_up() const { return tracker_.up().value_or(false); }
   std::uint64_t neighbour_failures() const { return neighbour_failures_; }
   std::uint64_t resyncs() const { return resyncs_; }
@@ -77,6 +87,7 @@ class NetlinkMonitor {
   EventSource source_;
   std::uint64_t neighbour_failures_ = 0;
   std::uint64_t resyncs_ = 0;
+  std::uint64_t neighbours_flushed_ = 0;
 };
 
 // The interface index holding `addr` in the current namespace; ENOENT-style

@@ -233,6 +233,14 @@ class Manager final : public rdma::EventSink {
   // Underlay link down: tear every connection down and refuse new ones;
   // up: accept again.
   void link_changed(bool up);
+  // Called with the peer's underlay address just before a QP to it is
+  // destroyed while the underlay link is down. After a carrier loss the
+  // kernel holds what the QP sent since in the peer's neighbour entry
+  // until resolution fails (3 s with the defaults), and rxe's QP destroy
+  // waits for every such packet: measured, the one event loop blocked for
+  // up to 2.1 s, every rail's traffic with it (docs/design.md "Rails").
+  // The daemon deletes that entry here. Empty = none (the default).
+  void set_neighbour_flush(std::function<void(const IpAddr& peer)> flush);
 
   // --- operator actions ---------------------------------------------------------
   // Graceful teardown of a peer's connection. false if no such peer.

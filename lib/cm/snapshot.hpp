@@ -39,6 +39,7 @@ namespace rcnet::cm {
   X(drains_completed, "drain WR completions seen")                                        \
   X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion")   \
   X(forced_destroys, "QPs destroyed without the full spec sequence")                      \
+  X(slow_destroys, "QP destroys that blocked the event loop for 100 ms or more")          \
   X(flushed_recvs_counted, "non-SRQ flushed receive completions counted in teardown")     \
   X(qps_created, "QPs created")                                                           \
   X(qps_destroyed, "QPs destroyed")                                                       \

@@ -8,6 +8,11 @@
 
 namespace rcnet::cm {
 
+namespace {
+// A destroy this slow is worth a warning (counter slow_destroys).
+constexpr auto kSlowDestroy = std::chrono::milliseconds(100);
+}  // namespace
+
 void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
                              std::string_view msg_id) {
   if (is_teardown(c.state))
@@ -143,9 +148,20 @@ void Manager::Impl::release_qp(Conn& c) {
   // Sends not known complete: their slots are ours again (stale completions
   // are recognised by QPN and ignored).
   dp_.free_sends(c);
+  if (!link_up_ && neighbour_flush_)
+    neighbour_flush_(c.peer_addr.addr);
+  // A destroy is a kernel call on the one loop thread: one that blocks (a
+  // driver waiting for its packets) stalls every QP of every rail, so say so.
+  const auto t0 = std::chrono::steady_clock::now();
   if (auto r = seam_.destroy_qp(c.cm_id); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f, "rdma_destroy_qp QPN {}: {}", c.qpn, r.error().message());
+  }
+  if (const auto took = std::chrono::steady_clock::now() - t0; took >= kSlowDestroy) {
+    ++ctr_.slow_destroys;
+    auto f = fields(c);
+    log::event(spdlog::level::warn, f, "rdma_destroy_qp QPN {} blocked the event loop for {:.0f} ms",
+               c.qpn, std::chrono::duration<double, std::milli>(took).count());
   }
   ++ctr_.qps_destroyed;
   table_.unindex_qpn(c);

@@ -7,6 +7,13 @@
 #   bond_anchor.sh [EVENTS] [HOLDDOWN]   (default 20 events per event set;
 #                               rcnet's rails.holddown, default "0s")
 #
+# Three failures of rail 0, EVENTS times each, one after the other in the
+# same boot: carrier loss (below), a silent drop (every RoCEv2 packet on
+# node 1's bridge port b_1 dropped both ways by tc, ports up: only RC's own
+# retries can see it, and bonding's MII monitor never does, so it has no
+# bond row) and device removal (`rdma link delete rxe_1`, timed, then
+# `rdma link add`: bonding has no RDMA device to lose, so no bond row).
+#
 # Anchor: in the netns of node 1 and node 2, bond0 (mode active-backup,
 # miimon 100, primary bs0) over two veths bs0/bs1 whose other ends bd0_i and
 # bd1_i are ports of two bridges rcbd0 and rcbd1, built like the lab's two
@@ -175,6 +182,87 @@ say "rcnet all: $(python3 "$RAILS_PINGLOG" "$OUT/rcnet.ping" | head -1)"
 say "rcnet: rails.holddown $RAILS_HOLDDOWN"
 say "rcnet: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
 say "rcnet: fail-back seen by rcnetctl after (ms, polled, holddown included): ${ms_failback[*]}"
+
+# Silent drop: the same cycle with tc dropping RoCEv2 on b_1 instead of
+# b_1 down. Bound: transport.ack_timeout x retries (docs/design.md "Rails").
+rcd_block_roce_prepare 1 && tc qdisc del dev b_1 clsact
+DOWN_W=() UP_W=() ms_failover=() ms_failback=()
+rails_ping_start 1 2 silent 0.01
+sleep 1
+lab_log "rcnet: $EVENTS silent drops (tc on b_1, failover, ${HOLD_DOWN} s, filter removed, fail-back)"
+for ((k = 1; k <= EVENTS; k++)); do
+  t0=$(rcd_now_ms)
+  rcd_block_roce 1 || lab_die "tc drop of UDP 4791 on b_1"
+  if w=$(rails_wait_carrier 1 2 1 20); then
+    ms_failover+=("$w")
+  else
+    lab_fail "silent drop $k: node1 -> node2 not on rail 1 within 20 s"
+  fi
+  sleep "$HOLD_DOWN"
+  t1=$(rcd_now_ms)
+  rcd_unblock_roce 1 >/dev/null
+  DOWN_W+=("$t0:$t1")
+  if w=$(rails_wait_carrier 1 2 0 120); then
+    ms_failback+=("$w")
+  else
+    lab_fail "silent drop $k: no fail-back to rail 0 within 120 s of the filter's removal"
+  fi
+  sleep 0.5
+  UP_W+=("$t1:$(rcd_now_ms)")
+done
+rails_ping_stop silent
+report silent down "${DOWN_W[@]}"
+report silent up "${UP_W[@]}"
+say "silent: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
+say "silent: fail-back seen by rcnetctl after (ms, polled): ${ms_failback[*]}"
+say "silent: bonding (miimon) cannot see a drop with the carrier up: no bond row"
+
+# Device removal: rdma link delete rxe_1 (timed), failover, add it back,
+# fail-back once the rail is re-adopted.
+DOWN_W=() UP_W=() ms_failover=() ms_failback=() ms_delete=()
+rails_ping_start 1 2 removal 0.01
+sleep 1
+lab_log "rcnet: $EVENTS device removals (rdma link delete rxe_1, failover, ${HOLD_DOWN} s, rdma link add, fail-back)"
+for ((k = 1; k <= EVENTS; k++)); do
+  t0=$(rcd_now_ms)
+  rdma link delete rxe_1 >"$OUT/link-delete.txt" 2>&1 &
+  del=$!
+  took=
+  while (($(rcd_now_ms) - t0 < 30000)); do
+    kill -0 "$del" 2>/dev/null || {
+      took=$(($(rcd_now_ms) - t0))
+      break
+    }
+    sleep 0.02
+  done
+  [[ -n $took ]] || lab_die "removal $k: rdma link delete rxe_1 did not return within 30 s"
+  wait "$del" || lab_die "removal $k: rdma link delete rxe_1 failed: $(cat "$OUT/link-delete.txt")"
+  ms_delete+=("$took")
+  if w=$(rails_wait_carrier 1 2 1 20); then
+    ms_failover+=("$w")
+  else
+    lab_fail "removal $k: node1 -> node2 not on rail 1 within 20 s"
+  fi
+  sleep "$HOLD_DOWN"
+  t1=$(rcd_now_ms)
+  rdma link add rxe_1 type rxe netdev v_1 || lab_die "removal $k: rdma link add rxe_1"
+  DOWN_W+=("$t0:$t1")
+  if w=$(rails_wait_carrier 1 2 0 120); then
+    ms_failback+=("$w")
+  else
+    lab_fail "removal $k: no fail-back to rail 0 within 120 s of rdma link add"
+  fi
+  sleep 0.5
+  UP_W+=("$t1:$(rcd_now_ms)")
+done
+rails_ping_stop removal
+report removal down "${DOWN_W[@]}"
+report removal up "${UP_W[@]}"
+sorted=$(printf '%s\n' "${ms_delete[@]}" | sort -n | tr '\n' ' ')
+say "removal: rdma link delete took (ms, sorted): $sorted"
+say "removal: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
+say "removal: fail-back seen by rcnetctl after (ms, polled, re-adopt included): ${ms_failback[*]}"
+lab_expect "rcnetd node1 still runs after $EVENTS device removals" kill -0 "${RCD_PID[1]}"
 say "rcnet node1 counters: $(rails_stats_line 1)"
 say "rcnet node1 rail 0 now: $(rails_json 1 | jq -c '.rails[0] | {state, holddown_ms, flaps}')"
 rails_qp_audit 1
