@@ -255,6 +255,27 @@ bool NetlinkMonitor::flush_neighbour(const IpAddr& peer) {
   return true;
 }
 
+void NetlinkMonitor::use_neighbour(const IpAddr& peer) {
+  if (!tracker_.up().value_or(true))
+    return;
+  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
+      nlmsg_alloc_simple(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE), nlmsg_free);
+  if (!msg)
+    return;
+  ndmsg ndm{};
+  ndm.ndm_family = peer.is_v6() ? AF_INET6 : AF_INET;
+  ndm.ndm_ifindex = tracker_.ifindex();
+  ndm.ndm_flags = NTF_USE;  // neigh_event_send(): no state is written
+  int r = nlmsg_append(msg.get(), &ndm, sizeof ndm, NLMSG_ALIGNTO);
+  if (r >= 0)
+    r = nla_put(msg.get(), NDA_DST, static_cast<int>(peer.size()), peer.bytes.data());
+  if (r >= 0)
+    r = nl_send_sync(query_.get(), msg.release());  // frees the message
+  if (r < 0)
+    spdlog::debug("underlay neighbour {}: RTM_NEWNEIGH (NTF_USE) failed: {}", peer.to_string(),
+                  nl_geterror(-r));
+}
+
 void NetlinkMonitor::resync() {
   ++resyncs_;
   rtnl_link* raw = nullptr;

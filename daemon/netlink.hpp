@@ -62,6 +62,13 @@ class NetlinkMonitor {
   // failures are logged at debug level (nothing to delete is the usual case).
   bool flush_neighbour(const IpAddr& peer);
   std::uint64_t neighbours_flushed() const { return neighbours_flushed_; }
+  // Starts resolving the neighbour entry of `peer` on the underlay
+  // interface, creating it when missing (RTM_NEWNEIGH with NTF_USE, as
+  // `ip neigh replace ... use`; CAP_NET_ADMIN): before rdma_resolve_addr(3),
+  // so that rdma_cm finds it resolved instead of missing an answer that
+  // came back at once (cm::Manager::NeighbourOps). Failures are logged at
+  // debug level; nothing depends on it.
+  void use_neighbour(const IpAddr& peer);
   bool link_up() const { return tracker_.up().value_or(false); }
   std::uint64_t neighbour_failures() const { return neighbour_failures_; }
   std::uint64_t resyncs() const { return resyncs_; }

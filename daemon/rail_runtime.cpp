@@ -56,7 +56,9 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
   seam_->set_sink(manager_.get());
   pump_.emplace(*seam_);
   timer_->set_handler([this] { manager_->on_timer(); });
-  manager_->set_neighbour_flush([this](const IpAddr& peer) { netlink_->flush_neighbour(peer); });
+  manager_->set_neighbour_ops(
+      {.flush = [this](const IpAddr& peer) { netlink_->flush_neighbour(peer); },
+       .use = [this](const IpAddr& peer) { netlink_->use_neighbour(peer); }});
   if (!netlink_->link_up())
     manager_->link_changed(false);
   if (auto r = manager_->start(); !r) {

@@ -149,6 +149,8 @@ void Manager::Impl::start_connect(Peer& p) {
   c.cm_id = *id;
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
+  if (neighbour_.use)
+    neighbour_.use(p.underlay.addr);
   if (auto r = seam_.resolve_addr(c.cm_id, p.underlay, cfg_.resolve_timeout); !r) {
     attempt_failed(c, "rdma_resolve_addr: " + r.error().message());
     return;

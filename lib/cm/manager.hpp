@@ -233,14 +233,25 @@ class Manager final : public rdma::EventSink {
   // Underlay link down: tear every connection down and refuse new ones;
   // up: accept again.
   void link_changed(bool up);
-  // Called with the peer's underlay address just before a QP to it is
-  // destroyed while the underlay link is down. After a carrier loss the
-  // kernel holds what the QP sent since in the peer's neighbour entry
-  // until resolution fails (3 s with the defaults), and rxe's QP destroy
-  // waits for every such packet: measured, the one event loop blocked for
-  // up to 2.1 s, every rail's traffic with it (docs/design.md "Rails").
-  // The daemon deletes that entry here. Empty = none (the default).
-  void set_neighbour_flush(std::function<void(const IpAddr& peer)> flush);
+  // The kernel's neighbour entry (ARP / ND) of a peer's underlay address,
+  // which the daemon can touch (rtnetlink) and the manager cannot. Each may
+  // be empty (the default: nothing is done).
+  struct NeighbourOps {
+    // Just before a QP to `peer` is destroyed while the underlay link is
+    // down: delete the entry. After a carrier loss the kernel holds what the
+    // QP sent since in that entry until resolution fails (3 s with the
+    // defaults), and rxe's QP destroy waits for every such packet:
+    // measured, the one event loop blocked for up to 2.5 s, every rail's
+    // traffic with it (docs/design.md "Rails").
+    std::function<void(const IpAddr& peer)> flush;
+    // Just before rdma_resolve_addr(3) for `peer`: start resolving the
+    // entry (NTF_USE). Where the answer comes back before the kernel queued
+    // rdma_cm's request (a veth: at once), rdma_cm misses the update and
+    // waits for its whole timeout (timeouts.resolve, 2 s); measured on
+    // every other fail-back in the lab.
+    std::function<void(const IpAddr& peer)> use;
+  };
+  void set_neighbour_ops(NeighbourOps ops);
 
   // --- operator actions ---------------------------------------------------------
   // Graceful teardown of a peer's connection. false if no such peer.

@@ -89,7 +89,7 @@ class Manager::Impl final : private DataPathHooks {
 
   // --- rail_link.cpp ----------------------------------------------------------------
   RailHooks* rail_hooks_ = nullptr;
-  std::function<void(const IpAddr&)> neighbour_flush_;  // Manager::set_neighbour_flush  // cm/rails.hpp; nullptr on a single-rail node
+  Manager::NeighbourOps neighbour_;  // Manager::set_neighbour_ops  // cm/rails.hpp; nullptr on a single-rail node
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   void ensure_link(const Endpoint& peer);
   bool link_established(const Endpoint& peer) const;

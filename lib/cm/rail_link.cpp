@@ -95,8 +95,8 @@ bool Manager::Impl::link_failed(const Endpoint& peer, LinkCause cause, std::stri
   return true;
 }
 
-void Manager::set_neighbour_flush(std::function<void(const IpAddr& peer)> flush) {
-  impl_->neighbour_flush_ = std::move(flush);
+void Manager::set_neighbour_ops(NeighbourOps ops) {
+  impl_->neighbour_ = std::move(ops);
 }
 void Manager::set_rail_hooks(RailHooks* hooks) {
   impl_->rail_hooks_ = hooks;

@@ -148,8 +148,8 @@ void Manager::Impl::release_qp(Conn& c) {
   // Sends not known complete: their slots are ours again (stale completions
   // are recognised by QPN and ignored).
   dp_.free_sends(c);
-  if (!link_up_ && neighbour_flush_)
-    neighbour_flush_(c.peer_addr.addr);
+  if (!link_up_ && neighbour_.flush)
+    neighbour_.flush(c.peer_addr.addr);
   // A destroy is a kernel call on the one loop thread: one that blocks (a
   // driver waiting for its packets) stalls every QP of every rail, so say so.
   const auto t0 = std::chrono::steady_clock::now();
