@@ -39,12 +39,18 @@ constexpr Key kKeys[] = {
     key("node.address", kRestart, rail_addresses(),
         "underlay address of the rdma_cm listener, or a list of one per rail (rail 0 first, "
         "at most 8); rail 0's selects the node id"),
+    key("node.interface", kRestart, rail_interfaces(),
+        "instead of node.address: the interface holding it, or a list of one per rail; its first "
+        "address inside peers.underlay_prefix (without one: its first IPv4 address)"),
     key("node.port", kRestart, integer<kM, kLocal, &Endpoint::port>(1, 65535, ""),
         "rdma_cm port; every node of a fabric listens on the same one"),
 
     key("tun.name", kRestart, string<ifname, &Config::tun_name>(), "TUN interface name"),
     key("tun.address", kRestart, prefix<&Config::tun_address>(kRequired),
         "overlay address and prefix length of the TUN interface"),
+    key("tun.address_from_underlay", kRestart, boolean<&Config::tun_address_from_underlay>(),
+        "tun.address gives the overlay prefix; the host bits come from rail 0's underlay "
+        "address (the reverse of peers.underlay_prefix)"),
     key("tun.mtu", kRestart, integer<kM, &M::mtu>(wire::kMinMtu, wire::kMaxMtu, "bytes"),
         "largest IP packet; without transport.offload, the size of each SRQ receive "
         "buffer and send slot"),
@@ -164,8 +170,18 @@ void read_keys(Reader& r, Config& c) {
       }
     }
     for (const Key& k : kKeys) {
-      if (k.section() == sec && k.required)
-        r.require(std::string(k.dotted), tbl);
+      if (k.section() != sec || !k.required)
+        continue;
+      if (k.dotted == "node.address") {
+        // node.interface stands in for it.
+        if (!r.present("node.address") && !r.present("node.interface")) {
+          r.fail(tbl != nullptr ? r.origin_of(*tbl) : r.nowhere(), "node.address",
+                 "required key is missing: set this node's underlay address, or node.interface "
+                 "= \"ib0\", the interface that holds it");
+        }
+        continue;
+      }
+      r.require(std::string(k.dotted), tbl);
     }
   }
 }
