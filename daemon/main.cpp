@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     cfg->ctl_socket = ctl_socket;
+    cfg->origins["ctl.socket"] = config::Origin{"--ctl-socket", 0};
     opts.ctl_socket = ctl_socket;
   }
   if (check_config) {

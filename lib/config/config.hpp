@@ -211,10 +211,12 @@ Result<Config> load(const std::string& path,
 // PATH.d/*.toml of load(path), in the order load() merges them.
 std::vector<std::string> drop_ins(const std::string& path);
 
-// The merged configuration as TOML that parse() reads back: every key of
-// the table, each followed by a comment saying where its value came from
-// ("# rcnetd.toml:12", "# default", "# from node.interface ib0"). What
-// rcnetd --check-config prints.
+// The merged configuration as TOML that parse() reads back (on the same
+// machine) to the same values: every key of the table, each followed by a
+// comment saying where its value came from ("# rcnetd.toml:12",
+// "# default"); what node.interface and tun.address_from_underlay made of
+// them (this node's addresses) as comment lines. What rcnetd
+// --check-config prints.
 std::string show(const Config& c);
 
 // Dotted keys, in table order, whose values differ between `running` and

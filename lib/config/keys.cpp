@@ -76,7 +76,8 @@ constexpr Key kKeys[] = {
     key("srq.enabled", kRestart, boolean<kM, &M::use_srq>(),
         "one shared receive queue for every QP"),
     key("srq.size", kRestart, integer<kM, &M::srq_size>(1, 1048576, "receive WRs"),
-        "receive WRs on the SRQ"),
+        "receive WRs on the SRQ, each a buffer of 64 KiB + 20 bytes with transport.offload, "
+        "tun.mtu bytes without"),
     key("srq.limit", kRestart, integer<kM, &M::srq_limit>(0, 1048576, "receive WRs"),
         "SRQ low watermark (IBV_SRQ_LIMIT); 0 = size / 8; below srq.size"),
     key("srq.rq_depth", kRestart, integer<kM, &M::rq_depth>(1, 65536, "receive WRs"),
@@ -87,7 +88,8 @@ constexpr Key kKeys[] = {
         "connections in service before the least recently used is evicted; "
         "0 = 128 without SRQ, 4096 with"),
     key("limits.send_slots", kRestart, integer<kM, &M::send_slots>(1, 1048576, "send buffers"),
-        "registered send buffers (each tun.mtu bytes) shared by all QPs"),
+        "registered send buffers shared by all QPs, each 64 KiB + 20 bytes with transport.offload, "
+        "tun.mtu bytes without"),
     key("limits.qp_send_depth", kRestart, integer<kM, &M::qp_send_depth>(4, 16383, "send WRs"),
         "outstanding send WRs per QP (max_send_wr); "
         "2^k - 1 fills the power-of-two SQ providers allocate"),

@@ -85,17 +85,32 @@ std::string show(const Config& c) {
       section = k.section();
       out += fmt::format("{}[{}]\n", out.empty() ? "" : "\n", section);
     }
-    const std::string value = toml_of(k.get(c));
-    std::string origin = where(c, k.dotted);
-    if (k.dotted == "node.address" && !c.rail_interfaces.empty())
-      origin = "from node.interface (" + where(c, "node.interface") + ")";
-    if (k.dotted == "tun.address" && c.tun_address_from_underlay)
-      origin += ", host bits from the underlay address";
+    std::string value = toml_of(k.get(c));
+    const std::string origin = where(c, k.dotted);
+    // What node.interface and tun.address_from_underlay made is shown as a
+    // comment: the listing stays a file that reads back to this config.
+    if (k.dotted == "node.address" && !c.rail_interfaces.empty()) {
+      if (value.empty())
+        out += fmt::format("# address: not yet ({})\n", c.unresolved);
+      else
+        out += fmt::format("# address = {}  # from node.interface\n", value);
+      continue;
+    }
+    if (k.dotted == "tun.address" && c.tun_address_from_underlay) {
+      IpPrefix prefix = c.tun_address;
+      for (std::size_t i = prefix.length; i < prefix.addr.size() * 8; ++i)
+        prefix.addr.bytes[i / 8] =
+            static_cast<std::uint8_t>(prefix.addr.bytes[i / 8] & ~(1u << (7 - i % 8)));
+      out += fmt::format("address = \"{}\"  # {}\n", prefix.to_string(), origin);
+      if (c.unresolved.empty())
+        out += fmt::format("# this node: {} (host bits from the underlay address)\n",
+                           c.tun_address.to_string());
+      else
+        out += fmt::format("# this node: not yet ({})\n", c.unresolved);
+      continue;
+    }
     if (value.empty()) {
-      const std::string why = k.dotted == "node.address" && !c.unresolved.empty()
-                                  ? "not yet: " + c.unresolved
-                                  : "not set";
-      out += fmt::format("# {} ({})\n", k.name(), why);
+      out += fmt::format("# {} (not set)\n", k.name());
       continue;
     }
     out += fmt::format("{} = {}  # {}\n", k.name(), value, origin);

@@ -41,7 +41,7 @@ for i in 1 2 3; do
   "$RCD_BIN" --check-config -c "$RCNET_RESULTS/node-$i.toml" >"$RCNET_RESULTS/check-config-$i.txt" 2>&1 ||
     lab_fail "node$i: --check-config: $(tail -1 "$RCNET_RESULTS/check-config-$i.txt")"
   lab_expect "node$i: --check-config derives tun.address 10.100.0.$i/24 from $(lab_node_dev "$i")'s $(lab_node_addr "$i")" \
-    grep -q "^address = \"10.100.0.$i/24\"  # $RCNET_RESULTS/node-$i.toml:4, host bits from the underlay address$" \
+    grep -q "^# this node: 10.100.0.$i/24 (host bits from the underlay address)$" \
     "$RCNET_RESULTS/check-config-$i.txt"
   lab_expect "node$i: --check-config names the drop-in that set node.interface" \
     grep -q "^interface = \"$(lab_node_dev "$i")\"  # $RCNET_RESULTS/node-$i.toml.d/lab.toml:2$" \
