@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Installs rcnet's dependencies on Debian 12 (bookworm), by group:
 #
-#   tools/install-deps.sh [--node] [--test] [--lab] [--bench]
+#   tools/install-deps.sh [--print] [--node] [--test] [--lab] [--bench]
 #
 #   --node   what a cluster node needs to build the package (tools/build-deb.sh,
 #            whose unit tests need catch2) and to run rcnetd: compiler, meson,
@@ -19,7 +19,8 @@
 #   --bench  the benchmarks (tools/bench): valgrind, strace, gnuplot,
 #            liburing, jq.
 #
-# No argument: every group (tools/test.sh and tools/demo.sh call it so).
+# No group: every group (tools/test.sh and tools/demo.sh call it so).
+# --print lists the groups' packages, one a line, and installs nothing.
 # Idempotent: apt-get skips what is already installed.
 set -euo pipefail
 
@@ -58,13 +59,19 @@ bench=(
 )
 
 usage() {
-  sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
   exit "$1"
 }
 
 packages=()
+groups=0
+print=0
 for arg in "$@"; do
   case $arg in
+    --print)
+      print=1
+      continue
+      ;;
     --node) packages+=("${node[@]}") ;;
     --test) packages+=("${test[@]}") ;;
     --lab) packages+=("${lab[@]}") ;;
@@ -75,10 +82,15 @@ for arg in "$@"; do
       exit 2
       ;;
   esac
+  groups=$((groups + 1))
 done
-[ $# -gt 0 ] || packages=("${node[@]}" "${test[@]}" "${lab[@]}" "${bench[@]}")
+[ "$groups" -gt 0 ] || packages=("${node[@]}" "${test[@]}" "${lab[@]}" "${bench[@]}")
 # One of each.
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | awk '!seen[$0]++')
+if [ "$print" = 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: must run as root (it uses apt-get)" >&2
