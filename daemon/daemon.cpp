@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -367,8 +368,8 @@ void Daemon::request_stop(std::string_view why) {
   stopping_ = true;
   stop_started_ = Clock::now();
   const auto& mc = cfg_.manager;
-  const Duration bound =
-      mc.disconnect_timeout + mc.last_wqe_timeout + mc.drain_timeout + kStopSlack;
+  const Duration bound = std::min<Duration>(
+      mc.disconnect_timeout + mc.last_wqe_timeout + mc.drain_timeout + kStopSlack, kStopCap);
   spdlog::info("{}: stopping; tearing down {} QPs (bound {:.0f} ms)", why, live_qpns().size(),
                to_ms(bound));
   sd_notify(0, "STOPPING=1");

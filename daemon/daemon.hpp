@@ -50,6 +50,10 @@ class Daemon {
  public:
   // Extra time beyond the teardown timeouts before a graceful stop gives up.
   static constexpr Duration kStopSlack = std::chrono::seconds(2);
+  // A graceful stop gives up after this at most, whatever the teardown
+  // timeouts add up to: within the units' TimeoutStopSec=30s, so systemd
+  // never has to SIGKILL a stop that was still within its bound.
+  static constexpr Duration kStopCap = std::chrono::seconds(25);
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);

@@ -11,6 +11,7 @@
 #include "daemon.hpp"
 #include "logging.hpp"
 #include "rcnet_build_config.h"
+#include "underlay_wait.hpp"
 
 namespace {
 constexpr int kExitOk = 0;
@@ -82,9 +83,22 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     cfg->ctl_socket = ctl_socket;
+    cfg->origins["ctl.socket"] = config::Origin{"--ctl-socket", 0};
     opts.ctl_socket = ctl_socket;
   }
   if (check_config) {
+    // The merged file with each value's origin, then the verdict (last, so
+    // that a script reads one line with tail -1).
+    std::printf("# rcnetd --check-config: %s", config_path.c_str());
+    for (const std::string& d : config::drop_ins(config_path))
+      std::printf(" + %s", d.c_str());
+    std::printf("\n%s", config::show(*cfg).c_str());
+    if (!cfg->unresolved.empty()) {
+      std::printf(
+          "# node.interface: %s yet; rcnetd waits for it when it starts and checks the "
+          "addresses then\n",
+          cfg->unresolved.c_str());
+    }
     std::printf("rcnetd: %s: configuration OK\n", config_path.c_str());
     return kExitOk;
   }
@@ -99,7 +113,21 @@ int main(int argc, char** argv) {
     return kExitRuntime;
   }
 
-  auto d = daemon::Daemon::create(std::move(*cfg), std::move(opts));
+  // An underlay address that is not there yet (a port still coming up) is
+  // waited for; --ctl-socket applies to the file as read again.
+  auto ready = daemon::wait_for_underlay(config_path, std::move(*cfg));
+  if (!ready) {
+    const auto& e = ready.error();
+    spdlog::error("{}", e.code == std::errc::invalid_argument ? e.context : e.message());
+    return e.code == std::errc::invalid_argument ? kExitUsage : kExitRuntime;
+  }
+  if (!*ready)
+    return kExitOk;
+  config::Config started = std::move(**ready);
+  if (!ctl_socket.empty())
+    started.ctl_socket = ctl_socket;
+
+  auto d = daemon::Daemon::create(std::move(started), std::move(opts));
   if (!d) {
     spdlog::error("{}", d.error().message());
     return kExitRuntime;

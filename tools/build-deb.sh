@@ -11,7 +11,7 @@
 # the rcnet-dbgsym .deb), the .changes and .buildinfo, the build log and
 # lintian's report. Prints the .deb's path and lintian's summary; exits
 # non-zero when the build fails or lintian reports an error (E:). Needs the
-# packages of tools/install-deps.sh (group "packaging"); root is not
+# packages of tools/install-deps.sh --node; root is not
 # needed (Rules-Requires-Root: no).
 set -euo pipefail
 
@@ -24,7 +24,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 for tool in git dpkg-buildpackage dpkg-parsechangelog dpkg-architecture dh lintian; do
-  command -v "$tool" >/dev/null || die "$tool not found: run tools/install-deps.sh"
+  command -v "$tool" >/dev/null || die "$tool not found: run tools/install-deps.sh --node"
 done
 git -C "$src" rev-parse --verify -q HEAD >/dev/null || die "$src is not a git tree with a commit"
 

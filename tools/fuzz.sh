@@ -68,7 +68,7 @@ if [ -z "$cxx" ]; then
     if command -v "$c" >/dev/null; then cxx=$c; break; fi
   done
 fi
-[ -n "$cxx" ] || { echo "fuzz.sh: no clang++ found (tools/install-deps.sh installs clang-14)" >&2; exit 1; }
+[ -n "$cxx" ] || { echo "fuzz.sh: no clang++ found (tools/install-deps.sh --test installs clang-14)" >&2; exit 1; }
 cc=${cxx/clang++/clang}
 # -fno-sanitize-recover=all: UBSan aborts instead of printing and going on,
 # in every target (the fuzzers add it themselves; the unit suite needs it here).

@@ -1,34 +1,96 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Installs every build, test and lab dependency of rcnet on Debian 12 (bookworm).
+# Installs rcnet's dependencies on Debian 12 (bookworm), by group:
+#
+#   tools/install-deps.sh [--print] [--node] [--test] [--lab] [--bench]
+#
+#   --node   what a cluster node needs to build the package (tools/build-deb.sh,
+#            whose unit tests need catch2) and to run rcnetd: compiler, meson,
+#            the libraries, the packaging tools, rdma-core. Nothing else: no
+#            QEMU, no clang, no Prometheus server (Debian's prometheus
+#            package starts one on :9090).
+#   --test   the test tools beyond that: clang-format, clang-14 and its
+#            libFuzzer runtime (tools/fuzz.sh, the clang build),
+#            prometheus for promtool (the unit tests check the metrics
+#            export with it; it also installs the server).
+#   --lab    the QEMU + Soft-RoCE lab (tests/lab, tools/demo.sh): QEMU,
+#            the guest's tools, rdma-core's own tools as oracles,
+#            node-exporter for lab-systemd.
+#   --bench  the benchmarks (tools/bench): valgrind, strace, gnuplot,
+#            liburing, jq.
+#
+# No group: every group (tools/test.sh and tools/demo.sh call it so).
+# --print lists the groups' packages, one a line, and installs nothing.
 # Idempotent: apt-get skips what is already installed.
 set -euo pipefail
 
-packages=(
-  # build
-  meson ninja-build g++ pkg-config scdoc clang-format
+node=(
+  meson ninja-build g++ pkg-config scdoc
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev libsystemd-dev
   libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  # lab: the kernel's RDMA stack under QEMU, and rdma-core's own tools as oracles
+  # tools/build-deb.sh: dpkg-buildpackage, debhelper's meson support, lintian
+  git debhelper dpkg-dev fakeroot lintian
+  # at run time: rdma_ucm loading and the user-space verbs providers
+  rdma-core ibverbs-providers iproute2
+)
+test=(
+  clang-format
+  # fuzzing and the clang build: libFuzzer comes with clang's runtime
+  clang-14 libclang-rt-14-dev
+  # promtool checks rcnetctl's Prometheus output in the unit tests
+  prometheus
+)
+lab=(
+  # the kernel's RDMA stack under QEMU, and rdma-core's own tools as oracles
   qemu-system-x86 busybox-static cpio kmod iproute2 iputils-ping iperf3
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
-  # benchmarks
+  # lab-systemd scrapes node-exporter's textfile collector (the guest's
+  # root is the host's, so it is installed here)
+  prometheus-node-exporter
+  jq
+)
+bench=(
   valgrind jq
   # tools/bench/rcnet-bench: syscalls per packet (strace in the guest) and
   # the chart of the table (bench.png)
   strace gnuplot-nox
   # tools/bench/rcnet-bench-tun-write: io_uring against write(2) for TUN writes
   liburing-dev
-  # packaging: tools/build-deb.sh (dpkg-buildpackage, debhelper's meson
-  # support, lintian) and the package test
-  git debhelper dpkg-dev fakeroot lintian
-  # metrics: promtool checks rcnetctl's Prometheus output in the unit tests;
-  # the lab test lab-systemd scrapes node-exporter's textfile collector (the
-  # guest's root is the host's, so it is installed here)
-  prometheus prometheus-node-exporter
-  # fuzzing: libFuzzer comes with clang's runtime (tools/fuzz.sh)
-  clang-14 libclang-rt-14-dev
 )
+
+usage() {
+  sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
+  exit "$1"
+}
+
+packages=()
+groups=0
+print=0
+for arg in "$@"; do
+  case $arg in
+    --print)
+      print=1
+      continue
+      ;;
+    --node) packages+=("${node[@]}") ;;
+    --test) packages+=("${test[@]}") ;;
+    --lab) packages+=("${lab[@]}") ;;
+    --bench) packages+=("${bench[@]}") ;;
+    -h | --help) usage 0 ;;
+    *)
+      echo "install-deps.sh: unknown group '$arg' (--node, --test, --lab, --bench)" >&2
+      exit 2
+      ;;
+  esac
+  groups=$((groups + 1))
+done
+[ "$groups" -gt 0 ] || packages=("${node[@]}" "${test[@]}" "${lab[@]}" "${bench[@]}")
+# One of each.
+mapfile -t packages < <(printf '%s\n' "${packages[@]}" | awk '!seen[$0]++')
+if [ "$print" = 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: must run as root (it uses apt-get)" >&2

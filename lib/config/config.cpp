@@ -4,10 +4,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 #include <algorithm>
-#include <cerrno>
-#include <fstream>
-#include <sstream>
 
+#include "config/checks.hpp"
 #include "config/key_kinds.hpp"
 #include "config/keys.hpp"
 #include "config/reader.hpp"
@@ -16,24 +14,7 @@ namespace rcnet::config {
 
 namespace {
 
-using detail::Reader;
-
-std::size_t bit_width_of(const IpAddr& a) {
-  return a.is_v4() ? 32 : a.is_v6() ? 128 : 0;
-}
-
-bool get_bit(const IpAddr& a, std::size_t i) {
-  return (a.bytes[i / 8] >> (7 - i % 8)) & 1u;
-}
-
-void set_bit(IpAddr& a, std::size_t i, bool v) {
-  const auto m = static_cast<std::uint8_t>(1u << (7 - i % 8));
-  a.bytes[i / 8] = static_cast<std::uint8_t>(v ? (a.bytes[i / 8] | m) : (a.bytes[i / 8] & ~m));
-}
-
-std::string family_name(const IpAddr& a) {
-  return a.is_v4() ? "IPv4" : "IPv6";
-}
+using namespace detail;
 
 // Rail `k`'s prefix rule and own address. Rail 0's are the fields the
 // one-rail code reads (and a Config built by hand may set only those).
@@ -55,12 +36,9 @@ std::optional<IpAddr> static_underlay(const StaticPeer& sp, std::size_t rail) {
   return std::nullopt;
 }
 
-// The name an error gives entry `k` of a key that takes one value per rail:
-// `base[k]` when the file wrote a list (the reader recorded its line), else
-// `base` (the single value, rail 0's).
-std::string key_of(const Reader& r, const std::string& base, std::size_t k) {
-  std::string indexed = base + "[" + std::to_string(k) + "]";
-  return r.present(indexed) ? indexed : base;
+// The key that gave rail `k`'s address: node.address, or node.interface.
+std::string rail_key(const Reader& r, const Config& c, std::size_t k) {
+  return key_of(r, c.rail_interfaces.empty() ? "node.address" : "node.interface", k);
 }
 
 // node.address's entries: one family, no two equal.
@@ -68,15 +46,14 @@ void check_rails(Reader& r, const Config& c) {
   const IpAddr& self = c.manager.local.addr;
   for (std::size_t k = 1; k < c.rails.size(); ++k) {
     const IpAddr& a = c.rails[k].local.addr;
-    const std::string key = key_of(r, "node.address", k);
+    const std::string key = rail_key(r, c, k);
     if (a.family != self.family) {
-      return r.fail_key(key, "is " + family_name(a) + " but " + key_of(r, "node.address", 0) +
-                                 " is " + family_name(self) + ": all rails in one family");
+      return r.fail_key(key, "is " + family_name(a) + " but " + rail_key(r, c, 0) + " is " +
+                                 family_name(self) + ": all rails in one family");
     }
     for (std::size_t j = 0; j < k; ++j) {
       if (rail_address(c, j) == a) {
-        return r.fail_key(
-            key, "duplicate: " + a.to_string() + " is already " + key_of(r, "node.address", j));
+        return r.fail_key(key, "duplicate: " + a.to_string() + " is already " + rail_key(r, c, j));
       }
     }
   }
@@ -91,11 +68,10 @@ void check_rail_subnets(Reader& r, const Config& c) {
       for (std::size_t p = 0; p < c.rails.size(); ++p) {
         const std::optional<IpPrefix>& rule = rail_prefix(c, p);
         if (rule && rule->contains(rail_address(c, j)) && rule->contains(rail_address(c, k))) {
-          return r.fail_key(key_of(r, "node.address", k),
+          return r.fail_key(rail_key(r, c, k),
                             rail_address(c, k).to_string() + " is on the subnet of " +
-                                key_of(r, "node.address", j) + " (" +
-                                key_of(r, "peers.underlay_prefix", p) + " " + rule->to_string() +
-                                "): each rail needs a subnet of its own");
+                                rail_key(r, c, j) + " (" + key_of(r, "peers.underlay_prefix", p) +
+                                " " + rule->to_string() + "): each rail needs a subnet of its own");
         }
       }
     }
@@ -146,6 +122,10 @@ void cross_check(Reader& r, Config& c) {
   if (m.idle_timeout <= m.reaper_interval) {
     return r.fail_key("timeouts.idle", "must be longer than timeouts.reaper_interval");
   }
+  // The checks below need this node's addresses: they run once node.interface
+  // has them (the daemon's load at start, --check-config on the node).
+  if (!c.unresolved.empty())
+    return;
   const IpAddr& self = m.local.addr;
   check_rails(r, c);
   if (r.failed())
@@ -214,6 +194,12 @@ cm::ManagerConfig Config::default_manager() {
   cm::ManagerConfig m;
   m.local.port = kDefaultPort;
   m.offload = true;  // transport.offload: lib/cm's default is plain packets
+  // timeouts.idle: lib/cm's 10 s would tear down and rebuild a connection
+  // between every two beats of a periodic heartbeat or scrape (15 s..60 s).
+  // 5 min outlasts those and keeps a quiet peer's QP (cheap with the SRQ:
+  // no receive buffers of its own) about as long as IPoIB-CM does (its
+  // receive side reaps after IPOIB_CM_RX_TIMEOUT, 512 s); rcnetd.toml(5).
+  m.idle_timeout = std::chrono::minutes(5);
   return m;
 }
 
@@ -341,10 +327,36 @@ std::string one_line(std::string_view text) {
 }
 }  // namespace
 
-Result<Config> parse(std::string_view toml_text, std::string_view source_name) {
-  toml::table root;
+namespace detail {
+
+Result<Config> parse_table(const toml::table& root, std::string_view source_name,
+                           const InterfaceLookup& lookup) {
+  Config c;
+  Reader r(root, source_name);
+  read_keys(r, c);
+  if (!r.failed())
+    resolve_interfaces(r, c, lookup);
+  // node.port comes after node.address, and every rail listens on it.
+  for (RailConfig& rail : c.rails)
+    rail.local.port = c.manager.local.port;
+  c.rails.front().local = c.manager.local;
+  c.rails.front().underlay_prefix = c.underlay_prefix;
+  if (!r.failed())
+    derive_overlay(r, c);
+  // The manager sends our overlay address in private data.
+  c.manager.overlay = c.tun_address.addr;
+  cross_check(r, c);
+  if (!r.failed())
+    sanity_check(r, c);
+  if (r.failed())
+    return r.take_error();
+  c.origins = r.origins();
+  return c;
+}
+
+Result<toml::table> parse_toml(std::string_view text, std::string_view source_name) {
   try {
-    root = toml::parse(toml_text, source_name);
+    return toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     return Error::invalid(std::string(source_name) + ":" + std::to_string(b.line) + ":" +
@@ -353,31 +365,16 @@ Result<Config> parse(std::string_view toml_text, std::string_view source_name) {
   } catch (const std::exception& e) {
     return Error::invalid(std::string(source_name) + ": " + e.what());
   }
-  Config c;
-  Reader r(root, source_name);
-  detail::read_keys(r, c);
-  // The manager sends our overlay address in private data.
-  c.manager.overlay = c.tun_address.addr;
-  // node.port comes after node.address, and every rail listens on it.
-  for (RailConfig& rail : c.rails)
-    rail.local.port = c.manager.local.port;
-  c.rails.front().local = c.manager.local;
-  c.rails.front().underlay_prefix = c.underlay_prefix;
-  cross_check(r, c);
-  if (r.failed())
-    return r.take_error();
-  return c;
 }
 
-Result<Config> load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error::from_errno(errno != 0 ? errno : ENOENT, "open " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return Error::from_errno(errno != 0 ? errno : EIO, "read " + path);
-  return parse(text.str(), path);
+}  // namespace detail
+
+Result<Config> parse(std::string_view toml_text, std::string_view source_name,
+                     const InterfaceLookup& lookup) {
+  auto root = detail::parse_toml(toml_text, source_name);
+  if (!root)
+    return root.error();
+  return detail::parse_table(*root, source_name, lookup);
 }
 
 std::vector<std::string> restart_required(const Config& running, const Config& next) {

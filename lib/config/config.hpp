@@ -20,8 +20,19 @@
 // tun.address, unique, not our own; a static peer's underlays none of ours,
 // at most one per rail, no two equal.
 //
-// Errors: Error::invalid() whose context is one line naming the source, the
-// line (when the key is present in the file) and the dotted key, e.g.
+// Checks that refuse a config that cannot work (sanity.cpp): tun.address of
+// /0 or a single address (/32, /128), the subnet or (IPv4) broadcast address
+// as our own overlay, the overlay prefix overlapping an underlay prefix or
+// holding an underlay address, a loopback underlay.
+//
+// One file for the whole cluster (interfaces.cpp): node.interface names the
+// interface holding each rail's underlay address instead of node.address,
+// and tun.address_from_underlay = true takes the overlay's host bits from
+// rail 0's underlay address, the reverse of peers.underlay_prefix's rule.
+//
+// Errors: Error::invalid() whose context is one line naming the file (the
+// config or the drop-in that set the key), the line (when the key is set in
+// a file) and the dotted key, e.g.
 //   rcnetd.toml:12: timeouts.idle: expected a duration such as "10s" or "500ms"
 // TOML syntax errors report toml++'s line and column. Unknown tables and keys
 // are errors. Only the first error is reported.
@@ -30,6 +41,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +91,24 @@ struct StaticPeer {
   bool operator==(const StaticPeer&) const = default;
 };
 
+// Where a key's value came from: the file (the config or a drop-in) and the
+// line; line 0 with an empty file: the default.
+struct Origin {
+  std::string file;
+  std::uint32_t line = 0;
+  bool operator==(const Origin&) const = default;
+};
+
+// The addresses of the interface named `ifname`, in the kernel's order (for
+// IPv4 the primary address first); nullopt when there is no such interface.
+// load() reads the system's (getifaddrs(3)); tests pass their own.
+using InterfaceLookup =
+    std::function<std::optional<std::vector<IpAddr>>(const std::string& ifname)>;
+// getifaddrs(3): the addresses of `ifname` in this network namespace.
+std::optional<std::vector<IpAddr>> system_interface_addresses(const std::string& ifname);
+// true when any interface of this network namespace holds `a`.
+bool system_has_address(const IpAddr& a);
+
 struct Config {
   // node.address (rail 0's)/port → local; tun.address → overlay; tun.mtu → mtu; srq.*,
   // limits.*, timeouts.*, transport.*, peers.allowed → their fields.
@@ -92,6 +123,21 @@ struct Config {
   std::string tun_name = "rc0";
   IpPrefix tun_address;  // our overlay address with the overlay prefix length
   std::string tun_netns;
+  // tun.address_from_underlay: tun.address names only the overlay prefix;
+  // our overlay address is its network with rail 0's underlay host bits.
+  bool tun_address_from_underlay = false;
+
+  // node.interface: per rail, the interface whose address is the rail's
+  // underlay address (instead of node.address). Empty: node.address gives them.
+  std::vector<std::string> rail_interfaces;
+  // Non-empty when node.interface could not be resolved yet: which interface
+  // has no usable address, e.g. "ib0 has no address". The rails' addresses,
+  // a derived tun.address and the checks on them are then unset; the daemon
+  // waits and loads the file again (rcnetd(8) "STARTUP").
+  std::string unresolved;
+  // Each key read from a file (dotted, list entries as key[k]): where.
+  // Keys absent from it have their defaults.
+  std::map<std::string, Origin, std::less<>> origins;
 
   // Rail 0's peers.underlay_prefix (rails[0].underlay_prefix): the field
   // that existed before rails, read by the one-rail code.
@@ -150,11 +196,28 @@ struct Config {
 };
 
 // Parses and validates `toml_text`; `source_name` prefixes every error
-// ("rcnetd.toml", "/etc/rcnet/rcnetd.toml").
-Result<Config> parse(std::string_view toml_text, std::string_view source_name);
-// Reads and parses the file at `path`. Errors: the errno of open/read with the
+// ("rcnetd.toml", "/etc/rcnet/rcnetd.toml"). node.interface is resolved
+// through `lookup`; without one, no interface exists (Config::unresolved).
+Result<Config> parse(std::string_view toml_text, std::string_view source_name,
+                     const InterfaceLookup& lookup = {});
+// Reads the file at `path`, merges the drop-ins PATH.d/*.toml into it in
+// lexical order of their names (a later file's key replaces the earlier
+// value whole, lists included, as systemd's drop-ins do), and parses the
+// result as parse() does; errors name the file that set the key. Errors: a
+// directory as `path` (invalid_argument), the errno of open/read with the
 // path as context, or any parse() error.
-Result<Config> load(const std::string& path);
+Result<Config> load(const std::string& path,
+                    const InterfaceLookup& lookup = system_interface_addresses);
+// PATH.d/*.toml of load(path), in the order load() merges them.
+std::vector<std::string> drop_ins(const std::string& path);
+
+// The merged configuration as TOML that parse() reads back (on the same
+// machine) to the same values: every key of the table, each followed by a
+// comment saying where its value came from ("# rcnetd.toml:12",
+// "# default"); what node.interface and tun.address_from_underlay made of
+// them (this node's addresses) as comment lines. What rcnetd
+// --check-config prints.
+std::string show(const Config& c);
 
 // Dotted keys, in table order, whose values differ between `running` and
 // `next` and whose row says Apply::kRestart (a reload cannot apply them).

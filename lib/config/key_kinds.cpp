@@ -29,7 +29,7 @@ std::optional<IpPrefix> prefix_at(Reader& r, const toml::node& n, const std::str
       p = IpPrefix::parse(s);
   }
   if (!p)
-    r.fail(n.source().begin.line, full, kPrefixHint);
+    r.fail(r.origin_of(n), full, kPrefixHint);
   return p;
 }
 
@@ -42,6 +42,8 @@ std::optional<IpAddr> address_at(Reader& r, const toml::node& n, const std::stri
     r.fail_key(full, kAddressHint);
   return a;
 }
+
+}  // namespace
 
 // The entries of a key that takes one value per rail: the value itself,
 // named `full`, or a list of 1..kMaxRails (rail 0 first) whose elements are
@@ -62,13 +64,11 @@ std::vector<std::pair<const toml::node*, std::string>> per_rail(Reader& r, const
   }
   for (std::size_t i = 0; i < arr->size(); ++i) {
     std::string name = full + "[" + std::to_string(i) + "]";
-    r.record(name, (*arr)[i].source().begin.line);
+    r.record(name, r.origin_of((*arr)[i]));
     out.emplace_back(&(*arr)[i], std::move(name));
   }
   return out;
 }
-
-}  // namespace
 
 std::string counted(std::size_t n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
@@ -168,7 +168,7 @@ std::optional<std::vector<IpPrefix>> prefix_list_from(Field& f) {
     auto p = prefix_at(f.r, (*arr)[i], full, false);
     if (!p)
       return std::nullopt;
-    f.r.record(full, (*arr)[i].source().begin.line);
+    f.r.record(full, f.r.origin_of((*arr)[i]));
     out.push_back(*p);
   }
   return out;
@@ -242,6 +242,8 @@ void read_rail_addresses(Field& f, Config& c) {
 }
 
 Value get_rail_addresses(const Config& c) {
+  if (c.manager.local.addr.empty())
+    return Value();  // node.interface not resolved yet
   if (c.rails.size() <= 1)
     return c.manager.local.addr.to_string();
   std::vector<std::string> out = {c.manager.local.addr.to_string()};

@@ -42,6 +42,14 @@ std::optional<Duration> parse_duration(std::string_view s);
 // "1 address", "2 addresses": `n` and the word for it.
 std::string counted(std::size_t n, std::string_view one, std::string_view many);
 
+// The entries of a key that takes one value per rail: the value itself,
+// named `full`, or a list of 1..kMaxRails (rail 0 first) whose elements are
+// named full[k], their origins recorded. Empty after recording an error;
+// `what` names one entry in that error ("address").
+std::vector<std::pair<const toml::node*, std::string>> per_rail(Reader& r, const toml::node& n,
+                                                                const std::string& full,
+                                                                std::string_view what);
+
 // --- Values of one TOML type (key_kinds.cpp) ----------------------------------------
 // Each returns the value of `f`, or nullopt after recording the error
 // (file, line, key, message) in f.r.
@@ -70,6 +78,12 @@ Value get_static_peers(const Config& c);
 void read_rail_addresses(Field& f, Config& c);
 Value get_rail_addresses(const Config& c);
 void copy_rail_addresses(const Config& from, Config& to);
+
+// node.interface (interfaces.cpp): an interface name or a list of
+// 1..kMaxRails; sets c.rail_interfaces and as many rails, their addresses
+// unset until resolve_interfaces(). An error when node.address is set too.
+void read_rail_interfaces(Field& f, Config& c);
+Value get_rail_interfaces(const Config& c);
 
 // peers.underlay_prefix: a prefix (rail 0's) or a list of exactly one per
 // rail, in node.address's order; node.address must have been read (its
@@ -289,6 +303,10 @@ constexpr Kind static_peers() {
 
 constexpr Kind rail_addresses() {
   return {&get_rail_addresses, &read_rail_addresses, &copy_rail_addresses, kRequired};
+}
+
+constexpr Kind rail_interfaces() {
+  return {&get_rail_interfaces, &read_rail_interfaces, &copy_field<&Config::rail_interfaces>};
 }
 
 constexpr Kind rail_prefixes() {

@@ -39,12 +39,18 @@ constexpr Key kKeys[] = {
     key("node.address", kRestart, rail_addresses(),
         "underlay address of the rdma_cm listener, or a list of one per rail (rail 0 first, "
         "at most 8); rail 0's selects the node id"),
+    key("node.interface", kRestart, rail_interfaces(),
+        "instead of node.address: the interface holding it, or a list of one per rail; its first "
+        "address inside peers.underlay_prefix (without one: its first IPv4 address)"),
     key("node.port", kRestart, integer<kM, kLocal, &Endpoint::port>(1, 65535, ""),
         "rdma_cm port; every node of a fabric listens on the same one"),
 
     key("tun.name", kRestart, string<ifname, &Config::tun_name>(), "TUN interface name"),
     key("tun.address", kRestart, prefix<&Config::tun_address>(kRequired),
         "overlay address and prefix length of the TUN interface"),
+    key("tun.address_from_underlay", kRestart, boolean<&Config::tun_address_from_underlay>(),
+        "tun.address gives the overlay prefix; the host bits come from rail 0's underlay "
+        "address (the reverse of peers.underlay_prefix)"),
     key("tun.mtu", kRestart, integer<kM, &M::mtu>(wire::kMinMtu, wire::kMaxMtu, "bytes"),
         "largest IP packet; without transport.offload, the size of each SRQ receive "
         "buffer and send slot"),
@@ -70,7 +76,8 @@ constexpr Key kKeys[] = {
     key("srq.enabled", kRestart, boolean<kM, &M::use_srq>(),
         "one shared receive queue for every QP"),
     key("srq.size", kRestart, integer<kM, &M::srq_size>(1, 1048576, "receive WRs"),
-        "receive WRs on the SRQ"),
+        "receive WRs on the SRQ, each a buffer of 64 KiB + 20 bytes with transport.offload, "
+        "tun.mtu bytes without"),
     key("srq.limit", kRestart, integer<kM, &M::srq_limit>(0, 1048576, "receive WRs"),
         "SRQ low watermark (IBV_SRQ_LIMIT); 0 = size / 8; below srq.size"),
     key("srq.rq_depth", kRestart, integer<kM, &M::rq_depth>(1, 65536, "receive WRs"),
@@ -81,7 +88,8 @@ constexpr Key kKeys[] = {
         "connections in service before the least recently used is evicted; "
         "0 = 128 without SRQ, 4096 with"),
     key("limits.send_slots", kRestart, integer<kM, &M::send_slots>(1, 1048576, "send buffers"),
-        "registered send buffers (each tun.mtu bytes) shared by all QPs"),
+        "registered send buffers shared by all QPs, each 64 KiB + 20 bytes with transport.offload, "
+        "tun.mtu bytes without"),
     key("limits.qp_send_depth", kRestart, integer<kM, &M::qp_send_depth>(4, 16383, "send WRs"),
         "outstanding send WRs per QP (max_send_wr); "
         "2^k - 1 fills the power-of-two SQ providers allocate"),
@@ -164,8 +172,18 @@ void read_keys(Reader& r, Config& c) {
       }
     }
     for (const Key& k : kKeys) {
-      if (k.section() == sec && k.required)
-        r.require(std::string(k.dotted), tbl);
+      if (k.section() != sec || !k.required)
+        continue;
+      if (k.dotted == "node.address") {
+        // node.interface stands in for it.
+        if (!r.present("node.address") && !r.present("node.interface")) {
+          r.fail(tbl != nullptr ? r.origin_of(*tbl) : r.nowhere(), "node.address",
+                 "required key is missing: set this node's underlay address, or node.interface "
+                 "= \"ib0\", the interface that holds it");
+        }
+        continue;
+      }
+      r.require(std::string(k.dotted), tbl);
     }
   }
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// Internal to lib/config: walks one parsed TOML document, remembers the line
-// of every key it reads (so that cross-field checks can point at the right
-// line) and keeps the first error. Only lib/config's .cpp files and
+// Internal to lib/config: walks one parsed TOML document (the file merged
+// with its drop-ins, load()), remembers the file and line of every key it
+// reads (so that cross-field checks can point at the right line, and
+// --check-config can say where each value came from) and keeps the first
+// error. Only lib/config's .cpp files and
 // key_kinds.hpp include it.
 
 #include <toml++/toml.h>
@@ -27,14 +29,23 @@ class Reader {
   bool failed() const { return error_.has_value(); }
   Error take_error() { return std::move(*error_); }
 
-  // Records "SOURCE:LINE: KEY: MSG" (no LINE when 0, no KEY when empty)
+  // Where `n` was written: its file (a drop-in's path, or the source name
+  // parse() was given) and line.
+  Origin origin_of(const toml::node& n) const {
+    const auto& src = n.source();
+    return Origin{src.path ? *src.path : std::string(source_), src.begin.line};
+  }
+  // The main file, no line: a key that no file sets.
+  Origin nowhere() const { return Origin{std::string(source_), 0}; }
+
+  // Records "FILE:LINE: KEY: MSG" (no LINE when 0, no KEY when empty)
   // unless an error is already recorded: only the first is reported.
-  void fail(std::uint32_t line, std::string_view key, std::string_view msg) {
+  void fail(const Origin& at, std::string_view key, std::string_view msg) {
     if (error_)
       return;
-    std::string s(source_);
-    if (line > 0)
-      s += ":" + std::to_string(line);
+    std::string s = at.file.empty() ? std::string(source_) : at.file;
+    if (at.line > 0)
+      s += ":" + std::to_string(at.line);
     s += ": ";
     if (!key.empty()) {
       s += key;
@@ -43,15 +54,19 @@ class Reader {
     s += msg;
     error_ = Error::invalid(std::move(s));
   }
-  // fail() at the line `key` was read from (none when absent from the file).
-  void fail_key(std::string_view key, std::string_view msg) { fail(line_of(key), key, msg); }
+  // fail() at the file and line `key` was read from (the main file and no
+  // line when no file sets it).
+  void fail_key(std::string_view key, std::string_view msg) { fail(where(key), key, msg); }
 
-  std::uint32_t line_of(std::string_view key) const {
-    const auto it = lines_.find(std::string(key));
-    return it == lines_.end() ? 0 : it->second;
+  Origin where(std::string_view key) const {
+    const auto it = origins_.find(key);
+    return it == origins_.end() ? nowhere() : it->second;
   }
-  bool present(std::string_view key) const { return lines_.count(std::string(key)) != 0; }
-  void record(const std::string& full, std::uint32_t line) { lines_[full] = line; }
+  std::uint32_t line_of(std::string_view key) const { return where(key).line; }
+  bool present(std::string_view key) const { return origins_.find(key) != origins_.end(); }
+  void record(const std::string& full, Origin at) { origins_[full] = std::move(at); }
+  // Every key read, with where it was written.
+  const std::map<std::string, Origin, std::less<>>& origins() const { return origins_; }
 
   // The table `name` ([name]), or nullptr when absent; an error if the key
   // exists but is not a table.
@@ -60,7 +75,7 @@ class Reader {
     if (n == nullptr)
       return nullptr;
     if (!n->is_table()) {
-      fail(n->source().begin.line, name, "expected a table ([" + std::string(name) + "])");
+      fail(origin_of(*n), name, "expected a table ([" + std::string(name) + "])");
       return nullptr;
     }
     return n->as_table();
@@ -73,11 +88,9 @@ class Reader {
     for (auto&& [k, v] : tbl) {
       if (std::find(known.begin(), known.end(), k.str()) != known.end())
         continue;
-      const std::uint32_t line =
-          k.source().begin.line > 0 ? k.source().begin.line : v.source().begin.line;
       std::string full =
           prefix.empty() ? std::string(k.str()) : std::string(prefix) + "." + std::string(k.str());
-      fail(line, full, "unknown key");
+      fail(origin_of(v), full, "unknown key");
     }
   }
 
@@ -88,7 +101,7 @@ class Reader {
       return nullptr;
     const toml::node* n = tbl->get(key);
     if (n != nullptr)
-      lines_[full] = n->source().begin.line;
+      origins_[full] = origin_of(*n);
     return n;
   }
 
@@ -97,14 +110,14 @@ class Reader {
     if (failed())
       return;
     if (!present(full))
-      fail(tbl != nullptr ? tbl->source().begin.line : 0, full, "required key is missing");
+      fail(tbl != nullptr ? origin_of(*tbl) : nowhere(), full, "required key is missing");
   }
 
  private:
   const toml::table& root_;
   std::string_view source_;
   std::optional<Error> error_;
-  std::map<std::string, std::uint32_t> lines_;
+  std::map<std::string, Origin, std::less<>> origins_;
 };
 
 // One present value handed to a Key's read(): `full` is its dotted name

@@ -25,6 +25,13 @@ Cast cast_of(const IpAddr& a) {
   return a.is_v6() && a.bytes[0] == 0xffU ? Cast::kMulticast : Cast::kUnicast;
 }
 
+// 127.0.0.0/8 (RFC 1122) and ::1: no RDMA device owns them.
+bool loopback(const IpAddr& a) {
+  if (a.is_v4())
+    return a.bytes[0] == 127;
+  return a.is_v6() && a == *IpAddr::parse("::1");
+}
+
 }  // namespace
 
 const char* own_address(const IpAddr& a) {
@@ -32,6 +39,9 @@ const char* own_address(const IpAddr& a) {
   // connect loops back on the local device (docs/lab.md).
   if (a == IpAddr::v4(0) || a == IpAddr::parse("::"))
     return "must be this node's own underlay address, not a wildcard";
+  if (loopback(a))
+    return "must be this node's own underlay address (on the RDMA device's interface), not a "
+           "loopback address";
   switch (cast_of(a)) {
     case Cast::kBroadcast:
       return "must be this node's own underlay address, not the broadcast address";
@@ -44,6 +54,8 @@ const char* own_address(const IpAddr& a) {
 }
 
 const char* peer_address(const IpAddr& a) {
+  if (loopback(a))
+    return "must be the peer's own underlay address, not a loopback address";
   switch (cast_of(a)) {
     case Cast::kBroadcast:
       return "must be the peer's own underlay address, not the broadcast address";

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Startup errors on a real machine: a malformed config exits 2 naming key and
-# line; an address no interface holds, an address on an interface with no
-# RDMA device, and a missing TUN namespace exit 1 with one clear line, and
-# leave no TUN, QP or rdma_cm id behind.
+# line; an address on an interface with no RDMA device, and a missing TUN
+# namespace exit 1 with one clear line, and leave no TUN, QP or rdma_cm id
+# behind. An address no interface holds yet is waited for (rcnetd(8)
+# "STARTUP"): rcnetd says so once, starts when the address appears, and a
+# SIGTERM during the wait exits 0.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
@@ -19,6 +21,16 @@ run() { # expected-exit pattern config-file
     lab_fail "$(basename "$f"): exit $rc (want $want), output '$out' lacks '$pattern'"
   fi
 }
+# Until "$@" succeeds, bounded by SECS of wall time.
+wait_for() {
+  local deadline
+  deadline=$(($(rcd_now_ms) + $1 * 1000))
+  shift
+  until "$@"; do
+    (($(rcd_now_ms) > deadline)) && return 1
+    sleep 0.1
+  done
+}
 rcd_config 1
 cp "$RCNET_RESULTS/node-1.toml" "$RCNET_RESULTS/bad-mtu.toml"
 printf '[srq]\nsize = "many"\n' >>"$RCNET_RESULTS/bad-mtu.toml"
@@ -28,7 +40,34 @@ printf '[node]\naddress = "10.99.0.1"\n[tun\n' >"$RCNET_RESULTS/syntax.toml"
 run 2 'syntax.toml' "$RCNET_RESULTS/syntax.toml"
 
 sed 's/10.99.0.1"/10.99.7.7"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-owner.toml"
-run 1 'no interface holds address 10.99.7.7' "$RCNET_RESULTS/no-owner.toml"
+# SIGTERM while waiting: exit 0, nothing created.
+"$RCD_BIN" -c "$RCNET_RESULTS/no-owner.toml" >"$RCNET_RESULTS/no-owner-term.out" 2>&1 &
+pid=$!
+waiting() { grep -q 'node.address 10.99.7.7 is on no interface yet: waiting for it' "$1"; }
+wait_for 20 waiting "$RCNET_RESULTS/no-owner-term.out"
+lab_expect "address on no interface yet: rcnetd waits, saying so: '$(head -1 "$RCNET_RESULTS/no-owner-term.out")'" \
+  waiting "$RCNET_RESULTS/no-owner-term.out"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+lab_expect "SIGTERM during the wait: exit $rc (want 0)" [ "$rc" -eq 0 ]
+lab_expect "no TUN while waiting" [ -z "$(ip -n node1 -o link show rc0 2>/dev/null)" ]
+# The address appears later: rcnetd starts on it.
+cp "$RCNET_RESULTS/no-owner.toml" "$RCNET_RESULTS/node-9.toml"
+rm -f "$RCNET_RESULTS/rcnetd-9.log"
+"$RCD_BIN" -c "$RCNET_RESULTS/node-9.toml" >"$RCNET_RESULTS/rcnetd-9.log" 2>&1 &
+RCD_PID[9]=$!
+wait_for 20 waiting "$RCNET_RESULTS/rcnetd-9.log"
+ip addr add 10.99.7.7/24 dev "$(lab_node_dev 1)" || lab_fail "cannot add 10.99.7.7 to $(lab_node_dev 1)"
+if line=$(rcd_wait_log 9 'TUN rc0 up' 30); then
+  lab_pass "started once 10.99.7.7 appeared: $(grep -m1 'underlay address present' "$RCNET_RESULTS/rcnetd-9.log")"
+else
+  lab_fail "not started 30 s after 10.99.7.7 appeared: $(tail -3 "$RCNET_RESULTS/rcnetd-9.log" | tr '\n' ' ')"
+fi
+rcd_kill 9 TERM
+rcd_wait_exit 9 30
+lab_expect "the late starter exits 0 on SIGTERM (${RCD_EXIT[9]})" [ "${RCD_EXIT[9]}" = 0 ]
+ip addr del 10.99.7.7/24 dev "$(lab_node_dev 1)"
 
 # A veth (its module is loaded; the kernel cannot autoload others from the
 # guest's chroot) that holds the address but has no rxe device on it.

@@ -1,14 +1,53 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Three rcnetd nodes: every overlay pair pings, iperf3 TCP for 10 s over rc0,
-# and a 60000-byte ping crosses as one RC SEND (MTU 65520).
+# Three rcnetd nodes started from one identical file (rcnetd.toml(5): the
+# underlay address from node.interface, the overlay's host bits from it,
+# tun.address_from_underlay): every overlay pair pings, iperf3 TCP for 10 s
+# over rc0, and a 60000-byte ping crosses as one RC SEND (MTU 65520).
+# The lab's three nodes share the host's network namespace, so their
+# underlay interfaces are v_1, v_2, v_3, not one name as on a cluster; each
+# node's drop-in (node-I.toml.d/lab.toml) names its interface, its TUN
+# namespace and its ctl socket, the lab's per-node facts.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 lab_setup_nodes 3 || lab_die "node setup"
+cat >"$RCNET_RESULTS/cluster.toml" <<'EOF2'
+[node]
+interface = "ib0"
+[tun]
+address = "10.100.0.0/24"
+address_from_underlay = true
+[peers]
+underlay_prefix = "10.99.0.0/24"
+[timeouts]
+idle = "60s"
+[log]
+target = "stderr"
+[ctl]
+group = "root"
+EOF2
 for i in 1 2 3; do
-  rcd_config "$i" "[timeouts]" "idle = \"60s\""
+  cp "$RCNET_RESULTS/cluster.toml" "$RCNET_RESULTS/node-$i.toml"
+  mkdir -p "$RCNET_RESULTS/node-$i.toml.d"
+  printf '[node]\ninterface = "%s"\n[tun]\nnetns = "%s"\n[ctl]\nsocket = "/run/rcnet/node%s.sock"\n' \
+    "$(lab_node_dev "$i")" "$(lab_node_netns "$i")" "$i" >"$RCNET_RESULTS/node-$i.toml.d/lab.toml"
+done
+identical() { cmp -s "$RCNET_RESULTS/node-1.toml" "$RCNET_RESULTS/node-2.toml" &&
+  cmp -s "$RCNET_RESULTS/node-1.toml" "$RCNET_RESULTS/node-3.toml"; }
+lab_expect "the three nodes' files are identical" identical
+for i in 1 2 3; do
+  "$RCD_BIN" --check-config -c "$RCNET_RESULTS/node-$i.toml" >"$RCNET_RESULTS/check-config-$i.txt" 2>&1 ||
+    lab_fail "node$i: --check-config: $(tail -1 "$RCNET_RESULTS/check-config-$i.txt")"
+  lab_expect "node$i: --check-config derives tun.address 10.100.0.$i/24 from $(lab_node_dev "$i")'s $(lab_node_addr "$i")" \
+    grep -q "^# this node: 10.100.0.$i/24 (host bits from the underlay address)$" \
+    "$RCNET_RESULTS/check-config-$i.txt"
+  lab_expect "node$i: --check-config names the drop-in that set node.interface" \
+    grep -q "^interface = \"$(lab_node_dev "$i")\"  # $RCNET_RESULTS/node-$i.toml.d/lab.toml:2$" \
+    "$RCNET_RESULTS/check-config-$i.txt"
+done
+for i in 1 2 3; do
   rcd_start "$i" || lab_die "start node$i"
 done
 

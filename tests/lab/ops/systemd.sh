@@ -6,6 +6,9 @@
 #   - dpkg -i of the package built on the host (argument 1, from
 #     tests/package/ensure-deb.sh): user rcnet from sysusers, nothing enabled
 #     or started;
+#   - an unedited node: rcnetd.service on the shipped conffile (a template)
+#     fails once with exit status 2 and the line naming node.address, and is
+#     not restarted (RestartPreventExitStatus=2);
 #   - /etc/rcnet/nodeI.toml per instance (tun.netns nodeI) and the shipped
 #     rcnetd-netns.conf as /etc/systemd/system/rcnetd@.service.d/netns.conf;
 #     systemctl start rcnetd@node1 rcnetd@node2 rcnetd@node3;
@@ -102,6 +105,18 @@ active=$(systemctl is-active rcnetd.service 'rcnetd@*.service' 2>&1 | sort -u | 
 lab_expect "the package enabled nothing (rcnetd.service $enabled) and started nothing ($active)" \
   [ "$enabled" = disabled -a "$active" = "inactive " ]
 journalctl --update-catalog
+
+# --- an unedited node: the template is refused, and not restarted ---------------
+systemctl start rcnetd.service 2>/dev/null
+unit_prop() { systemctl show -p "$1" --value rcnetd.service; }
+# A unit that Restart= brings back shows "activating" (auto-restart) between
+# tries and reaches "failed" only at the start limit, after 4 restarts.
+is_failed() { [ "$(unit_prop ActiveState)" = failed ]; }
+wait_for 30 is_failed
+template_line=$(journalctl -u rcnetd.service -o cat --no-pager | grep -m1 'node.address: required key is missing')
+lab_expect "unedited conffile: rcnetd.service $(unit_prop ActiveState), exit status $(unit_prop ExecMainStatus), $(unit_prop NRestarts) restarts (want failed, 2, 0): '$template_line'" \
+  [ "$(unit_prop ActiveState)" = failed -a "$(unit_prop ExecMainStatus)" = 2 -a "$(unit_prop NRestarts)" = 0 -a -n "$template_line" ]
+systemctl reset-failed rcnetd.service
 
 # --- nodes, configs, the drop-in ------------------------------------------------
 lab_setup_nodes 3 || lab_die "node setup"

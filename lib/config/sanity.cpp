@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The configs that parse but cannot work, refused with the key to fix
+// (config.hpp lists them). Runs after the cross-field checks.
+#include "config/checks.hpp"
+
+namespace rcnet::config::detail {
+
+namespace {
+
+bool overlap(const IpPrefix& a, const IpPrefix& b) {
+  return a.addr.family == b.addr.family && (a.contains(b.addr) || b.contains(a.addr));
+}
+
+bool loopback_prefix(const IpPrefix& p) {
+  if (p.addr.is_v4())
+    return p.addr.bytes[0] == 127;
+  return p.addr.is_v6() && p.contains(*IpAddr::parse("::1"));
+}
+
+// The overlay prefix and this node's place in it.
+void check_overlay(Reader& r, const Config& c) {
+  const IpPrefix& tun = c.tun_address;
+  const std::size_t width = bit_width_of(tun.addr);
+  const std::string key = "tun.address";
+  if (tun.length == 0) {
+    return r.fail_key(key, "a /0 overlay takes every " + family_name(tun.addr) +
+                               " address: give the overlay's subnet, e.g. 10.100.0.1/24");
+  }
+  if (tun.length == width) {
+    return r.fail_key(key, "a /" + std::to_string(width) +
+                               " overlay has room for no peer: give the overlay's subnet "
+                               "length, e.g. 10.100.0.1/24");
+  }
+  // /31 (RFC 3021) and /127 (RFC 6164): two nodes, no subnet address.
+  if (std::size_t{tun.length} + 1 == width || c.tun_address_from_underlay)
+    return;  // a derived address was checked when it was made
+  const std::string_view part = host_part(tun.addr, tun.length);
+  if (part == "zero" || (part == "ones" && tun.addr.is_v4())) {
+    return r.fail_key(key, tun.addr.to_string() + " is the " +
+                               (part == "zero" ? "subnet" : "broadcast") + " address of " +
+                               IpPrefix{tun.addr, tun.length}.to_string() +
+                               ", not a node's: give this node's own address in it "
+                               "(or set tun.address_from_underlay = true)");
+  }
+}
+
+// The overlay and the underlay on separate subnets: an underlay address
+// inside the overlay prefix is routed into the TUN, so the RC connections
+// that carry the overlay would try to go through it.
+void check_separate(Reader& r, const Config& c) {
+  const IpPrefix& tun = c.tun_address;
+  const std::string why = ": the overlay and the underlay need subnets of their own";
+  for (std::size_t k = 0; k < c.rails.size(); ++k) {
+    const std::optional<IpPrefix>& rule = k == 0 ? c.underlay_prefix : c.rails[k].underlay_prefix;
+    const std::string pkey = key_of(r, "peers.underlay_prefix", k);
+    if (rule && loopback_prefix(*rule)) {
+      return r.fail_key(pkey, rule->to_string() +
+                                  " is a loopback prefix: give the prefix of the RDMA "
+                                  "devices' subnet");
+    }
+    if (rule && overlap(*rule, tun)) {
+      return r.fail_key(pkey, rule->to_string() + " overlaps tun.address " + tun.to_string() + why);
+    }
+    const IpAddr& a = k == 0 ? c.manager.local.addr : c.rails[k].local.addr;
+    if (!a.empty() && tun.contains(a)) {
+      const std::string akey =
+          key_of(r, c.rail_interfaces.empty() ? "node.address" : "node.interface", k);
+      return r.fail_key(akey, a.to_string() + " is inside tun.address " + tun.to_string() + why);
+    }
+  }
+  for (std::size_t i = 0; i < c.static_peers.size(); ++i) {
+    for (std::size_t k = 0; k < c.static_peers[i].rail_underlays.size(); ++k) {
+      const IpAddr& u = c.static_peers[i].rail_underlays[k];
+      if (tun.contains(u)) {
+        return r.fail_key(key_of(r, "peers.static[" + std::to_string(i) + "].underlay", k),
+                          u.to_string() + " is inside tun.address " + tun.to_string() + why);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sanity_check(Reader& r, const Config& c) {
+  check_overlay(r, c);
+  if (!r.failed())
+    check_separate(r, c);
+}
+
+}  // namespace rcnet::config::detail
