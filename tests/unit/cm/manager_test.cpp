@@ -436,6 +436,43 @@ TEST_CASE("neighbour FAILED and link down reap at once", "[cm][reap]") {
   CHECK(in_service(a) == 1);
 }
 
+TEST_CASE("neighbour ops: use before every resolve, flush before a destroy on a down link",
+          "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  std::vector<std::string> calls;  // "use ADDR" / "flush ADDR", in order
+  std::uint64_t destroyed_at_flush = 0;
+  a.mgr->set_neighbour_ops(
+      {.flush =
+           [&](const IpAddr& p) {
+             calls.push_back("flush " + p.to_string());
+             destroyed_at_flush = a.ctr().qps_destroyed;
+           },
+       .use = [&](const IpAddr& p) { calls.push_back("use " + p.to_string()); }});
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  REQUIRE(calls == std::vector<std::string>{"use " + b.addr.to_string()});
+  // A teardown with the link up (an operator's disconnect) flushes nothing.
+  a.mgr->disconnect_peer(b.mgr->node_id(), "test");
+  c.run(1s);
+  CHECK(calls.size() == 1);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  CHECK(calls.size() == 2);
+  const std::uint64_t before = a.ctr().qps_destroyed;
+  a.mgr->link_changed(false);
+  c.run(3s);
+  require_clean(a);
+  REQUIRE(calls.size() == 3);
+  CHECK(calls.back() == "flush " + b.addr.to_string());
+  CHECK(destroyed_at_flush == before);  // before the QP's destroy, not after
+  CHECK(a.ctr().qps_destroyed == before + 1);
+  CHECK(a.ctr().slow_destroys == 0);
+}
+
 TEST_CASE("idle connections are reaped and come back on demand", "[cm][reap]") {
   Cluster c(Profile::kRxe);
   auto& a = c.add(1);
