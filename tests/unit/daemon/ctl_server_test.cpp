@@ -453,14 +453,22 @@ TEST_CASE("ctl server: idle connections of other users cannot lock root out",
   CHECK(f.server->counters().ctl_clients_refused_per_uid == 84);
   const ctl::Reply r = refused_reply(f, held.back().get());
   CHECK(r.message.find("uid 1000") != std::string::npos);
-  // More users fill every slot but root's.
+  // More users fill every slot but root's; beyond, each new one closes the
+  // connection idle the longest (uid 1000's first ones) instead of being refused.
   for (uid_t uid : {1001u, 1002u, 1003u}) {
     for (int i = 0; i < 16; ++i)
       held.push_back(f.connect_as(uid));
   }
   CHECK(f.server->client_count() == 56);
-  CHECK(f.server->counters().ctl_clients_refused_reserved == 8);
-  CHECK(refused_reply(f, held.back().get()).message.find("root") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_refused_reserved == 0);
+  CHECK(f.server->counters().ctl_clients_evicted == 8);
+  bool evicted_eof = false;
+  CHECK(f.read_reply(held[0].get(), evicted_eof, 3).empty());
+  CHECK(evicted_eof);  // the oldest: closed without a line
+  CHECK(f.read_reply(held[7].get(), evicted_eof, 3).empty());
+  CHECK(evicted_eof);
+  CHECK(f.read_reply(held[8].get(), evicted_eof, 3).empty());
+  CHECK_FALSE(evicted_eof);  // the ninth stays
 
   // Root's status is answered at once: no waiting for a timeout to free a slot.
   UniqueFd root = f.connect_as(0);
@@ -688,4 +696,64 @@ TEST_CASE("ctl server: monitor after the stop began gets the end line at once",
   REQUIRE(lines.size() == 2);
   CHECK(ctl::parse_reply(lines[0])->ok);
   CHECK(ctl::parse_push(lines[1])->end);
+}
+
+TEST_CASE(
+    "ctl server: when idle connections hold every slot, root's included, the oldest gives way",
+    "[ops][ctl][socket][lockout]") {
+  CtlServerOptions o;
+  o.max_clients = 6;
+  o.root_reserved_clients = 2;
+  o.request_timeout = std::chrono::seconds(60);
+  o.first_request_timeout = std::chrono::seconds(60);
+  ServerFixture f(o);
+  // Root holds every slot: two silent connections, one that had its answer
+  // and stays open, a monitor, and one halfway through a request.
+  std::vector<UniqueFd> held;
+  held.push_back(f.connect_as(0));
+  held.push_back(f.connect_as(0));
+  UniqueFd answered = f.connect_as(0);
+  const std::string q = req("srq");
+  REQUIRE(::write(answered.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  bool eof = false;
+  REQUIRE(ctl::parse_reply(f.read_reply(answered.get(), eof, 5)).ok());
+  UniqueFd monitor = f.connect_as(0);
+  subscribe(f, monitor.get());
+  UniqueFd partial = f.connect_as(0);
+  const std::string head = "{\"v\":1,";
+  REQUIRE(::write(partial.get(), head.data(), head.size()) == static_cast<ssize_t>(head.size()));
+  held.push_back(f.connect_as(0));
+  REQUIRE(f.server->client_count() == 6);
+
+  // A seventh root client is served: the oldest idle one (held[0]) gave way.
+  UniqueFd root = f.connect_as(0);
+  CHECK(f.server->client_count() == 6);
+  CHECK(f.server->counters().ctl_clients_evicted == 1);
+  CHECK(f.server->counters().ctl_clients_refused_full == 0);
+  CHECK(f.read_reply(held[0].get(), eof, 3).empty());
+  CHECK(eof);
+  REQUIRE(::write(root.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  auto r = ctl::parse_reply(f.read_reply(root.get(), eof, 5));
+  REQUIRE(r.ok());
+  CHECK(r->ok);
+
+  // Then held[1], then the one that had its answer (idle since its request).
+  held.push_back(f.connect_as(0));
+  held.push_back(f.connect_as(0));
+  CHECK(f.server->counters().ctl_clients_evicted == 3);
+  CHECK(f.read_reply(held[1].get(), eof, 3).empty());
+  CHECK(eof);
+  CHECK(f.read_reply(answered.get(), eof, 3).empty());
+  CHECK(eof);
+  // Neither the monitor nor the request halfway done was closed.
+  f.read_reply(monitor.get(), eof, 2);
+  CHECK_FALSE(eof);
+  f.read_reply(partial.get(), eof, 2);
+  CHECK_FALSE(eof);
+  CHECK(f.server->monitor_count() == 1);
+
+  // A non-root client may not take root's idle slots: it is refused.
+  UniqueFd user = f.connect_as(1000);
+  CHECK(refused_reply(f, user.get()).message.find("too many") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_refused_full == 1);
 }
