@@ -1075,3 +1075,53 @@ TEST_CASE("REJ from a node where rcnetd is not running: retried with backoff, th
   CHECK(in_service(a) == 1);
   CHECK(!c[2].sink.packets.empty());
 }
+
+TEST_CASE("a peer's snapshot says why it is unreachable; connect and teardown times are kept",
+          "[cm][establish]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.connect_retries = 3; });
+  auto& b = c.add(2);
+  b.sim->crash();
+  b.mgr.reset();
+  b.sim->restart();  // nothing listens: its CM answers REJ
+  a.mgr->send(b.ep(), packet(0));
+  c.run(20ms);
+  auto s = a.mgr->snapshot();
+  REQUIRE(s.peers.size() == 1);
+  const cm::PeerSnapshot& p = s.peers[0];
+  CHECK(p.attempts >= 1);
+  REQUIRE(p.since_attempt.has_value());
+  CHECK(*p.since_attempt <= 20ms);
+  CHECK_THAT(p.last_result, Catch::Contains("REJ"));
+  REQUIRE(p.since_result.has_value());
+  CHECK(*p.since_result <= *p.since_attempt);
+  REQUIRE(p.retry_in.has_value());  // backing off, not given up
+  CHECK(*p.retry_in > Duration::zero());
+  CHECK(s.connect_time.count == 0);
+
+  c.restart(2, 0x2002);
+  for (int i = 0; i < 100 && in_service(a) == 0; ++i) {
+    a.mgr->send(b.ep(), packet(1 + static_cast<std::uint32_t>(i)));
+    c.run(50ms);
+  }
+  REQUIRE(in_service(a) == 1);
+  s = a.mgr->snapshot();
+  REQUIRE(s.peers.size() == 1);
+  CHECK(s.peers[0].last_result == "ESTABLISHED");
+  CHECK(s.peers[0].attempts == 0);
+  CHECK_FALSE(s.peers[0].retry_in.has_value());
+  CHECK(s.connect_time.count == 1);
+  CHECK(s.connect_time.le.back() == 1);  // within 30 s
+  CHECK(s.connect_time.sum_seconds > 0);
+
+  const auto torn = s.teardown_time.count;
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(500ms);
+  CHECK(a.mgr->live_qpns().empty());
+  s = a.mgr->snapshot();
+  CHECK(s.teardown_time.count > torn);
+  CHECK(s.teardown_time.count <= a.ctr().cm_ids_destroyed);  // one per teardown at most
+  // Cumulative buckets: each bound counts at least what the one before it does.
+  for (std::size_t i = 1; i < cm::Histogram::kBuckets; ++i)
+    CHECK(s.teardown_time.le[i] >= s.teardown_time.le[i - 1]);
+}

@@ -528,3 +528,125 @@ TEST_CASE("rcnetctl monitor: the daemon's close, Ctrl-C and refusals", "[ops][rc
   auto down = monitor_with(s, {"monitor"});
   CHECK(down.rc == kExitNotRunning);
 }
+
+// --- Errors that tell the truth (issue 22) ----------------------------------------------
+
+TEST_CASE("rcnetctl: an unknown command names itself and the nearest ones", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  auto r = run_with(d, {"stat"});
+  CHECK(r.rc == kExitUsage);
+  CHECK_THAT(r.err, Catch::Contains("unknown command 'stat'"));
+  CHECK_THAT(r.err, Catch::Contains("did you mean status"));
+  r = run_with(d, {"-j", "conections"});
+  CHECK(r.rc == kExitUsage);
+  CHECK_THAT(r.err, Catch::Contains("did you mean connections?"));
+  r = run_with(d, {"frobnicate"});
+  CHECK_THAT(r.err, Catch::Contains("unknown command 'frobnicate'"));
+  CHECK_THAT(r.err, !Catch::Contains("did you mean"));
+  CHECK_THAT(r.err, Catch::Contains("status, rails, peers"));
+  r = run_with(d, {});
+  CHECK(r.rc == kExitUsage);
+  CHECK_THAT(r.err, Catch::Contains("no command given"));
+  CHECK(d.calls == 0);
+}
+
+TEST_CASE("rcnetctl: --version, and options after the command", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  auto v = run_with(d, {"--version"});
+  CHECK(v.rc == kExitOk);
+  CHECK(v.out.starts_with("rcnetctl "));
+  CHECK(d.calls == 0);
+
+  json data{{"qps", json::array()}};
+  d.reply = ctl::ok_reply(data);
+  auto j = run_with(d, {"qps", "-j", "-s", "/tmp/after.sock"});
+  REQUIRE(j.rc == kExitOk);
+  CHECK(json::parse(j.out) == data);
+  CHECK(d.socket == "/tmp/after.sock");
+  CHECK(sent(d).cmd == ctl::Command::kQps);
+}
+
+TEST_CASE("rcnetctl: bad numbers say what a number must be", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  for (const char* idle : {"1e400", "abc", "-1", "2000000", "nan"}) {
+    auto r = run_with(d, {"reap", "--idle", idle});
+    INFO(idle << ": " << r.err);
+    CHECK(r.rc == kExitUsage);
+    CHECK_THAT(r.err, Catch::Contains("from 0 to 1000000"));
+    CHECK(r.err.size() < 200);  // no 300-digit range
+  }
+  auto big = run_with(d, {"disconnect", "99999999999999999999999"});
+  CHECK(big.rc == kExitUsage);
+  CHECK_THAT(big.err, Catch::Contains("too large for a node id"));
+  auto zero = run_with(d, {"disconnect", "0"});
+  CHECK_THAT(zero.err, Catch::Contains("node id 0 is never valid"));
+  CHECK(d.calls == 0);
+}
+
+TEST_CASE("rcnetctl: an empty or too long -s path is a usage error", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  auto empty = run_with(d, {"-s", "", "status"});
+  CHECK(empty.rc == kExitUsage);
+  CHECK_THAT(empty.err, Catch::Contains("empty"));
+  auto longer = run_with(d, {"-s", "/" + std::string(200, 'x'), "status"});
+  CHECK(longer.rc == kExitUsage);
+  CHECK_THAT(longer.err, Catch::Contains("at most 107"));
+  CHECK(d.calls == 0);
+  // 107 bytes fit.
+  CHECK(run_with(d, {"-s", "/" + std::string(106, 'x'), "status"}).rc == kExitOk);
+}
+
+TEST_CASE("rcnetctl: the not-running hint names the unit of the socket", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  d.error = Error::from_errno(ENOENT, "connect");
+  auto inst = run_with(d, {"-s", "/run/rcnet/ib1.sock", "status"});
+  CHECK(inst.rc == kExitNotRunning);
+  CHECK_THAT(inst.err, Catch::Contains("systemctl status rcnetd@ib1\n"));
+  auto dflt = run_with(d, {"status"});
+  CHECK_THAT(dflt.err, Catch::Contains("systemctl status rcnetd\n"));
+  auto other = run_with(d, {"-s", "/tmp/my.sock", "status"});
+  CHECK(other.rc == kExitNotRunning);
+  CHECK_THAT(other.err, Catch::Contains("ctl.socket /tmp/my.sock"));
+}
+
+TEST_CASE("rcnetctl reload: the keys applied, or the refusal and exit 1", "[ops][rcnetctl]") {
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::reload_json({"timeouts.idle", "log.level"}));
+  auto ok = run_with(d, {"reload"});
+  CHECK(ok.rc == kExitOk);
+  CHECK(sent(d).cmd == ctl::Command::kReload);
+  CHECK(ok.out == "reload applied: timeouts.idle log.level\n");
+  d.reply = ctl::ok_reply(ctl::reload_json({}));
+  CHECK(run_with(d, {"reload"}).out == "reload applied: no key changed\n");
+  d.reply = ctl::error_reply(ctl::ErrorCode::kFailed,
+                             "not applied, keeping the running configuration: tun.name needs a "
+                             "restart");
+  auto refused = run_with(d, {"reload"});
+  CHECK(refused.rc == kExitFailed);
+  CHECK_THAT(refused.err, Catch::Contains("tun.name needs a restart"));
+}
+
+TEST_CASE("rcnetctl route get: asks for the address, prints the route or why none",
+          "[ops][rcnetctl]") {
+  FakeDaemon d;
+  config::Config c;
+  c.tun_address = *IpPrefix::parse("10.100.0.1/24");
+  c.underlay_prefix = IpPrefix::parse("10.99.0.0/24");
+  c.rails[0].underlay_prefix = c.underlay_prefix;
+  c.manager.local = Endpoint{*IpAddr::parse("10.99.0.1"), 7471};
+  c.rails[0].local = c.manager.local;
+  d.reply = ctl::ok_reply(ctl::route_json(*IpAddr::parse("10.100.0.7"), c, cm::Snapshot{}));
+  auto r = run_with(d, {"route", "get", "10.100.0.7"});
+  REQUIRE(r.rc == kExitOk);
+  CHECK(sent(d).address == IpAddr::parse("10.100.0.7"));
+  CHECK_THAT(r.out, Catch::Contains("10.100.0.7 via peer 174260231"));
+  CHECK_THAT(r.out, Catch::Contains("rail 0 underlay 10.99.0.7:7471"));
+  CHECK_THAT(r.out, Catch::Contains("no connection yet"));
+
+  d.reply = ctl::ok_reply(ctl::route_json(*IpAddr::parse("192.168.5.1"), c, cm::Snapshot{}));
+  auto none = run_with(d, {"route", "get", "192.168.5.1"});
+  CHECK(none.rc == kExitOk);
+  CHECK_THAT(none.out, Catch::Contains("192.168.5.1: no route: not on the overlay"));
+  CHECK(run_with(d, {"route", "10.100.0.7"}).rc == kExitUsage);
+  CHECK(run_with(d, {"route", "get", "nope"}).rc == kExitUsage);
+}
