@@ -48,7 +48,7 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
     case Command::kSrq:
       return {ctl::ok_reply(ctl::srq_json(b.snapshot().srq))};
     case Command::kStats: {
-      json data = append_counters(ctl::stats_json(b.snapshot().counters), b.daemon_counters());
+      json data = append_counters(ctl::stats_json(b.snapshot()), b.daemon_counters());
       if (ctl != nullptr)
         data = append_counters(std::move(data), ctl::counters_json(*ctl));
       return {ctl::ok_reply(data)};
@@ -153,6 +153,12 @@ class DaemonBackend final : public CtlBackend {
         // From the Daemon's construction, not the ctl server's: the time
         // spent bringing the device, listener and TUN up counts as uptime.
         {"uptime_ms", to_ms(Clock::now() - p_.start_time)},
+        // The same moment on the wall clock (seconds since the Unix epoch),
+        // for rcnet_start_time_seconds.
+        {"start_time_s",
+         std::chrono::duration<double>(
+             (std::chrono::system_clock::now() - (Clock::now() - p_.start_time)).time_since_epoch())
+             .count()},
         {"config_path", p_.config_path},
         {"tun",
          {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},

@@ -218,6 +218,20 @@ json stats_json(const cm::Counters& c) {
   return {{"counters", counters_json(c)}};
 }
 
+json histogram_json(const cm::Histogram& h) {
+  return {{"bounds_s", cm::Histogram::kBounds},
+          {"le", h.le},
+          {"count", h.count},
+          {"sum_s", h.sum_seconds}};
+}
+
+json stats_json(const cm::Snapshot& s) {
+  json j = stats_json(s.counters);
+  j["histograms"] = {{"connect_time", histogram_json(s.connect_time)},
+                     {"teardown_time", histogram_json(s.teardown_time)}};
+  return j;
+}
+
 namespace {
 
 // A config::Value as JSON: the same types, unset as null.

@@ -73,6 +73,12 @@ json counters_json(const Counters& c) {
 }
 // stats: {"counters": counters_json(c)}; the daemon appends its own.
 json stats_json(const cm::Counters& c);
+// A histogram: {"bounds_s": upper bounds in seconds, "le": cumulative counts
+// per bound, "count", "sum_s"}.
+json histogram_json(const cm::Histogram& h);
+// stats of a snapshot: stats_json(s.counters) and "histograms":
+// {"connect_time", "teardown_time"} (histogram_json each).
+json stats_json(const cm::Snapshot& s);
 
 // config: the running configuration, one member per row of config::keys(),
 // named by the TOML dotted key ("timeouts.idle") and valued as rcnetd.toml

@@ -438,8 +438,9 @@ TEST_CASE("ctl rails: Prometheus rail_up, rail_state, failovers_total by cause",
   CHECK(fam.count("rcnet_failovers_port_error_total") == 0);  // not a metric of its own
   REQUIRE(fam.count("rcnet_failbacks_total") == 1);
   CHECK(fam.at("rcnet_failbacks_total").back() == "rcnet_failbacks_total 2");
-  REQUIRE(fam.count("rcnet_failover_resent_total") == 1);
-  CHECK(fam.at("rcnet_failover_resent_total").back() == "rcnet_failover_resent_total 9");
+  REQUIRE(fam.count("rcnet_failover_resent_packets_total") == 1);
+  CHECK(fam.at("rcnet_failover_resent_packets_total").back() ==
+        "rcnet_failover_resent_packets_total 9");
 
   REQUIRE(fam.count("rcnet_rail_up") == 1);
   CHECK(fam.at("rcnet_rail_up") ==

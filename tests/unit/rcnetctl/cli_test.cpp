@@ -219,16 +219,17 @@ TEST_CASE("rcnetctl stats --format prometheus: counters and gauges in the exposi
   REQUIRE(run(args, t, out, err) == kExitOk);
   CHECK(cmds == std::vector<std::string>{"stats", "status"});
   const std::string text = out.str();
-  CHECK(text.find("# HELP rcnet_packets_tx_total packets sent\n") != std::string::npos);
-  CHECK(text.find("# TYPE rcnet_packets_tx_total counter\n") != std::string::npos);
-  CHECK(text.find("\nrcnet_packets_tx_total 42\n") != std::string::npos);
+  CHECK(text.find("# HELP rcnet_tx_packets_total packets sent\n") != std::string::npos);
+  CHECK(text.find("# TYPE rcnet_tx_packets_total counter\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_tx_packets_total 42\n") != std::string::npos);
   CHECK(text.find("\nrcnet_last_wqe_timeouts_total 3\n") != std::string::npos);
   CHECK(text.find("rcnet_qps{state=\"ESTABLISHED\"} 1\n") != std::string::npos);
   CHECK(text.find("rcnet_qps{state=\"AWAIT_LAST_WQE\"} 1\n") != std::string::npos);
   CHECK(text.find("rcnet_qps{state=\"DRAINING\"} 0\n") != std::string::npos);
   CHECK(text.find("\nrcnet_connections 1\n") != std::string::npos);
   CHECK(text.find("\nrcnet_srq_posted 500\n") != std::string::npos);
-  CHECK(text.find("rcnet_send_slots{kind=\"free\"} 250\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_send_slots_free 250\n") != std::string::npos);
+  CHECK(text.find("\nrcnet_send_slots 256\n") != std::string::npos);
   // The rails come with status: this snapshot has none, so its own one rail.
   CHECK(text.find("\nrcnet_rail_up{rail=\"0\",device=\"\"} 1\n") != std::string::npos);
   CHECK(text.find("\nrcnet_failovers_total{cause=\"port_error\"} 0\n") != std::string::npos);
@@ -276,7 +277,7 @@ TEST_CASE("rcnetctl stats --format prometheus --output writes the file atomicall
   std::ifstream f(path);
   std::stringstream got;
   got << f.rdbuf();
-  CHECK(got.str().find("rcnet_packets_tx_total 0\n") != std::string::npos);
+  CHECK(got.str().find("rcnet_tx_packets_total 0\n") != std::string::npos);
   CHECK(got.str().find("rcnet_up 1\n") != std::string::npos);
   // The daemon is gone: the file says so instead of going stale.
   d.error = Error::from_errno(ECONNREFUSED, "connect");
@@ -649,4 +650,82 @@ TEST_CASE("rcnetctl route get: asks for the address, prints the route or why non
   CHECK_THAT(none.out, Catch::Contains("192.168.5.1: no route: not on the overlay"));
   CHECK(run_with(d, {"route", "10.100.0.7"}).rc == kExitUsage);
   CHECK(run_with(d, {"route", "get", "nope"}).rc == kExitUsage);
+}
+
+TEST_CASE("rcnetctl stats --format prometheus: reasons are labels, histograms, build info",
+          "[ops][rcnetctl]") {
+  cm::Snapshot s;
+  s.counters.rejects_sent_full = 4;
+  s.counters.rejects_sent_collision = 1;
+  s.counters.drops_queue_full = 7;
+  s.counters.drops_oversize = 2;
+  s.connect_time.observe(std::chrono::milliseconds(3));
+  s.connect_time.observe(std::chrono::milliseconds(700));
+  s.teardown_time.observe(std::chrono::microseconds(200));
+  json stats = ctl::stats_json(s);
+  // The daemon's own counters come after the manager's (ctl_handler.cpp).
+  stats["counters"].push_back({{"name", "drops_unmapped"}, {"value", 5}, {"help", "h"}});
+  stats["counters"].push_back({{"name", "drops_refused"}, {"value", 2}, {"help", "h"}});
+  stats["counters"].push_back(
+      {{"name", "ctl_clients_refused_per_uid"}, {"value", 3}, {"help", "h"}});
+  stats["counters"].push_back({{"name", "drops_brand_new"}, {"value", 1}, {"help", "h"}});
+  json status = ctl::status_json(s);
+  status["daemon"] = {{"version", "1.2.3"}, {"start_time_s", 1764150000.25}};
+  Transport t = [&](const std::string&, const std::string& line) -> Result<std::string> {
+    auto r = ctl::parse_request(line);
+    REQUIRE(r.ok());
+    return ctl::ok_reply(r->cmd == ctl::Command::kStats ? stats : status);
+  };
+  std::ostringstream out, err;
+  REQUIRE(run(std::vector<std::string>{"stats", "--format", "prometheus"}, t, out, err) == kExitOk);
+  const std::string text = out.str();
+  INFO(text);
+  for (const char* want : {
+           "\nrcnet_rejs_sent_total{reason=\"collision\"} 1\n",
+           "\nrcnet_rejs_sent_total{reason=\"full\"} 4\n",
+           "\nrcnet_dropped_packets_total{reason=\"queue_full\"} 7\n",
+           "\nrcnet_dropped_packets_total{reason=\"oversize\"} 2\n",
+           "\nrcnet_dropped_packets_total{reason=\"unmapped\"} 5\n",
+           // A drop counter this rcnetctl has no row for still joins the family.
+           "\nrcnet_dropped_packets_total{reason=\"brand_new\"} 1\n",
+           // Counted by the manager already (drops_oversize): not a drop reason.
+           "\nrcnet_tun_refused_packets_total 2\n",
+           "\nrcnet_ctl_clients_refused_total{reason=\"per_uid\"} 3\n",
+           "\n# TYPE rcnet_connect_duration_seconds histogram\n",
+           "\nrcnet_connect_duration_seconds_bucket{le=\"0.001\"} 0\n",
+           "\nrcnet_connect_duration_seconds_bucket{le=\"0.005\"} 1\n",
+           "\nrcnet_connect_duration_seconds_bucket{le=\"1\"} 2\n",
+           "\nrcnet_connect_duration_seconds_bucket{le=\"+Inf\"} 2\n",
+           "\nrcnet_connect_duration_seconds_sum 0.703000\n",
+           "\nrcnet_connect_duration_seconds_count 2\n",
+           "\nrcnet_teardown_duration_seconds_bucket{le=\"0.001\"} 1\n",
+           "\nrcnet_build_info{version=\"1.2.3\"} 1\n",
+           "\nrcnet_start_time_seconds 1764150000.250\n",
+       }) {
+    CHECK_THAT(text, Catch::Contains(want));
+  }
+  // No metric of its own per reason, and one TYPE line per family.
+  CHECK_THAT(text, !Catch::Contains("rcnet_rejects_sent_full_total"));
+  CHECK_THAT(text, !Catch::Contains("rcnet_drops_queue_full_total"));
+  CHECK_THAT(text, !Catch::Contains("kind=\"total\""));
+  std::istringstream lines(text);
+  std::set<std::string> typed;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      const std::string name = line.substr(7, line.find(' ', 7) - 7);
+      CHECK(typed.insert(name).second);
+      // <ns>_<what>_<unit>_total for every counter.
+      if (line.ends_with(" counter"))
+        CHECK(name.ends_with("_total"));
+    }
+  }
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const std::string path = "/tmp/rcnet-unit-prom2-" + std::to_string(::getpid()) + ".txt";
+    {
+      std::ofstream f(path);
+      f << text;
+    }
+    CHECK(std::system(("promtool check metrics < " + path).c_str()) == 0);
+    std::remove(path.c_str());
+  }
 }
