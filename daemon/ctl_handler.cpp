@@ -218,8 +218,11 @@ class DaemonBackend final : public CtlBackend {
       return CtlBackend::reload();
     // The keys that changed: the running config's rows before and after.
     const json before = ctl::config_json(p_.config);
-    if (auto r = p_.reload(); !r)
+    if (auto r = p_.reload(); !r) {
+      // As the SIGHUP path logs it: the journal says why, whoever asked.
+      spdlog::warn("reload (rcnetctl): {}", r.error().context);
       return r.error();
+    }
     const json after = ctl::config_json(p_.config);
     std::vector<std::string> changed;
     for (const config::Key& k : config::keys()) {
