@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The connection manager on the simulated fabric, virtual clock, no sleeps.
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <catch2/catch.hpp>
@@ -12,6 +14,7 @@
 #include "cm/manager.hpp"
 #include "harness.hpp"
 #include "rdma/ib_timers.hpp"
+#include "util/log.hpp"
 #include "wire/private_data.hpp"
 
 using namespace rcnet;
@@ -1084,8 +1087,22 @@ TEST_CASE("a peer's snapshot says why it is unreachable; connect and teardown ti
   b.sim->crash();
   b.mgr.reset();
   b.sim->restart();  // nothing listens: its CM answers REJ
+  // The failed attempt's log record carries MESSAGE_ID connect_failed.
+  struct IdSink final : spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+    std::vector<std::string> ids;
+    void sink_it_(const spdlog::details::log_msg&) override {
+      if (const log::Fields* f = log::current_fields(); f != nullptr && !f->message_id.empty())
+        ids.emplace_back(f->message_id);
+    }
+    void flush_() override {}
+  };
+  auto ids = std::make_shared<IdSink>();
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", ids));
   a.mgr->send(b.ep(), packet(0));
   c.run(20ms);
+  spdlog::set_default_logger(old);
+  CHECK(std::count(ids->ids.begin(), ids->ids.end(), std::string(log::kMsgConnectFailed)) >= 1);
   auto s = a.mgr->snapshot();
   REQUIRE(s.peers.size() == 1);
   const cm::PeerSnapshot& p = s.peers[0];
