@@ -284,7 +284,7 @@ json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& 
   const auto rail0 = c.peer_endpoint_for(dst, 0);
   if (!rail0) {
     j["reason"] = c.underlay_prefix
-                      ? "no peer: not in peers.static, and the subnet or broadcast address"
+                      ? "no peer: the overlay's subnet or broadcast address (no peer owns it)"
                       : "no peer: not in peers.static, and peers.underlay_prefix is unset";
     return j;
   }
