@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "config/keys.hpp"
 #include "ctl/views.hpp"
 #include "ctl_server.hpp"  // CtlCounters
 #include "logging.hpp"
@@ -47,7 +48,7 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
     case Command::kSrq:
       return {ctl::ok_reply(ctl::srq_json(b.snapshot().srq))};
     case Command::kStats: {
-      json data = append_counters(ctl::stats_json(b.snapshot().counters), b.daemon_counters());
+      json data = append_counters(ctl::stats_json(b.snapshot()), b.daemon_counters());
       if (ctl != nullptr)
         data = append_counters(std::move(data), ctl::counters_json(*ctl));
       return {ctl::ok_reply(data)};
@@ -66,14 +67,19 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
       if (node) {
         name = fmt::format("node {}", *node);
       } else if (req.peer_addr) {
-        name = req.peer_addr->to_string();
+        // The underlay address, or the overlay address operators ping.
+        const IpAddr& a = *req.peer_addr;
+        name = a.to_string();
         for (const cm::PeerSnapshot& p : b.snapshot().peers) {
-          if (p.underlay.addr == *req.peer_addr)
+          if (p.underlay.addr == a || (!p.overlay.empty() && p.overlay == a))
             node = p.node;
         }
-        // Not in the table: its id is still derived from the address.
-        if (!node)
-          node = node_id_for(*req.peer_addr);
+        // Not in the table: an overlay address maps to its peer's underlay
+        // (peers.static, peers.underlay_prefix), whose id is derived from it.
+        if (!node) {
+          const auto underlay = b.config().underlay_for(a);
+          node = node_id_for(underlay ? *underlay : a);
+        }
       }
       if (!node || !b.disconnect(*node, "rcnetctl disconnect"))
         return {ctl::error_reply(ErrorCode::kFailed, "no peer " + name)};
@@ -90,6 +96,16 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
     }
     case Command::kMonitor:
       return {ctl::ok_reply({{"monitor", true}}), false, true};
+    case Command::kReload: {
+      auto r = b.reload();
+      if (!r)
+        return {ctl::error_reply(ErrorCode::kFailed, r.error().context)};
+      return {ctl::ok_reply(ctl::reload_json(*r))};
+    }
+    case Command::kRoute:
+      if (!req.address)
+        return {ctl::error_reply(ErrorCode::kBadRequest, "route needs an address"), true};
+      return {ctl::ok_reply(ctl::route_json(*req.address, b.config(), b.snapshot()))};
   }
   return {ctl::error_reply(ErrorCode::kUnknownCommand, "unknown command"), true};
 }
@@ -137,6 +153,12 @@ class DaemonBackend final : public CtlBackend {
         // From the Daemon's construction, not the ctl server's: the time
         // spent bringing the device, listener and TUN up counts as uptime.
         {"uptime_ms", to_ms(Clock::now() - p_.start_time)},
+        // The same moment on the wall clock (seconds since the Unix epoch),
+        // for rcnet_start_time_seconds.
+        {"start_time_s",
+         std::chrono::duration<double>(
+             (std::chrono::system_clock::now() - (Clock::now() - p_.start_time)).time_since_epoch())
+             .count()},
         {"config_path", p_.config_path},
         {"tun",
          {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
@@ -190,6 +212,25 @@ class DaemonBackend final : public CtlBackend {
   void set_log_level(config::LogLevel level) override {
     rcnet::daemon::set_log_level(level);
     spdlog::info("log level set to {}", config::to_string(level));
+  }
+  Result<std::vector<std::string>> reload() override {
+    if (!p_.reload)
+      return CtlBackend::reload();
+    // The keys that changed: the running config's rows before and after.
+    const json before = ctl::config_json(p_.config);
+    if (auto r = p_.reload(); !r) {
+      // As the SIGHUP path logs it: the journal says why, whoever asked.
+      spdlog::warn("reload (rcnetctl): {}", r.error().context);
+      return r.error();
+    }
+    const json after = ctl::config_json(p_.config);
+    std::vector<std::string> changed;
+    for (const config::Key& k : config::keys()) {
+      const std::string key(k.dotted);
+      if (before.value(key, json()) != after.value(key, json()))
+        changed.push_back(key);
+    }
+    return changed;
   }
 
  private:

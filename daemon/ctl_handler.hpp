@@ -8,11 +8,13 @@
 // ctl_handler.cpp, a switch over ctl::Command.
 //
 // Thread: the loop's, always.
+#include <cerrno>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cm/manager.hpp"
 #include "config/config.hpp"
@@ -46,6 +48,12 @@ class CtlBackend {
   virtual std::size_t reap(Duration idle) = 0;
   virtual config::LogLevel log_level() const = 0;
   virtual void set_log_level(config::LogLevel level) = 0;
+  // Re-reads the config file as SIGHUP does (Daemon::reload). The dotted
+  // keys whose running value changed, or the error: a parse error, or the
+  // keys that need a restart (nothing applied either way).
+  virtual Result<std::vector<std::string>> reload() {
+    return Error::from_errno(ENOTSUP, "reload is not available");
+  }
 };
 
 // The parts of rcnetd the ctl server serves from, lent by their owner (the
@@ -67,6 +75,8 @@ struct CtlDaemonParts {
   TimePoint start_time;
   // The STATUS= line the daemon would send systemd now (sd_notify(3)).
   std::function<std::string()> status_text;
+  // Daemon::reload: what SIGHUP does. Empty: "reload" fails.
+  std::function<Result<void>()> reload = {};
 };
 
 // The CtlBackend of the running daemon. Live log level changes go through

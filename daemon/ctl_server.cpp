@@ -28,7 +28,8 @@ struct CtlServer::Client {
   std::string out;
   std::size_t out_off = 0;
   TimePoint accepted{};
-  bool heard = false;  // any byte received: the first-request timeout is over
+  TimePoint last_active{};  // accept, then each complete request: the eviction order
+  bool heard = false;       // any byte received: the first-request timeout is over
   bool read_closed = false;
   bool close_after_flush = false;
   bool closed = false;
@@ -182,8 +183,12 @@ void CtlServer::on_accept() {
       c->cred.uid = static_cast<uid_t>(-1);
       c->access = ctl::Access::kDenied;
     }
-    if (auto why = refusal(c->cred.uid)) {
-      refuse(std::move(fd), *why);
+    Refusal why = refusal(c->cred.uid);
+    // Idle connections give way rather than lock a new client out.
+    while ((why == Refusal::kFull || why == Refusal::kReserved) && evict_idle_for(c->cred.uid))
+      why = refusal(c->cred.uid);
+    if (why != Refusal::kNone) {
+      refuse(std::move(fd), refusal_message(why, c->cred.uid));
       continue;
     }
     const std::uint64_t id = c->id;
@@ -194,6 +199,7 @@ void CtlServer::on_accept() {
       continue;
     }
     c->accepted = loop_.now();
+    c->last_active = c->accepted;
     const Duration first = std::min(opts_.first_request_timeout, opts_.request_timeout);
     auto timer = loop_.add_time(c->accepted + first, std::chrono::milliseconds(100),
                                 "ctl-client-timeout", [this, id] { on_client_timeout(id); });
@@ -213,29 +219,67 @@ void CtlServer::on_accept() {
   }
 }
 
-std::optional<std::string> CtlServer::refusal(uid_t uid) {
+CtlServer::Refusal CtlServer::refusal(uid_t uid) const {
   const std::size_t n = clients_.size();
-  if (n >= opts_.max_clients) {
-    ++counters_.ctl_clients_refused_full;
-    return fmt::format("too many ctl clients ({} connected); try again", n);
-  }
+  if (n >= opts_.max_clients)
+    return Refusal::kFull;
   if (uid == 0)
-    return std::nullopt;
+    return Refusal::kNone;
   const std::size_t reserved =
       std::min(opts_.root_reserved_clients, opts_.max_clients > 0 ? opts_.max_clients - 1 : 0);
-  if (n >= opts_.max_clients - reserved) {
-    ++counters_.ctl_clients_refused_reserved;
-    return fmt::format("too many ctl clients ({} connected, the rest kept for root); try again", n);
-  }
+  if (n >= opts_.max_clients - reserved)
+    return Refusal::kReserved;
   const auto mine = static_cast<std::size_t>(
       std::count_if(clients_.begin(), clients_.end(),
                     [uid](const auto& kv) { return kv.second->cred.uid == uid; }));
-  if (mine >= opts_.max_clients_per_uid) {
-    ++counters_.ctl_clients_refused_per_uid;
-    return fmt::format("too many ctl clients for uid {} ({} connected, at most {}); try again", uid,
-                       mine, opts_.max_clients_per_uid);
+  if (mine >= opts_.max_clients_per_uid)
+    return Refusal::kPerUid;
+  return Refusal::kNone;
+}
+
+std::string CtlServer::refusal_message(Refusal why, uid_t uid) {
+  const std::size_t n = clients_.size();
+  switch (why) {
+    case Refusal::kFull:
+      ++counters_.ctl_clients_refused_full;
+      return fmt::format("too many ctl clients ({} connected); try again", n);
+    case Refusal::kReserved:
+      ++counters_.ctl_clients_refused_reserved;
+      return fmt::format("too many ctl clients ({} connected, the rest kept for root); try again",
+                         n);
+    case Refusal::kPerUid: {
+      const auto mine = static_cast<std::size_t>(
+          std::count_if(clients_.begin(), clients_.end(),
+                        [uid](const auto& kv) { return kv.second->cred.uid == uid; }));
+      ++counters_.ctl_clients_refused_per_uid;
+      return fmt::format("too many ctl clients for uid {} ({} connected, at most {}); try again",
+                         uid, mine, opts_.max_clients_per_uid);
+    }
+    case Refusal::kNone:
+      break;
   }
-  return std::nullopt;
+  return "try again";
+}
+
+bool CtlServer::evict_idle_for(uid_t uid) {
+  Client* oldest = nullptr;
+  for (auto& kv : clients_) {
+    Client& c = *kv.second;
+    const bool idle = !c.monitor && !c.closed && !c.close_after_flush && c.in.empty() &&
+                      c.out_off >= c.out.size();
+    if (!idle || (uid != 0 && c.cred.uid == 0))
+      continue;
+    if (oldest == nullptr || c.last_active < oldest->last_active)
+      oldest = &c;
+  }
+  if (oldest == nullptr)
+    return false;
+  spdlog::debug("ctl: client {} (pid {} uid {}) idle for {:.0f} ms: closed to make room",
+                oldest->id, oldest->cred.pid, oldest->cred.uid,
+                to_ms(loop_.now() - oldest->last_active));
+  ++counters_.ctl_clients_evicted;
+  close_client(*oldest);  // leaves clients_ at once
+  return true;
 }
 
 void CtlServer::refuse(UniqueFd fd, std::string_view message) {
@@ -318,6 +362,7 @@ void CtlServer::process_input(Client& c) {
     c.in.erase(0, nl + 1);
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue;  // a blank line is no request
+    c.last_active = loop_.now();
     HandledRequest h = handle_request(line, c.access, *backend_, &counters_);
     ++counters_.ctl_requests;
     if (h.refused)

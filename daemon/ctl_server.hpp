@@ -23,8 +23,14 @@
 // Slots, so that no ctl.group member can lock root out (issue 11): at most
 // max_clients (64) at once, of which root_reserved_clients (8) only uid 0 may
 // take, and at most max_clients_per_uid (16) per non-root uid; root has no
-// per-uid cap. A connection refused by any of these gets one error reply line
-// with code "busy" and is closed; each reason has its own counter.
+// per-uid cap. Idle connections never lock anyone out (issue 22): when the
+// slots are full (or only root's are left), a new client closes the
+// connection idle the longest instead of being refused (root: anyone's; any
+// other uid: a non-root one), counted as ctl_clients_evicted. Idle: no
+// request begun and no reply waiting to be written; a monitor is never idle.
+// A connection still refused (the per-uid cap, or no idle one to take) gets
+// one error reply line with code "busy" and is closed; each reason has its
+// own counter.
 //
 // Monitor ("monitor" command, rcnetctl monitor): after its ok reply a client
 // becomes a subscriber. publish() appends one event line per connection
@@ -66,6 +72,7 @@ namespace rcnet::daemon {
   X(ctl_clients_refused_full, "ctl clients refused: max_clients reached")          \
   X(ctl_clients_refused_reserved, "ctl clients refused: only root's slots free")   \
   X(ctl_clients_refused_per_uid, "ctl clients refused: max_clients_per_uid")       \
+  X(ctl_clients_evicted, "idle ctl clients closed to make room for a new one")     \
   X(ctl_clients_timed_out, "ctl clients closed: no complete request in time")      \
   X(ctl_clients_timed_out_idle, "of which: sent nothing in first_request_timeout") \
   X(ctl_clients_dropped, "ctl clients dropped: oversized request or reply queue")  \
@@ -147,8 +154,14 @@ class CtlServer final {
   CtlServer(EventLoop& loop, std::unique_ptr<CtlBackend> backend, CtlServerOptions opts);
   Result<void> listen();
   void on_accept();
-  // Why a client of `uid` may not have a slot now, or nullopt.
-  std::optional<std::string> refusal(uid_t uid);  // counts the refusal
+  enum class Refusal : std::uint8_t { kNone, kFull, kReserved, kPerUid };
+  // Why a client of `uid` may not have a slot now.
+  Refusal refusal(uid_t uid) const;
+  // Counts `why` and says it for the busy reply.
+  std::string refusal_message(Refusal why, uid_t uid);
+  // Closes the connection idle the longest that a client of `uid` may take
+  // the slot of (root: anyone's; others: a non-root one). false if none.
+  bool evict_idle_for(uid_t uid);
   // One "busy" error reply line, then close.
   void refuse(UniqueFd fd, std::string_view message);
   void on_client_io(std::uint64_t id, std::uint32_t revents);

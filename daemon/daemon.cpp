@@ -218,6 +218,7 @@ Result<void> Daemon::start_ctl_server() {
       .config_path = opts_.config_path,
       .start_time = start_time_,
       .status_text = [this] { return status_text(); },
+      .reload = [this] { return reload(); },
   });
   auto ctl = CtlServer::create(loop_, std::move(backend),
                                {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group});

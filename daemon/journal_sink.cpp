@@ -55,7 +55,7 @@ std::vector<std::string> journal_fields(const spdlog::details::log_msg& msg,
     return out;
   const log::Fields& f = *fields;
   if (f.peer_node != 0)
-    out.push_back(fmt::format("PEER_NODE={:016x}", f.peer_node));
+    out.push_back(fmt::format("PEER_NODE={}", f.peer_node));
   if (!f.peer_addr.empty())
     out.push_back("PEER_ADDR=" + f.peer_addr.to_string());
   if (f.peer_port != 0)

@@ -26,9 +26,9 @@ int syslog_priority(spdlog::level::level_enum level);
 // The journal entry for one record, as "FIELD=value" strings in the order they
 // are sent: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER=rcnetd, CODE_FILE, CODE_LINE
 // and CODE_FUNC when the record has a source location, then each set member
-// of `fields` (nullptr = none): PEER_NODE (16 hex digits), PEER_ADDR, QPN,
-// REMOTE_QPN (decimal), CONN_STATE, TEARDOWN_STAGE, REASON, MESSAGE_ID.
-// Values may contain newlines: sd_journal_sendv(3) sends those in the
+// of `fields` (nullptr = none): PEER_NODE (decimal, as rcnetctl and the
+// ctl JSON spell node ids), PEER_ADDR, QPN, REMOTE_QPN (decimal), CONN_STATE, TEARDOWN_STAGE,
+// REASON, MESSAGE_ID. Values may contain newlines: sd_journal_sendv(3) sends those in the
 // protocol's binary-safe form. Pure: no I/O.
 std::vector<std::string> journal_fields(const spdlog::details::log_msg& msg,
                                         const log::Fields* fields);

@@ -67,6 +67,7 @@ struct Conn {
   TimePoint unsignaled_since{};  // while on the reclaim list: when the SQ tail became unsignaled
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   std::string teardown_reason;
+  TimePoint teardown_since{};  // when teardown began (the teardown_time histogram)
   std::deque<SendEntry> sends;
   std::uint32_t unsignaled_run = 0;
   std::unique_ptr<BufferPool> rq;  // without SRQ: this QP's own receive buffers
@@ -141,6 +142,10 @@ struct Peer {
   std::deque<std::vector<std::byte>> queue;
   std::uint32_t attempts = 0;  // failed attempts since the last ESTABLISHED
   TimePoint retry_at = TimePoint::max();
+  // The last attempt and how it ended, for rcnetctl peers (PeerSnapshot).
+  TimePoint last_attempt = TimePoint::min();  // min: none yet
+  TimePoint last_result_at = TimePoint::min();
+  std::string last_result;
   bool blocked = false;  // waiting for send slots (in the data path's blocked list)
 };
 

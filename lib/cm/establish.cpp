@@ -145,6 +145,7 @@ void Manager::Impl::start_connect(Peer& p) {
   }
   ++ctr_.cm_ids_created;
   ++ctr_.connects_started;
+  p.last_attempt = now();
   Conn& c = add_conn(p, true);
   c.cm_id = *id;
   table_.index_cm_id(c);
@@ -156,7 +157,7 @@ void Manager::Impl::start_connect(Peer& p) {
     return;
   }
   auto f = fields(c);
-  log::event(spdlog::level::debug, f, "connecting to peer {} (node {:#x})", p.underlay, p.node);
+  log::event(spdlog::level::debug, f, "connecting to peer {} (node {})", p.underlay, p.node);
 }
 
 void Manager::Impl::addr_resolved(Conn& c) {
@@ -246,7 +247,7 @@ void Manager::Impl::established(Conn& c) {
   ++ctr_.connects_established;
   auto f = fields(c);
   f.message_id = log::kMsgPeerConnected;
-  log::event(spdlog::level::info, f, "connected to peer {} (node {:#x}) QPN {} <-> {}", c.peer_addr,
+  log::event(spdlog::level::info, f, "connected to peer {} (node {}) QPN {} <-> {}", c.peer_addr,
              c.peer, c.qpn, c.remote_qpn);
   if (!c.in_service) {
     // An abandoned attempt that got through anyway (REP crossed our REJ, or
@@ -260,6 +261,8 @@ void Manager::Impl::established(Conn& c) {
   if (p == nullptr)
     return;
   p->attempts = 0;
+  p->last_result = "ESTABLISHED";
+  p->last_result_at = now();
   dp_.flush_queue(*p, c);
   if (rail_hooks_ != nullptr)
     rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails);
@@ -269,7 +272,12 @@ void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
   ++ctr_.connect_failures;
   const bool was_in_service = c.in_service;
   Peer* p = table_.find_peer(c.peer);
+  if (p != nullptr && was_in_service) {
+    p->last_result = reason;
+    p->last_result_at = now();
+  }
   auto f = fields(c);
+  f.message_id = log::kMsgConnectFailed;
   log::event(spdlog::level::warn, f, "connection attempt to {} failed: {}", c.peer_addr, reason);
   teardown(c, TeardownKind::kHard, std::move(reason));
   if (!was_in_service || p == nullptr)
@@ -315,6 +323,10 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
     return;
   }
   Peer* p = table_.find_peer(c.peer);
+  if (p != nullptr) {
+    p->last_result = why;
+    p->last_result_at = now();
+  }
   if (reason == wire::RejectReason::kCollision || reason == wire::RejectReason::kDuplicate) {
     // The peer's own attempt wins (or it still holds a connection to us):
     // keep the queue; its REQ is on its way. If it never comes, retry.
@@ -337,6 +349,7 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
   // that retry instead of each sending a new REQ to a node that just said no.
   const bool transient = !d.ok || reason == wire::RejectReason::kFull;
   auto f = fields(c);
+  f.message_id = log::kMsgConnectFailed;
   log::event(p != nullptr && p->attempts > 0 ? spdlog::level::info : spdlog::level::warn, f,
              "peer {} rejected our REQ: {}", c.peer_addr, why);
   teardown(c, TeardownKind::kHard, why);
@@ -439,7 +452,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   if (node != node_id_for(ev.src.addr) || node == self_) {
     ++ctr_.malformed_private_data;
     reject(ev.id, wire::RejectReason::kMalformed, ev.src,
-           fmt::format("node id {:#x} does not match source address", node));
+           fmt::format("node id {} does not match source address", node));
     return;
   }
   Peer& p = table_.peer_for(node, Endpoint{ev.src.addr, cfg_.local.port});

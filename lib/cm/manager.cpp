@@ -65,7 +65,7 @@ Result<void> Manager::Impl::start() {
     return static_cast<double>(n) * buf_size / 1048576.0;
   };
   spdlog::info(
-      "rcnet manager up: node {:#x} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
+      "rcnet manager up: node {} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
       "({:.1f} MiB); mtu {}, offload {}, max {} connections",
       self_, cfg_.incarnation, cfg_.local, device_.name,
       cfg_.use_srq
@@ -280,6 +280,10 @@ bool Manager::Impl::set_state(Conn& c, ConnState to, std::string_view why) {
   const Duration spent = t - c.state_since;
   table_.set_state(c, to, t);
   arm_bound(c);
+  if (to == ConnState::kEstablished)
+    connect_time_.observe(t - c.created);
+  else if (to == ConnState::kDestroyed && !c.teardown_reason.empty())
+    teardown_time_.observe(t - c.teardown_since);
   auto f = fields(c);
   log::event(
       is_teardown(to) || to == ConnState::kEstablished ? spdlog::level::info : spdlog::level::debug,
@@ -336,8 +340,22 @@ Snapshot Manager::Impl::snapshot() const {
   s.offload = cfg_.offload;
   dp_.snapshot(s);
   table_.for_each_peer([&](const Peer& p) {
-    s.peers.push_back(PeerSnapshot{p.node, p.underlay, p.overlay, p.incarnation,
-                                   static_cast<std::uint32_t>(p.queue.size()), p.conn});
+    PeerSnapshot ps;
+    ps.node = p.node;
+    ps.underlay = p.underlay;
+    ps.overlay = p.overlay;
+    ps.incarnation = p.incarnation;
+    ps.queue_depth = static_cast<std::uint32_t>(p.queue.size());
+    ps.conn_id = p.conn;
+    ps.attempts = p.attempts;
+    if (p.last_attempt != TimePoint::min())
+      ps.since_attempt = t - p.last_attempt;
+    ps.last_result = p.last_result;
+    if (p.last_result_at != TimePoint::min())
+      ps.since_result = t - p.last_result_at;
+    if (p.retry_at != TimePoint::max())
+      ps.retry_in = std::max(Duration::zero(), p.retry_at - t);
+    s.peers.push_back(std::move(ps));
   });
   std::sort(s.peers.begin(), s.peers.end(), [](auto& a, auto& b) { return a.node < b.node; });
   table_.for_each([&](const Conn& c) {
@@ -363,6 +381,8 @@ Snapshot Manager::Impl::snapshot() const {
   });
   std::sort(s.qps.begin(), s.qps.end(), [](auto& a, auto& b) { return a.id < b.id; });
   s.counters = ctr_;
+  s.connect_time = connect_time_;
+  s.teardown_time = teardown_time_;
   return s;
 }
 

@@ -84,6 +84,7 @@ class Manager::Impl final : private DataPathHooks {
 
   ManagerConfig cfg_;
   Counters ctr_;
+  Histogram connect_time_, teardown_time_;  // Snapshot::connect_time, teardown_time
   NodeId self_ = 0;
   EventObserver observer_;  // cm/events.hpp; may be empty
 

@@ -391,6 +391,8 @@ Snapshot RailSet::snapshot() const {
     s.send_slots_total += sk.send_slots_total;
     s.send_slots_free += sk.send_slots_free;
     s.counters += sk.counters;
+    s.connect_time += sk.connect_time;
+    s.teardown_time += sk.teardown_time;
     s.rails.push_back(std::move(rs));
   }
   s.counters += ctr_;

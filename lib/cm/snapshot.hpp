@@ -3,7 +3,10 @@
 // Read-only views of the connection manager, for rcnetctl and the logs.
 // Plain values: copying a snapshot never touches the manager again.
 
+#include <array>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +152,40 @@ struct PeerSnapshot {
   std::uint64_t conn_id = 0;      // in-service QP's id, 0 if none
   std::uint32_t rail = 0;         // the rail whose manager holds this entry (one per rail per peer)
   bool carries = false;  // this rail's link carries the peer's traffic now (RailSet's choice)
+  // Why a peer is unreachable (cm/establish.cpp): its connection attempts.
+  std::uint32_t attempts = 0;             // failed attempts since the last ESTABLISHED
+  std::optional<Duration> since_attempt;  // since the last attempt began; none yet: nullopt
+  std::string last_result;                // how it ended: "ESTABLISHED", "REJ full", ...
+  std::optional<Duration> since_result;   // since it ended; nullopt while under way / none
+  std::optional<Duration> retry_in;       // until the next attempt; nullopt: none pending
+};
+
+// A latency histogram in the Prometheus manner: cumulative counts of the
+// observations at or below each bound, their count and their sum. Cheap
+// enough for every connection's setup and teardown (a dozen compares).
+struct Histogram {
+  // Upper bounds in seconds: rdma_cm setup takes ms on a fabric and up to
+  // timeouts.connect (and the deferral, 30 s) under a REQ storm; a teardown
+  // takes µs without waits and up to the sum of its bounds otherwise.
+  static constexpr double kBounds[] = {0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30};
+  static constexpr std::size_t kBuckets = std::size(kBounds);
+  std::array<std::uint64_t, kBuckets> le{};  // le[i]: observations <= kBounds[i]
+  std::uint64_t count = 0;
+  double sum_seconds = 0;
+  void observe(Duration d) {
+    const double s = std::chrono::duration<double>(d).count();
+    for (std::size_t i = 0; i < kBuckets; ++i)
+      le[i] += s <= kBounds[i] ? 1 : 0;
+    ++count;
+    sum_seconds += s;
+  }
+  Histogram& operator+=(const Histogram& o) {
+    for (std::size_t i = 0; i < kBuckets; ++i)
+      le[i] += o.le[i];
+    count += o.count;
+    sum_seconds += o.sum_seconds;
+    return *this;
+  }
 };
 
 struct SrqSnapshot {
@@ -211,6 +248,9 @@ struct Snapshot {
   std::vector<QpSnapshot> qps;  // every QP, in service and in teardown
   SrqSnapshot srq;              // rail 0's (each rail has its own SRQ)
   Counters counters;            // summed over the rails, plus the rails' own
+  // From the start of an attempt (REQ to send, or REQ received) to
+  // ESTABLISHED; from the start of a teardown to DESTROYED. Summed over the rails.
+  Histogram connect_time, teardown_time;
   // One entry per rail (a single-rail node has one). Filled by the RailSet;
   // a bare Manager's snapshot leaves it empty.
   std::vector<RailSnapshot> rails;

@@ -30,6 +30,7 @@ void Manager::Impl::teardown(Conn& c, TeardownKind kind, std::string reason,
       was_in_service && p != nullptr && !p->queue.empty() && !shutting_down_ && link_up_)
     retry_later(*p, Duration::zero());
   c.teardown_reason = std::move(reason);
+  c.teardown_since = now();
   auto f = fields(c);
   f.message_id = !msg_id.empty()                      ? msg_id
                  : c.state == ConnState::kEstablished ? log::kMsgPeerDisconnected

@@ -38,6 +38,8 @@ enum class Command : std::uint8_t {
   kReap,
   kLogLevel,
   kMonitor,
+  kReload,
+  kRoute,
 };
 
 // Read-only commands are open to the ctl group; mutating ones need root.
@@ -55,6 +57,8 @@ enum class ArgKind : std::uint8_t {
   kSeconds,
   // Request::level: a log level name (config/log_level.hpp).
   kLogLevel,
+  // Request::address: an IP address string (an overlay destination).
+  kAddress,
 };
 
 struct Arg {
@@ -62,6 +66,8 @@ struct Arg {
   ArgKind kind;
   bool required;
   // rcnetctl's spelling: "PEER" is a positional argument, "--idle" an option.
+  // A command whose first arg is positional may put a fixed word before it
+  // in CommandInfo::verb ("route get ADDR").
   std::string_view cli;
   // rcnetctl's help for it. A kLogLevel argument's help is the level names.
   std::string_view help;
@@ -74,17 +80,24 @@ struct CommandInfo {
   std::span<const Arg> args;
   // rcnetctl's help line; rcnetctl adds "; root only" to mutating ones.
   std::string_view help;
+  // A word rcnetctl wants between the command and its args ("get" in
+  // "rcnetctl route get ADDR"), as ip(8) spells it; empty for none.
+  std::string_view verb = {};
 };
 
 inline constexpr std::span<const Arg> kNoArgs{};
 inline constexpr Arg kDisconnectArgs[] = {
-    {"peer", ArgKind::kPeer, true, "PEER", "node id, or the peer's underlay address"},
+    {"peer", ArgKind::kPeer, true, "PEER",
+     "node id (decimal, or 0x hexadecimal), or the peer's underlay or overlay address"},
 };
 inline constexpr Arg kReapArgs[] = {
     {"idle_s", ArgKind::kSeconds, false, "--idle", "seconds (default: timeouts.idle)"},
 };
 inline constexpr Arg kLogLevelArgs[] = {
     {"level", ArgKind::kLogLevel, true, "LEVEL", ""},
+};
+inline constexpr Arg kRouteArgs[] = {
+    {"address", ArgKind::kAddress, true, "ADDR", "a destination address on the overlay"},
 };
 
 inline constexpr CommandInfo kCommands[] = {
@@ -113,6 +126,13 @@ inline constexpr CommandInfo kCommands[] = {
     {Command::kMonitor, "monitor", Effect::kReadOnly, kNoArgs,
      "follow connection events live (state changes, teardowns, REJs, evictions, rail "
      "changes, failovers) until rcnetd stops or Ctrl-C; -j prints the event JSON lines"},
+    {Command::kReload, "reload", Effect::kMutating, kNoArgs,
+     "re-read the config file as SIGHUP does and say what was applied, or why nothing was "
+     "(exit 1)"},
+    {Command::kRoute, "route", Effect::kReadOnly, kRouteArgs,
+     "route get ADDR: the peer, rail and underlay address a packet for ADDR would use, or why "
+     "none",
+     "get"},
 };
 
 namespace detail {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // render_prometheus: the text exposition format for node-exporter's
 // textfile collector (render.hpp).
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ctl/json_fields.hpp"
 #include "ctl/render.hpp"
@@ -59,42 +62,225 @@ void prom_metric(std::string& out, const std::string& name, const char* type,
   out += "# TYPE " + name + " " + type + "\n";
 }
 
-// The counters failovers_<cause> (cm RCNET_RAIL_COUNTERS) are one metric with
-// a cause label, so that a dashboard sums or splits them without knowing
-// the causes.
-constexpr std::string_view kFailoversPrefix = "failovers_";
+// Counter names (cm::Counters, the daemon's TunCounters and CtlCounters, as
+// "stats" has them) to Prometheus metrics, <ns>_<what>_<unit>_total: one row
+// per counter. Rows that share a metric are one family told apart by one
+// label (reason or kind), whose sum() is meaningful: the label splits one
+// total, never counts a thing twice. A counter without a row becomes
+// rcnet_<name>_total, or for drops_<why> a reason of
+// rcnet_dropped_packets_total; rcnetctl(8) METRICS lists every family.
+struct MetricRow {
+  std::string_view counter;  // the counter's name in "stats"
+  std::string_view metric;   // its family
+  std::string_view label;    // "" for a family of one counter
+  std::string_view value;
+};
+constexpr std::string_view kDropped = "rcnet_dropped_packets_total";
+constexpr MetricRow kMetricRows[] = {
+    {"connects_started", "rcnet_connect_attempts_total", "", ""},
+    {"connects_established", "rcnet_connections_established_total", "", ""},
+    {"connect_failures", "rcnet_connect_failures_total", "", ""},
+    {"accepts", "rcnet_reqs_accepted_total", "", ""},
+    {"rejects_sent_collision", "rcnet_rejs_sent_total", "reason", "collision"},
+    {"rejects_sent_duplicate", "rcnet_rejs_sent_total", "reason", "duplicate"},
+    {"rejects_sent_full", "rcnet_rejs_sent_total", "reason", "full"},
+    {"rejects_sent_version", "rcnet_rejs_sent_total", "reason", "version"},
+    {"rejects_sent_not_allowed", "rcnet_rejs_sent_total", "reason", "not_allowed"},
+    {"rejects_sent_shutting_down", "rcnet_rejs_sent_total", "reason", "shutting_down"},
+    {"rejects_sent_malformed", "rcnet_rejs_sent_total", "reason", "malformed"},
+    {"rejects_received", "rcnet_rejs_received_total", "", ""},
+    {"collisions_merged", "rcnet_collisions_merged_total", "", ""},
+    {"restarts_detected", "rcnet_peer_restarts_total", "", ""},
+    {"stale_replaced", "rcnet_stale_connections_replaced_total", "", ""},
+    {"malformed_private_data", "rcnet_malformed_private_data_total", "", ""},
+    {"last_wqe_received", "rcnet_last_wqe_events_total", "", ""},
+    {"last_wqe_timeouts", "rcnet_last_wqe_timeouts_total", "", ""},
+    {"drains_completed", "rcnet_drains_completed_total", "", ""},
+    {"drain_timeouts", "rcnet_drain_timeouts_total", "", ""},
+    {"forced_destroys", "rcnet_forced_destroys_total", "", ""},
+    {"flushed_recvs_counted", "rcnet_flushed_receives_total", "", ""},
+    {"qps_created", "rcnet_qps_created_total", "", ""},
+    {"qps_destroyed", "rcnet_qps_destroyed_total", "", ""},
+    {"cm_ids_created", "rcnet_cm_ids_created_total", "", ""},
+    {"cm_ids_destroyed", "rcnet_cm_ids_destroyed_total", "", ""},
+    {"idle_reaps", "rcnet_reaped_connections_total", "reason", "idle"},
+    {"dead_peer_reaps", "rcnet_reaped_connections_total", "reason", "dead_peer"},
+    {"link_down_teardowns", "rcnet_reaped_connections_total", "reason", "link_down"},
+    {"evictions", "rcnet_reaped_connections_total", "reason", "evicted"},
+    {"evictions_refused", "rcnet_evictions_refused_total", "", ""},
+    {"reaper_visits", "rcnet_reaper_visits_total", "", ""},
+    {"qp_fatal_events", "rcnet_qp_fatal_events_total", "", ""},
+    {"async_events_ignored", "rcnet_events_ignored_total", "kind", "async"},
+    {"cm_events_ignored", "rcnet_events_ignored_total", "kind", "rdma_cm"},
+    {"completions_ignored", "rcnet_events_ignored_total", "kind", "completion"},
+    {"srq_limit_events", "rcnet_srq_limit_events_total", "", ""},
+    {"packets_tx", "rcnet_tx_packets_total", "", ""},
+    {"bytes_tx", "rcnet_tx_bytes_total", "", ""},
+    {"packets_rx", "rcnet_rx_packets_total", "", ""},
+    {"bytes_rx", "rcnet_rx_bytes_total", "", ""},
+    {"send_errors", "rcnet_send_errors_total", "", ""},
+    {"recv_errors", "rcnet_receive_errors_total", "", ""},
+    {"drops_queue_full", kDropped, "reason", "queue_full"},
+    {"drops_oversize", kDropped, "reason", "oversize"},
+    {"drops_connect_failed", kDropped, "reason", "connect_failed"},
+    {"drops_no_slot", kDropped, "reason", "no_slot"},
+    {"drops_shutting_down", kDropped, "reason", "shutting_down"},
+    {"drops_gso_to_legacy_peer", kDropped, "reason", "gso_to_legacy_peer"},
+    {"gso_sent", "rcnet_gso_sent_packets_total", "", ""},
+    {"sends_zero_copy", "rcnet_zero_copy_sends_total", "", ""},
+    {"send_doorbells", "rcnet_send_doorbells_total", "", ""},
+    {"gso_segmented", "rcnet_gso_segmented_packets_total", "", ""},
+    {"comm_est_notified", "rcnet_comm_est_notified_total", "", ""},
+    {"connect_deadlines_deferred", "rcnet_connect_deadlines_deferred_total", "", ""},
+    {"device_removals", "rcnet_device_removals_total", "", ""},
+    {"device_readopts", "rcnet_device_readopts_total", "", ""},
+    {"illegal_transitions", "rcnet_illegal_transitions_total", "", ""},
+    // The rails' (cm RCNET_RAIL_COUNTERS).
+    {"failovers_port_error", "rcnet_failovers_total", "cause", "port_error"},
+    {"failovers_device_lost", "rcnet_failovers_total", "cause", "device_lost"},
+    {"failovers_carrier", "rcnet_failovers_total", "cause", "carrier"},
+    {"failovers_retry_exceeded", "rcnet_failovers_total", "cause", "retry_exceeded"},
+    {"failovers_peer_notice", "rcnet_failovers_total", "cause", "peer_notice"},
+    {"failovers_link_lost", "rcnet_failovers_total", "cause", "link_lost"},
+    {"failbacks", "rcnet_failbacks_total", "", ""},
+    {"failover_resent", "rcnet_failover_resent_packets_total", "", ""},
+    {"failover_queue_moved", "rcnet_failover_moved_packets_total", "", ""},
+    {"failover_no_link", kDropped, "reason", "failover_no_link"},
+    {"rail_notices_sent", "rcnet_rail_notices_sent_total", "", ""},
+    {"rail_notices_received", "rcnet_rail_notices_received_total", "", ""},
+    {"rail_probes_sent", "rcnet_rail_probes_sent_total", "", ""},
+    // The TUN data path's (daemon/tun_path.hpp). drops_refused counts the
+    // packets the manager refused, which it counted itself (drops_oversize,
+    // ...): not a drop reason of its own, or sum() would count them twice.
+    {"tun_rx_packets", "rcnet_tun_read_packets_total", "", ""},
+    {"tun_rx_bytes", "rcnet_tun_read_bytes_total", "", ""},
+    {"tun_tx_packets", "rcnet_tun_written_packets_total", "", ""},
+    {"tun_tx_bytes", "rcnet_tun_written_bytes_total", "", ""},
+    {"drops_unmapped", kDropped, "reason", "unmapped"},
+    {"drops_not_ip", kDropped, "reason", "not_ip"},
+    {"drops_refused", "rcnet_tun_refused_packets_total", "", ""},
+    {"drops_tun_write", kDropped, "reason", "tun_write"},
+    {"drops_not_attached", kDropped, "reason", "not_attached"},
+    {"read_pauses", "rcnet_tun_read_pauses_total", "", ""},
+    {"read_empty", "rcnet_tun_reads_empty_total", "", ""},
+    // The ctl server's (daemon/ctl_server.hpp). Of the timed-out clients,
+    // the silent ones are a metric of their own (a label would count them twice).
+    {"ctl_clients_accepted", "rcnet_ctl_clients_accepted_total", "", ""},
+    {"ctl_clients_refused_full", "rcnet_ctl_clients_refused_total", "reason", "full"},
+    {"ctl_clients_refused_reserved", "rcnet_ctl_clients_refused_total", "reason", "reserved"},
+    {"ctl_clients_refused_per_uid", "rcnet_ctl_clients_refused_total", "reason", "per_uid"},
+    {"ctl_clients_evicted", "rcnet_ctl_clients_evicted_total", "", ""},
+    {"ctl_clients_timed_out", "rcnet_ctl_clients_timed_out_total", "", ""},
+    {"ctl_clients_timed_out_idle", "rcnet_ctl_clients_silent_timed_out_total", "", ""},
+    {"ctl_clients_dropped", "rcnet_ctl_clients_dropped_total", "", ""},
+    {"ctl_requests", "rcnet_ctl_requests_total", "", ""},
+    {"ctl_requests_refused", "rcnet_ctl_requests_refused_total", "", ""},
+    {"ctl_monitors", "rcnet_ctl_monitors_total", "", ""},
+    {"ctl_monitor_events", "rcnet_ctl_monitor_events_total", "", ""},
+    {"ctl_monitor_dropped", "rcnet_ctl_monitors_dropped_total", "", ""},
+};
 
-// Every counter as rcnet_<name>_total, the failovers_<cause> ones as
-// rcnet_failovers_total{cause="<cause>"} where the first of them stands.
-void counter_metrics(std::string& out, const json& stats) {
-  std::string failovers;  // the family's samples
-  for (const json& c : array_of(stats, "counters")) {
-    const std::string name = text(c, "name");
-    const auto v = count(c, "value");
-    if (v && name.starts_with(kFailoversPrefix)) {
-      failovers += "rcnet_failovers_total{cause=\"" +
-                   prom_label(name.substr(kFailoversPrefix.size())) + "\"} " + std::to_string(*v) +
-                   "\n";
-    }
+// The HELP of a family of several counters (one counter's family takes
+// that counter's help text).
+constexpr std::pair<std::string_view, std::string_view> kFamilyHelp[] = {
+    {"rcnet_rejs_sent_total", "REJs sent, by reason"},
+    {"rcnet_reaped_connections_total",
+     "connections torn down by the reaper or a limit: idle, dead peer, underlay link down, "
+     "LRU eviction"},
+    {"rcnet_events_ignored_total", "duplicate, late or unknown events ignored, by kind"},
+    {"rcnet_dropped_packets_total", "packets dropped, by reason"},
+    {"rcnet_failovers_total", "peers moved off a failed link to another rail, by cause"},
+    {"rcnet_ctl_clients_refused_total", "ctl clients refused (busy), by reason"},
+};
+
+constexpr std::string_view kDropsPrefix = "drops_";
+
+// The row of `counter`, or the default one (row.counter empty).
+MetricRow metric_row(std::string_view counter) {
+  for (const MetricRow& r : kMetricRows) {
+    if (r.counter == counter)
+      return r;
   }
-  bool failovers_done = false;
+  if (counter.starts_with(kDropsPrefix))
+    return {"", kDropped, "reason", counter.substr(kDropsPrefix.size())};
+  return {"", "", "", ""};
+}
+
+// Every counter of a stats reply, grouped into its family (families in the
+// order their first counter comes).
+void counter_metrics(std::string& out, const json& stats) {
+  struct Family {
+    std::string name, help, samples;
+    bool labelled = false;
+  };
+  std::vector<Family> families;
   for (const json& c : array_of(stats, "counters")) {
     const auto v = count(c, "value");
     if (!v)
       continue;
     const std::string name = text(c, "name");
-    if (name.starts_with(kFailoversPrefix)) {
-      if (!failovers_done) {
-        prom_metric(out, "rcnet_failovers_total", "counter",
-                    "peers moved off a failed link to another rail, by cause");
-        out += failovers;
-        failovers_done = true;
-      }
-      continue;
+    const MetricRow row = metric_row(name);
+    const std::string metric =
+        row.metric.empty() ? "rcnet_" + prom_name(name) + "_total" : std::string(row.metric);
+    auto it = std::find_if(families.begin(), families.end(),
+                           [&](const Family& f) { return f.name == metric; });
+    if (it == families.end()) {
+      families.push_back({metric, text(c, "help"), "", !row.label.empty()});
+      it = families.end() - 1;
     }
-    const std::string metric = "rcnet_" + prom_name(name) + "_total";
-    prom_metric(out, metric, "counter", text(c, "help"));
-    out += metric + " " + std::to_string(*v) + "\n";
+    it->samples += metric;
+    if (!row.label.empty())
+      it->samples += "{" + std::string(row.label) + "=\"" + prom_label(row.value) + "\"}";
+    it->samples += " " + std::to_string(*v) + "\n";
+  }
+  for (Family& f : families) {
+    for (const auto& [name, help] : kFamilyHelp) {
+      if (name == f.name)
+        f.help = help;
+    }
+    prom_metric(out, f.name, "counter", f.help);
+    out += f.samples;
+  }
+}
+
+// A stats reply's "histograms" (views.hpp histogram_json) as Prometheus
+// histograms: cumulative _bucket{le}, +Inf = _count, _sum in seconds.
+void histogram_metrics(std::string& out, const json& stats) {
+  const std::pair<const char*, const char*> kinds[] = {
+      {"connect_time",
+       "time from the start of a connection attempt (REQ to send or received) to ESTABLISHED"},
+      {"teardown_time", "time from the start of a teardown to its QP destroyed"},
+  };
+  const json* hs = field(stats, "histograms");
+  if (hs == nullptr || !hs->is_object())
+    return;
+  for (const auto& [key, help] : kinds) {
+    const json* h = field(*hs, key);
+    if (h == nullptr || !h->is_object())
+      continue;
+    const json& bounds = array_of(*h, "bounds_s");
+    const json& le = array_of(*h, "le");
+    const auto n = count(*h, "count");
+    const auto sum = detail::number(*h, "sum_s");
+    if (!n || !sum || bounds.size() != le.size())
+      continue;
+    const std::string name = std::string("rcnet_") +
+                             (std::string_view(key) == "connect_time" ? "connect" : "teardown") +
+                             "_duration_seconds";
+    prom_metric(out, name, "histogram", help);
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+      if (!bounds[i].is_number() || !le[i].is_number_unsigned())
+        continue;
+      char b[32];
+      std::snprintf(b, sizeof b, "%g", bounds[i].get<double>());
+      out +=
+          name + "_bucket{le=\"" + b + "\"} " + std::to_string(le[i].get<std::uint64_t>()) + "\n";
+    }
+    char total[32];
+    std::snprintf(total, sizeof total, "%.6f", *sum);
+    out += name + "_bucket{le=\"+Inf\"} " + std::to_string(*n) + "\n";
+    out += name + "_sum " + total + "\n";
+    out += name + "_count " + std::to_string(*n) + "\n";
   }
 }
 
@@ -153,16 +339,28 @@ void rail_metrics(std::string& out, const json& status) {
 std::string render_prometheus(const json& stats, const json& status) {
   std::string out;
   counter_metrics(out, stats);
+  histogram_metrics(out, stats);
   const json& m = status;
   prom_metric(out, "rcnet_up", "gauge", "1 when rcnetd answered");
   out += "rcnet_up 1\n";
+  if (const json* d = field(m, "daemon"); d != nullptr && d->is_object()) {
+    prom_metric(out, "rcnet_build_info", "gauge", "always 1; the version of rcnetd as a label");
+    out += "rcnet_build_info{version=\"" + prom_label(text(*d, "version")) + "\"} 1\n";
+    if (const auto t = detail::number(*d, "start_time_s")) {
+      prom_metric(out, "rcnet_start_time_seconds", "gauge",
+                  "when rcnetd started, in seconds since the Unix epoch");
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3f", *t);
+      out += std::string("rcnet_start_time_seconds ") + buf + "\n";
+    }
+  }
   if (const json* states = field(m, "states"); states != nullptr && states->is_object()) {
     prom_metric(out, "rcnet_qps", "gauge",
                 "QPs by state, establishment and teardown stages (rcnetctl qps)");
     for (const auto& [state, n] : states->items()) {
       if (n.is_number_unsigned())
-        out +=
-            "rcnet_qps{state=\"" + state + "\"} " + std::to_string(n.get<std::uint64_t>()) + "\n";
+        out += "rcnet_qps{state=\"" + prom_label(state) + "\"} " +
+               std::to_string(n.get<std::uint64_t>()) + "\n";
     }
   }
   const std::pair<const char*, const char*> gauges[] = {
@@ -191,11 +389,15 @@ std::string render_prometheus(const json& stats, const json& status) {
       }
     }
   }
+  // Two metrics, not one with kind="total"|"free": their sum means nothing.
   if (const json* slots = field(m, "send_slots"); slots != nullptr && slots->is_object()) {
-    prom_metric(out, "rcnet_send_slots", "gauge", "registered send slots, total and free");
-    for (const char* kind : {"total", "free"}) {
-      if (auto v = count(*slots, kind))
-        out += std::string("rcnet_send_slots{kind=\"") + kind + "\"} " + std::to_string(*v) + "\n";
+    if (auto v = count(*slots, "total")) {
+      prom_metric(out, "rcnet_send_slots", "gauge", "registered send slots");
+      out += "rcnet_send_slots " + std::to_string(*v) + "\n";
+    }
+    if (auto v = count(*slots, "free")) {
+      prom_metric(out, "rcnet_send_slots_free", "gauge", "send slots free now");
+      out += "rcnet_send_slots_free " + std::to_string(*v) + "\n";
     }
   }
   rail_metrics(out, m);

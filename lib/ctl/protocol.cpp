@@ -68,6 +68,8 @@ std::string_view missing_hint(ArgKind kind) {
   switch (kind) {
     case ArgKind::kPeer:
       return ": a node id or underlay address";
+    case ArgKind::kAddress:
+      return ": an IP address";
     case ArgKind::kSeconds:
     case ArgKind::kLogLevel:
       break;
@@ -90,7 +92,7 @@ Result<void> read_arg(const Arg& a, const json& v, Request& r) {
           return bad(quoted(a.key) + ": \"" + s + "\" is neither a node id nor an IP address");
         }
       } else {
-        return bad(quoted(a.key) + " must be a node id or an underlay address string");
+        return bad(quoted(a.key) + " must be a node id or an underlay or overlay address string");
       }
       if (r.peer_node && *r.peer_node == 0)
         return bad(quoted(a.key) + ": node id 0 is never valid");
@@ -111,6 +113,14 @@ Result<void> read_arg(const Arg& a, const json& v, Request& r) {
       if (!l)
         return bad(quoted(a.key) + " must be one of " + config::log_level_list());
       r.level = *l;
+      return {};
+    }
+    case ArgKind::kAddress: {
+      const auto addr =
+          v.is_string() ? IpAddr::parse(v.get_ref<const std::string&>()) : std::nullopt;
+      if (!addr)
+        return bad(quoted(a.key) + " must be an IPv4 or IPv6 address string");
+      r.address = *addr;
       return {};
     }
   }
@@ -134,6 +144,10 @@ void write_arg(const Arg& a, const Request& r, json& args) {
       return;
     case ArgKind::kLogLevel:
       args[key] = std::string(config::to_string(r.level));
+      return;
+    case ArgKind::kAddress:
+      if (r.address)
+        args[key] = r.address->to_string();
       return;
   }
 }

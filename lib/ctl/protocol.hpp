@@ -15,7 +15,9 @@
 //
 // JSON conventions: durations are milliseconds in keys ending "_ms" (except
 // in the config reply, which speaks rcnetd.toml's syntax); node ids
-// are numbers (exact 64-bit integers); incarnations are 16-digit hex strings,
+// are numbers (exact 64-bit integers, written in decimal as the tables,
+// the logs and the journal's PEER_NODE spell them); incarnations are
+// 16-digit hex strings,
 // since they are random 64-bit values and many JSON tools keep only 53 bits.
 //
 // Nothing here throws: nlohmann exceptions are caught inside.
@@ -54,6 +56,8 @@ struct Request {
   std::optional<Duration> reap_idle;
   // ArgKind::kLogLevel (log-level)
   config::LogLevel level = config::LogLevel::kInfo;
+  // ArgKind::kAddress (route)
+  std::optional<IpAddr> address;
 };
 
 // Reply error codes ("code" of an error reply), named by a table in

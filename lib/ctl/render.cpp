@@ -222,16 +222,59 @@ std::string render_peers(const json& d) {
            {"STATE"},
            {"QUEUED", true},
            {"CONN", true},
+           {"LAST-TRY", true},
+           {"RESULT"},
+           {"RETRY", true},
            {"CARRIES"}});
   for (const json& p : array_of(d, "peers")) {
     // Last, so that a blank (not carrying) leaves the other columns' words in place.
     const json* carries = field(p, "carries");
     const bool yes = carries != nullptr && carries->is_boolean() && carries->get<bool>();
+    // Why a peer is unreachable: its last attempt (how long ago), how that
+    // ended (and when, when it is not the attempt's own start), and when
+    // the next one goes out.
+    std::string result = text(p, "last_result");
+    if (result != "-" && number(p, "last_result_ms"))
+      result += " (" + duration(p, "last_result_ms") + " ago)";
+    const std::string retry =
+        number(p, "next_retry_ms") ? "in " + duration(p, "next_retry_ms") : "-";
     t.add({text(p, "node"), text(p, "rail"), text(p, "underlay"), text(p, "overlay"),
            text(p, "incarnation"), text(p, "state"), text(p, "queue_depth"), text(p, "conn_id"),
-           yes ? "*" : ""});
+           number(p, "last_attempt_ms") ? duration(p, "last_attempt_ms") + " ago" : "-", result,
+           retry, yes ? "*" : ""});
   }
   return t.str();
+}
+
+std::string render_route(const json& d) {
+  const std::string addr = text(d, "address");
+  if (field(d, "node") == nullptr || field(d, "node")->is_null())
+    return addr + ": no route: " + text(d, "reason") + "\n";
+  std::string out = addr + " via peer " + text(d, "node") + " overlay " + text(d, "overlay") +
+                    " rail " + text(d, "rail") + " underlay " + text(d, "underlay") + " state " +
+                    text(d, "state") + "\n";
+  if (text(d, "reason") != "-")
+    out += "  " + text(d, "reason") + "\n";
+  const json& rails = array_of(d, "rails");
+  if (rails.size() > 1) {
+    for (const json& r : rails) {
+      const json* carries = field(r, "carries");
+      const bool yes = carries != nullptr && carries->is_boolean() && carries->get<bool>();
+      out += "  rail " + text(r, "rail") + " underlay " + text(r, "underlay") + " state " +
+             text(r, "state") + (yes ? " (carries)" : "") + "\n";
+    }
+  }
+  return out;
+}
+
+std::string render_reload(const json& d) {
+  const json& keys = array_of(d, "applied");
+  if (keys.empty())
+    return "reload applied: no key changed\n";
+  std::string out = "reload applied:";
+  for (const json& k : keys)
+    out += " " + text(&k);
+  return out + "\n";
 }
 
 std::string render_qps(const json& d) {
@@ -402,6 +445,10 @@ std::string render(Command c, const json& data) {
       return render_action(c, data);
     case Command::kMonitor:
       return "monitoring rcnetd's connection events\n";
+    case Command::kReload:
+      return render_reload(data);
+    case Command::kRoute:
+      return render_route(data);
   }
   return render_action(c, data);
 }

@@ -30,10 +30,18 @@ std::string render_status(const json& data);
 // LINKS CARRYING TX RX (bytes) CHANGED (time since the last change) CAUSE,
 // then "peers without a redundant link: N".
 std::string render_rails(const json& data);
-// Columns: NODE RAIL UNDERLAY OVERLAY INCARNATION STATE QUEUED CONN CARRIES;
-// one row per peer per rail, CARRIES "*" on the rail whose link carries the
-// peer's traffic now, blank otherwise.
+// Columns: NODE RAIL UNDERLAY OVERLAY INCARNATION STATE QUEUED CONN LAST-TRY
+// RESULT RETRY CARRIES; one row per peer per rail. LAST-TRY is how long ago
+// the last connection attempt started, RESULT how it ended (and how long
+// ago), RETRY when the next attempt goes out; CARRIES "*" on the rail whose
+// link carries the peer's traffic now, blank otherwise.
 std::string render_peers(const json& data);
+// route get: "ADDR via peer NODE overlay O rail R underlay U state S", a line
+// with how the rail was chosen, and on a node with rails one line per rail;
+// or "ADDR: no route: REASON".
+std::string render_route(const json& data);
+// reload: "reload applied: KEY..." or "reload applied: no key changed".
+std::string render_reload(const json& data);
 // Columns: PEER RAIL ADDR OVERLAY QPN RQPN STATE GSO IN-STATE AGE IDLE TX RX,
 // TX and RX as "packets/bytes".
 std::string render_connections(const json& data);

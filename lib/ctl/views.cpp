@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "ctl/views.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <type_traits>
@@ -19,6 +20,12 @@ std::string hex64(std::uint64_t v) {
 }
 
 // --- The read commands -----------------------------------------------------------------
+
+namespace {
+json optional_ms(const std::optional<Duration>& d) {
+  return d ? json(to_ms(*d)) : json(nullptr);
+}
+}  // namespace
 
 json status_json(const cm::Snapshot& s) {
   json states = json::object();
@@ -140,6 +147,11 @@ json peers_json(const cm::Snapshot& s) {
         {"state", std::move(state)},
         // Without rails (a bare Manager) its one link carries whatever it has.
         {"carries", s.rails.empty() ? p.conn_id != 0 : p.carries},
+        {"attempts", p.attempts},
+        {"last_attempt_ms", optional_ms(p.since_attempt)},
+        {"last_result", p.last_result.empty() ? json(nullptr) : json(p.last_result)},
+        {"last_result_ms", optional_ms(p.since_result)},
+        {"next_retry_ms", optional_ms(p.retry_in)},
     });
   }
   return {{"peers", std::move(arr)}};
@@ -206,6 +218,20 @@ json stats_json(const cm::Counters& c) {
   return {{"counters", counters_json(c)}};
 }
 
+json histogram_json(const cm::Histogram& h) {
+  return {{"bounds_s", cm::Histogram::kBounds},
+          {"le", h.le},
+          {"count", h.count},
+          {"sum_s", h.sum_seconds}};
+}
+
+json stats_json(const cm::Snapshot& s) {
+  json j = stats_json(s.counters);
+  j["histograms"] = {{"connect_time", histogram_json(s.connect_time)},
+                     {"teardown_time", histogram_json(s.teardown_time)}};
+  return j;
+}
+
 namespace {
 
 // A config::Value as JSON: the same types, unset as null.
@@ -240,8 +266,80 @@ json config_json(const config::Config& c) {
   return out;
 }
 
+json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& s) {
+  json j = {{"address", dst.to_string()}, {"node", nullptr},
+            {"overlay", nullptr},         {"rail", nullptr},
+            {"underlay", nullptr},        {"state", nullptr},
+            {"reason", nullptr},          {"rails", json::array()}};
+  if (dst == c.tun_address.addr) {
+    j["reason"] = dst.to_string() + " is this node's own overlay address (tun.address)";
+    return j;
+  }
+  if (!c.tun_address.contains(dst)) {
+    j["reason"] = "not on the overlay (tun.address " + c.tun_address.to_string() +
+                  "): the kernel does not route it into " + c.tun_name;
+    return j;
+  }
+  const std::size_t rails = std::max<std::size_t>(c.rail_count(), 1);
+  const auto rail0 = c.peer_endpoint_for(dst, 0);
+  if (!rail0) {
+    j["reason"] = c.underlay_prefix
+                      ? "no peer: the overlay's subnet or broadcast address (no peer owns it)"
+                      : "no peer: not in peers.static, and peers.underlay_prefix is unset";
+    return j;
+  }
+  if (rail0->addr == c.manager.local.addr) {
+    j["reason"] = "maps to this node's own underlay address " + rail0->addr.to_string();
+    return j;
+  }
+  j["node"] = node_id_for(rail0->addr);
+  j["overlay"] = dst.to_string();
+  std::optional<std::size_t> carrier, first_up;
+  for (std::size_t k = 0; k < rails; ++k) {
+    const auto ep = c.peer_endpoint_for(dst, k);
+    json r = {{"rail", k},
+              {"underlay", ep ? json(ep->to_string()) : json(nullptr)},
+              {"state", nullptr},
+              {"carries", false}};
+    for (const cm::PeerSnapshot& p : s.peers) {
+      if (!ep || p.rail != k || !(p.underlay == *ep))
+        continue;
+      for (const cm::QpSnapshot& q : s.qps) {
+        if (p.conn_id != 0 && q.id == p.conn_id && q.rail == p.rail)
+          r["state"] = std::string(cm::to_string(q.state));
+      }
+      r["carries"] = s.rails.empty() ? p.conn_id != 0 : p.carries;
+      if (r["carries"].get<bool>() && !carrier)
+        carrier = k;
+    }
+    const bool rail_up = s.rails.size() <= k || s.rails[k].state == cm::RailState::kUp;
+    if (ep && rail_up && !first_up)
+      first_up = k;
+    j["rails"].push_back(std::move(r));
+  }
+  const std::optional<std::size_t> k = carrier ? carrier : first_up;
+  if (!k) {
+    j["reason"] = "no rail is up toward it (rcnetctl rails)";
+    return j;
+  }
+  j["rail"] = *k;
+  j["underlay"] = j["rails"][*k]["underlay"];
+  j["state"] = j["rails"][*k]["state"];
+  if (carrier)
+    j["reason"] = nullptr;
+  else if (j["state"].is_null())
+    j["reason"] = "no connection yet: the first packet makes one";
+  else
+    j["reason"] = "its connection is being set up";
+  return j;
+}
+
 json disconnect_json(NodeId node) {
   return {{"disconnected", node}};
+}
+
+json reload_json(const std::vector<std::string>& applied) {
+  return {{"applied", applied}};
 }
 
 json reap_json(std::size_t reaped) {

@@ -43,7 +43,10 @@ json rail_json(const cm::RailSnapshot& r);
 // rails_of(s). The one-rail fallback's "since_change_ms" is null (unknown).
 json rails_json(const cm::Snapshot& s);
 // peers: {"peers":[{node, rail, underlay, overlay, incarnation, queue_depth,
-// conn_id, state, carries}]}, one entry per peer per rail; state is the
+// conn_id, state, carries, attempts, last_attempt_ms, last_result,
+// last_result_ms, next_retry_ms}]}, one entry per peer per rail; the last
+// four are null when there is none (the _ms ones: how long ago, or for
+// next_retry_ms how long until); state is the
 // in-service QP's state name (that rail's QP with id conn_id), or null;
 // carries says whether that rail's link carries the peer's traffic now
 // (without s.rails: whether the entry has a connection in service).
@@ -70,6 +73,12 @@ json counters_json(const Counters& c) {
 }
 // stats: {"counters": counters_json(c)}; the daemon appends its own.
 json stats_json(const cm::Counters& c);
+// A histogram: {"bounds_s": upper bounds in seconds, "le": cumulative counts
+// per bound, "count", "sum_s"}.
+json histogram_json(const cm::Histogram& h);
+// stats of a snapshot: stats_json(s.counters) and "histograms":
+// {"connect_time", "teardown_time"} (histogram_json each).
+json stats_json(const cm::Snapshot& s);
 
 // config: the running configuration, one member per row of config::keys(),
 // named by the TOML dotted key ("timeouts.idle") and valued as rcnetd.toml
@@ -93,8 +102,20 @@ struct AuditResult {
 // {"ok", "daemon_qps", "kernel_qps", "kernel_only":[...], "daemon_only":[...]}
 json audit_json(const AuditResult& a);
 
+// route get: where a packet for `dst` would go, from the running config's
+// mapping (peers.static, peers.underlay_prefix; Config::peer_endpoint_for
+// per rail) and the peers in `s`: {"address", "node", "overlay", "rail" (the
+// rail whose link carries the peer's traffic, else the lowest up rail that
+// maps it), "underlay" (address:port on that rail), "state" (of its
+// connection in service, null for none), "reason" (why there is no route
+// when "node" is null; otherwise how far the connection is, null when it
+// carries traffic), "rails": [{"rail", "underlay", "state", "carries"}]}.
+json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& s);
+
 // --- The mutating commands' results ----------------------------------------------------
 json disconnect_json(NodeId node);
+// reload: {"applied": [dotted keys whose running value changed]}.
+json reload_json(const std::vector<std::string>& applied);
 json reap_json(std::size_t reaped);
 json log_level_json(config::LogLevel previous, config::LogLevel now);
 

@@ -68,6 +68,8 @@ inline constexpr std::string_view kMsgDeviceReadopted = "7d2b9e4c1a6f48b0a3c5e7f
 inline constexpr std::string_view kMsgRailDown = "a80fa0faf59243cb8f467df2cf2be25a";
 inline constexpr std::string_view kMsgRailUp = "ed196261187c49888ce4326988d3347d";
 inline constexpr std::string_view kMsgRailFailover = "bacb8f2df5624fbdb598f01af4bbf6b8";
+// A connection attempt failed (address/route error, connect timeout, REJ).
+inline constexpr std::string_view kMsgConnectFailed = "af7cec8ee0d14aa5be4936c0fa266231";
 
 // A short word for each id, as the ctl monitor's teardown "cause" shows it
 // (lib/ctl/views.cpp event_json) and rcnetctl(8) documents it.
@@ -89,6 +91,7 @@ inline constexpr MessageIdName kMessageIdNames[] = {
     {kMsgRailDown, "rail_down"},
     {kMsgRailUp, "rail_up"},
     {kMsgRailFailover, "rail_failover"},
+    {kMsgConnectFailed, "connect_failed"},
 };
 
 }  // namespace rcnet::log

@@ -78,6 +78,10 @@ json reply_data(const Request& r) {
       return log_level_json(config::LogLevel::kInfo, r.level);
     case Command::kMonitor:
       return json{{"monitor", true}};
+    case Command::kReload:
+      return reload_json({"timeouts.idle"});
+    case Command::kRoute:
+      return route_json(r.address.value_or(IpAddr{}), config::Config{}, kSnap);
   }
   return json::object();
 }

@@ -13,6 +13,7 @@
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 #include <CLI/CLI.hpp>
 #pragma GCC diagnostic pop
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -26,6 +27,7 @@
 
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
+#include "rcnet_build_config.h"
 
 namespace rcnet::rcnetctl {
 
@@ -189,12 +191,31 @@ Result<void> unix_socket_stream(const std::string& socket, const std::string& re
 
 namespace {
 
+// The unit that owns `socket`: rcnetd@NAME for /run/rcnet/NAME.sock (the
+// instances' --ctl-socket), rcnetd for the default; empty for another path.
+std::string unit_of(const std::string& socket) {
+  if (socket == kDefaultSocket)
+    return "rcnetd";
+  constexpr std::string_view dir = "/run/rcnet/", ext = ".sock";
+  std::string_view s = socket;
+  if (!s.starts_with(dir) || !s.ends_with(ext) || s.size() <= dir.size() + ext.size())
+    return "";
+  const std::string_view name = s.substr(dir.size(), s.size() - dir.size() - ext.size());
+  if (name.find('/') != std::string_view::npos)
+    return "";
+  return "rcnetd@" + std::string(name);
+}
+
 // One failure to talk to the daemon, told the way every command tells it.
 int report_transport_error(const Error& e, const std::string& socket, std::ostream& err) {
   err << "rcnetctl: " << e.message() << "\n";
   const int code = e.code.value();
   if (e.code.category() == std::generic_category() && (code == ENOENT || code == ECONNREFUSED)) {
-    err << "rcnetctl: is rcnetd running? Try: systemctl status rcnetd\n";
+    const std::string unit = unit_of(socket);
+    if (unit.empty())
+      err << "rcnetctl: is an rcnetd with ctl.socket " << socket << " running?\n";
+    else
+      err << "rcnetctl: is rcnetd running? Try: systemctl status " << unit << "\n";
     return kExitNotRunning;
   }
   if (e.code.category() == std::generic_category() && code == EACCES)
@@ -292,11 +313,12 @@ Result<void> write_atomically(const std::string& path, const std::string& text) 
   return {};
 }
 
-// "12345" or "0x..." → node id; an address → underlay address.
-bool parse_peer(const std::string& text, ctl::Request& r) {
+// "12345" or "0x..." → node id; an address → underlay or overlay address
+// (the daemon tells them apart). Otherwise the message for a usage error.
+std::optional<std::string> parse_peer(const std::string& text, ctl::Request& r) {
   if (auto a = IpAddr::parse(text)) {
     r.peer_addr = *a;
-    return true;
+    return std::nullopt;
   }
   std::uint64_t v = 0;
   int base = 10;
@@ -306,10 +328,104 @@ bool parse_peer(const std::string& text, ctl::Request& r) {
     base = 16;
   }
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v == 0)
-    return false;
-  r.peer_node = v;
-  return true;
+  if (!s.empty() && p == s.data() + s.size()) {
+    if (ec == std::errc::result_out_of_range)
+      return "'" + text + "' is too large for a node id (at most 18446744073709551615, 0x" +
+             "ffffffffffffffff)";
+    if (ec == std::errc() && v == 0)
+      return "node id 0 is never valid";
+    if (ec == std::errc()) {
+      r.peer_node = v;
+      return std::nullopt;
+    }
+  }
+  return "'" + text +
+         "' is neither a node id (a number from 1, decimal or 0x hexadecimal) nor an IP address";
+}
+
+// Seconds as --idle takes them: a plain decimal number from 0 to 1e6.
+std::optional<double> parse_seconds(const std::string& text) {
+  if (text.empty() || text.size() > 32)
+    return std::nullopt;
+  double v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v) || v < 0 || v > 1e6)
+    return std::nullopt;
+  return v;
+}
+
+// Edit distance (insertions, deletions, substitutions), for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The commands `word` may have meant: those it begins (in the table's
+// order), then those within two edits of it (nearest first).
+std::vector<std::string_view> nearest_commands(std::string_view word) {
+  std::vector<std::string_view> out;
+  for (const ctl::CommandInfo& row : ctl::kCommands) {
+    if (!word.empty() && row.name.starts_with(word))
+      out.push_back(row.name);
+  }
+  std::vector<std::pair<std::size_t, std::string_view>> near;
+  for (const ctl::CommandInfo& row : ctl::kCommands) {
+    const std::size_t d = distance(word, row.name);
+    if (d <= 2 && d < row.name.size() && std::find(out.begin(), out.end(), row.name) == out.end())
+      near.emplace_back(d, row.name);
+  }
+  std::stable_sort(near.begin(), near.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [d, name] : near)
+    out.push_back(name);
+  return out;
+}
+
+// The first word of `args` that is no option nor an option's value: what
+// the user meant as the command. Only -s/--socket take a value before it.
+std::optional<std::string> command_word(std::span<const std::string> args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--")
+      return i + 1 < args.size() ? std::optional(args[i + 1]) : std::nullopt;
+    if (a == "-s" || a == "--socket") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-"))
+      continue;
+    return a;
+  }
+  return std::nullopt;
+}
+
+std::string command_list() {
+  std::string out;
+  for (const ctl::CommandInfo& row : ctl::kCommands)
+    out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
+}
+
+// A Unix socket path fits sockaddr_un::sun_path with its NUL.
+std::optional<std::string> socket_path_problem(const std::string& socket) {
+  if (socket.empty())
+    return "the socket path is empty";
+  constexpr std::size_t max = sizeof(sockaddr_un::sun_path) - 1;
+  if (socket.size() > max)
+    return "the socket path has " + std::to_string(socket.size()) +
+           " bytes; a Unix socket path has at most " + std::to_string(max);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -318,6 +434,9 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
         std::ostream& err, const StreamTransport& stream) {
   CLI::App app{"rcnetctl: inspect and control rcnetd", "rcnetctl"};
   app.require_subcommand(1, 1);
+  // -j, -p and -s also after the command: "rcnetctl status -j".
+  app.fallthrough();
+  app.set_version_flag("-V,--version", "rcnetctl " RCNET_VERSION, "print rcnetctl's version");
   bool as_json = false, pretty = false;
   std::string socket = kDefaultSocket;
   app.add_flag("-j,--json", as_json, "print the reply's data as JSON");
@@ -328,8 +447,7 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   // row's arg; the values are read per ArgKind once the line is parsed.
   struct ArgValue {
     CLI::Option* opt = nullptr;
-    std::string text;               // kPeer, kLogLevel
-    std::optional<double> seconds;  // kSeconds
+    std::string text;  // every kind, checked once the line is parsed
   };
   struct Sub {
     const ctl::CommandInfo* row;
@@ -343,21 +461,19 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
       help += "; root only";
     CLI::App* sub = app.add_subcommand(std::string(row.name), help);
     subs.push_back({&row, sub});
+    // "route get ADDR": the args belong to the verb's own subcommand.
+    CLI::App* holder = sub;
+    if (!row.verb.empty()) {
+      sub->require_subcommand(1, 1);
+      holder = sub->add_subcommand(std::string(row.verb), help);
+    }
     for (const ctl::Arg& a : row.args) {
       ArgValue& v = values[&a];
       const std::string name(a.cli);
-      switch (a.kind) {
-        case ctl::ArgKind::kPeer:
-          v.opt = sub->add_option(name, v.text, std::string(a.help));
-          break;
-        case ctl::ArgKind::kSeconds:
-          v.opt =
-              sub->add_option(name, v.seconds, std::string(a.help))->check(CLI::NonNegativeNumber);
-          break;
-        case ctl::ArgKind::kLogLevel:
-          v.opt = sub->add_option(name, v.text, std::string(a.help) + config::log_level_list());
-          break;
-      }
+      std::string arg_help(a.help);
+      if (a.kind == ctl::ArgKind::kLogLevel)
+        arg_help += config::log_level_list();
+      v.opt = holder->add_option(name, v.text, arg_help);
       if (a.required)
         v.opt->required();
     }
@@ -377,6 +493,20 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
                       "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
   }
 
+  // An unknown command names itself and what it may have meant, before
+  // CLI11 says something vaguer ("A subcommand is required").
+  if (auto word = command_word(args); word && !ctl::parse_command(*word)) {
+    err << "rcnetctl: unknown command '" << *word << "'";
+    const auto near = nearest_commands(*word);
+    for (std::size_t i = 0; i < near.size() && i < 3; ++i)
+      err << (i == 0                                           ? "; did you mean "
+              : i + 1 == std::min<std::size_t>(near.size(), 3) ? " or "
+                                                               : ", ")
+          << near[i];
+    err << (near.empty() ? "" : "?") << "\nrcnetctl: the commands are " << command_list() << "\n";
+    return kExitUsage;
+  }
+
   std::vector<std::string> argv_s;
   argv_s.emplace_back("rcnetctl");
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -385,9 +515,32 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     argv.push_back(a.data());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
+    if (e.get_name() == "RequiredError" && app.get_subcommands().empty()) {
+      err << "rcnetctl: no command given; the commands are " << command_list()
+          << " (rcnetctl --help)\n";
+      return kExitUsage;
+    }
+    // "route 10.0.0.1": the verb is missing; say the whole usage.
+    for (const Sub& sb : subs) {
+      if (sb.app->parsed() && !sb.row->verb.empty() && sb.app->get_subcommands().empty()) {
+        err << "rcnetctl: " << sb.row->name << ": usage: rcnetctl " << sb.row->name << " "
+            << sb.row->verb;
+        for (const ctl::Arg& a : sb.row->args)
+          err << " " << a.cli;
+        err << "\n";
+        return kExitUsage;
+      }
+    }
     const int rc = app.exit(e, out, err);
     return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (auto why = socket_path_problem(socket)) {
+    err << "rcnetctl: -s: " << *why << "\n";
+    return kExitUsage;
   }
 
   const ctl::CommandInfo* row = &ctl::kCommands[0];
@@ -404,20 +557,20 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     const std::string prefix = "rcnetctl: " + std::string(row->name) + ": ";
     switch (a.kind) {
       case ctl::ArgKind::kPeer:
-        if (!parse_peer(v.text, req)) {
-          err << prefix << "'" << v.text << "' is neither a node id nor an IP address\n";
+        if (auto why = parse_peer(v.text, req)) {
+          err << prefix << *why << "\n";
           return kExitUsage;
         }
         break;
       case ctl::ArgKind::kSeconds:
-        if (!v.seconds)
-          break;
-        if (!std::isfinite(*v.seconds) || *v.seconds > 1e9) {
-          err << prefix << a.cli << " out of range\n";
+        if (auto secs = parse_seconds(v.text)) {
+          req.reap_idle =
+              std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*secs));
+        } else {
+          err << prefix << a.cli << " takes a number of seconds from 0 to 1000000 (fractions "
+              << "allowed, e.g. 2.5), not '" << v.text << "'\n";
           return kExitUsage;
         }
-        req.reap_idle =
-            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*v.seconds));
         break;
       case ctl::ArgKind::kLogLevel:
         if (auto l = config::parse_log_level(v.text)) {
@@ -425,6 +578,14 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
         } else {
           err << prefix << "unknown level '" << v.text << "' (" << config::log_level_list()
               << ")\n";
+          return kExitUsage;
+        }
+        break;
+      case ctl::ArgKind::kAddress:
+        if (auto addr = IpAddr::parse(v.text)) {
+          req.address = *addr;
+        } else {
+          err << prefix << "'" << v.text << "' is not an IPv4 or IPv6 address\n";
           return kExitUsage;
         }
         break;

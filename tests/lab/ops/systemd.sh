@@ -14,14 +14,20 @@
 #     systemctl start rcnetd@node1 rcnetd@node2 rcnetd@node3;
 #   - Type=notify: active only once listening (ctl socket answers at once);
 #     STATUS= in systemctl status; ping over rc0 between all nodes;
-#   - systemctl reload applies a live key (timeouts.idle);
+#   - systemctl reload applies a live key (timeouts.idle) and says so
+#     (ExecReload= is rcnetctl reload); a refused reload (a key that needs a
+#     restart, a parse error) makes systemctl reload fail and keeps the
+#     running configuration;
 #   - the watchdog kills and restarts a SIGSTOPped rcnetd; peers reconverge;
 #   - journalctl -u rcnetd@node1 PEER_ADDR=... and journalctl MESSAGE_ID=...
 #     find the connection events;
 #   - systemd-analyze security exposure <= 2.0; user rcnet with only the
 #     unit's capabilities;
 #   - rcnet-metrics.timer feeds node-exporter's textfile collector:
-#     :9100/metrics has rcnet_ series;
+#     :9100/metrics has the rcnet_ series, renamed to Prometheus' conventions
+#     (reasons as labels, histograms, rcnet_build_info), and promtool check
+#     metrics finds nothing to say about them; with rcnetd not answering the
+#     metrics unit writes rcnet_up 0 and succeeds;
 #   - systemctl stop of all instances leaves no QP.
 # Outputs quoted in reports: systemctl-status-node1.txt,
 # journal-peer-addr.txt, journal-message-id.txt, security-*.txt,
@@ -184,14 +190,34 @@ lab_expect "systemctl status rcnetd@node1 shows the daemon's STATUS= ($(prop 1 S
 sed -i "s/^idle = \"$IDLE_BEFORE\"/idle = \"$IDLE_AFTER\"/" /etc/rcnet/node1.toml
 pid1=$(prop 1 MainPID)
 lab_check "systemctl reload rcnetd@node1" systemctl reload rcnetd@node1
-# ExecReload= is `kill -HUP`: reload returns once the signal is sent
-# (systemd 252 has no Type=notify-reload), so the change may land a moment later.
+# ExecReload= is rcnetctl reload: systemctl returns once rcnetd has answered.
 idle_is_new() { ctl 1 config 2>/dev/null | grep -Eq "^timeouts\.idle += \"$IDLE_AFTER\""; }
-wait_for 10 idle_is_new
 lab_expect "reload applied: rcnetctl config shows $(ctl 1 config | grep -E '^timeouts\.idle' | tr -s ' ')" idle_is_new
 lab_expect "reload kept the process (MainPID $pid1 -> $(prop 1 MainPID))" [ "$(prop 1 MainPID)" = "$pid1" ]
 lab_expect "reload logged 'reload applied'" \
   bash -c "journalctl -u rcnetd@node1 --no-pager -o cat | grep -q 'reload applied'"
+# rcnetctl reload itself says which keys changed (nothing now).
+lab_expect "rcnetctl reload: $(ctl 1 reload 2>&1)" bash -c "rcnetctl -s $(sock 1) reload | grep -q '^reload applied: no key changed'"
+# Refused: a key that needs a restart, then a file that does not parse.
+# systemctl reload fails, the running configuration stays whole.
+cp /etc/rcnet/node1.toml "$OUT/node1.toml.good"
+sed -i 's/^name = "rc0"/name = "rc9"/' /etc/rcnet/node1.toml
+sed -i "s/^idle = \"$IDLE_AFTER\"/idle = \"$IDLE_BEFORE\"/" /etc/rcnet/node1.toml
+systemctl reload rcnetd@node1 >"$OUT/reload-refused.txt" 2>&1
+rc=$?
+cat "$OUT/reload-refused.txt"
+lab_expect "systemctl reload fails when a key needs a restart (exit $rc)" [ "$rc" -ne 0 ]
+lab_expect "the journal names the key (tun.name needs a restart)" \
+  bash -c "journalctl -u rcnetd@node1 --no-pager -o cat | grep -q 'tun.name needs a restart'"
+lab_expect "refused reload applied nothing (timeouts.idle still $IDLE_AFTER)" idle_is_new
+printf '[node\n' >>/etc/rcnet/node1.toml
+systemctl reload rcnetd@node1 >>"$OUT/reload-refused.txt" 2>&1
+rc=$?
+lab_expect "systemctl reload fails when the file does not parse (exit $rc)" [ "$rc" -ne 0 ]
+cp "$OUT/node1.toml.good" /etc/rcnet/node1.toml
+lab_expect "refused reloads kept rcnetd@node1 running (MainPID $(prop 1 MainPID), $(prop 1 ActiveState))" \
+  [ "$(prop 1 MainPID)/$(prop 1 ActiveState)" = "$pid1/active" ]
+lab_check "systemctl reload of the good file again" systemctl reload rcnetd@node1
 
 # --- journal fields and message ids ------------------------------------------------
 # PEER_ADDR is the peer's IP address, as an operator types it; the port is
@@ -287,13 +313,38 @@ if systemctl cat prometheus-node-exporter.service >/dev/null 2>&1; then
   scrape() { curl -sf --max-time 10 http://127.0.0.1:9100/metrics >"$OUT/node-exporter-metrics.txt"; }
   has_rcnet() { scrape && grep -q '^rcnet_up 1' "$OUT/node-exporter-metrics.txt"; }
   wait_for 60 has_rcnet
-  grep -E '^rcnet_' "$OUT/node-exporter-metrics.txt" >"$OUT/node-exporter-rcnet.txt"
-  echo "== curl :9100/metrics | grep ^rcnet_ ($(wc -l <"$OUT/node-exporter-rcnet.txt") series)"
-  head -n 25 "$OUT/node-exporter-rcnet.txt"
-  lab_expect "node-exporter :9100/metrics serves rcnet_ series from rcnet-metrics ($(wc -l <"$OUT/node-exporter-rcnet.txt"), rcnet_up 1)" \
+  grep -E '^(# (HELP|TYPE) )?rcnet_' "$OUT/node-exporter-metrics.txt" >"$OUT/node-exporter-rcnet.txt"
+  echo "== curl :9100/metrics | grep rcnet_ ($(grep -vc '^#' "$OUT/node-exporter-rcnet.txt") series)"
+  grep -v '^#' "$OUT/node-exporter-rcnet.txt" | head -n 25
+  lab_expect "node-exporter :9100/metrics serves rcnet_ series from rcnet-metrics ($(grep -vc '^#' "$OUT/node-exporter-rcnet.txt"), rcnet_up 1)" \
     grep -q '^rcnet_up 1' "$OUT/node-exporter-rcnet.txt"
   lab_expect "rcnet-metrics.service ran successfully ($(systemctl show -p Result --value rcnet-metrics.service))" \
     [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  # The names of rcnetctl(8) METRICS, as node-exporter serves them.
+  for m in '^rcnet_connections_established_total [1-9]' '^rcnet_dropped_packets_total\{reason="queue_full"\} ' \
+    '^rcnet_rejs_sent_total\{reason="collision"\} ' '^rcnet_ctl_clients_refused_total\{reason="full"\} ' \
+    '^rcnet_connect_duration_seconds_count [1-9]' '^rcnet_teardown_duration_seconds_bucket\{le="\+Inf"\} ' \
+    '^rcnet_build_info\{version="[^"]+"\} 1' '^rcnet_start_time_seconds [1-9]'; do
+    lab_expect "node-exporter serves $m" grep -Eq -- "$m" "$OUT/node-exporter-rcnet.txt"
+  done
+  lab_expect "no old-style name (rcnet_rejects_sent_full_total, rcnet_drops_*_total)" \
+    bash -c "! grep -Eq '^rcnet_(rejects_sent_[a-z_]+|drops_[a-z_]+|packets_tx)_total' '$OUT/node-exporter-rcnet.txt'"
+  promtool check metrics <"$OUT/node-exporter-rcnet.txt" >"$OUT/promtool-check.txt" 2>&1
+  rc=$?
+  cat "$OUT/promtool-check.txt"
+  lab_expect "promtool check metrics on node-exporter's rcnet_ families: clean (exit $rc, $(wc -l <"$OUT/promtool-check.txt") lines)" \
+    [ "$rc" -eq 0 -a ! -s "$OUT/promtool-check.txt" ]
+  # rcnetd not answering (a socket nobody serves): rcnet_up 0, and the unit
+  # succeeds instead of failing every 15 s.
+  printf '%s\n' '[Service]' 'Environment=RCNET_CTL_SOCKET=/run/rcnet/gone.sock' \
+    >/etc/systemd/system/rcnet-metrics.service.d/node1.conf
+  systemctl daemon-reload
+  systemctl start rcnet-metrics.service
+  lab_expect "rcnetd down: rcnet-metrics.service succeeds ($(systemctl show -p Result --value rcnet-metrics.service), status $(systemctl show -p ExecMainStatus --value rcnet-metrics.service))" \
+    [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  lab_expect "rcnetd down: the file says rcnet_up 0" grep -q '^rcnet_up 0' /var/lib/prometheus/node-exporter/rcnet.prom
+  rm -f /etc/systemd/system/rcnet-metrics.service.d/node1.conf
+  systemctl daemon-reload
   systemctl stop rcnet-metrics.timer prometheus-node-exporter.service
 else
   lab_fail "prometheus-node-exporter is not installed on the host (tools/install-deps.sh)"

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The connection manager on the simulated fabric, virtual clock, no sleeps.
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <catch2/catch.hpp>
@@ -12,6 +14,7 @@
 #include "cm/manager.hpp"
 #include "harness.hpp"
 #include "rdma/ib_timers.hpp"
+#include "util/log.hpp"
 #include "wire/private_data.hpp"
 
 using namespace rcnet;
@@ -1111,4 +1114,68 @@ TEST_CASE("REJ from a node where rcnetd is not running: retried with backoff, th
   CHECK(k.connects_started - before <= 2);
   CHECK(in_service(a) == 1);
   CHECK(!c[2].sink.packets.empty());
+}
+
+TEST_CASE("a peer's snapshot says why it is unreachable; connect and teardown times are kept",
+          "[cm][establish]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.connect_retries = 3; });
+  auto& b = c.add(2);
+  b.sim->crash();
+  b.mgr.reset();
+  b.sim->restart();  // nothing listens: its CM answers REJ
+  // The failed attempt's log record carries MESSAGE_ID connect_failed.
+  struct IdSink final : spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+    std::vector<std::string> ids;
+    void sink_it_(const spdlog::details::log_msg&) override {
+      if (const log::Fields* f = log::current_fields(); f != nullptr && !f->message_id.empty())
+        ids.emplace_back(f->message_id);
+    }
+    void flush_() override {}
+  };
+  auto ids = std::make_shared<IdSink>();
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", ids));
+  a.mgr->send(b.ep(), packet(0));
+  c.run(20ms);
+  spdlog::set_default_logger(old);
+  CHECK(std::count(ids->ids.begin(), ids->ids.end(), std::string(log::kMsgConnectFailed)) >= 1);
+  auto s = a.mgr->snapshot();
+  REQUIRE(s.peers.size() == 1);
+  const cm::PeerSnapshot& p = s.peers[0];
+  CHECK(p.attempts >= 1);
+  REQUIRE(p.since_attempt.has_value());
+  CHECK(*p.since_attempt <= 20ms);
+  CHECK_THAT(p.last_result, Catch::Contains("REJ"));
+  REQUIRE(p.since_result.has_value());
+  CHECK(*p.since_result <= *p.since_attempt);
+  REQUIRE(p.retry_in.has_value());  // backing off, not given up
+  CHECK(*p.retry_in > Duration::zero());
+  CHECK(s.connect_time.count == 0);
+
+  c.restart(2, 0x2002);
+  for (int i = 0; i < 100 && in_service(a) == 0; ++i) {
+    a.mgr->send(b.ep(), packet(1 + static_cast<std::uint32_t>(i)));
+    c.run(50ms);
+  }
+  REQUIRE(in_service(a) == 1);
+  s = a.mgr->snapshot();
+  REQUIRE(s.peers.size() == 1);
+  CHECK(s.peers[0].last_result == "ESTABLISHED");
+  CHECK(s.peers[0].attempts == 0);
+  CHECK_FALSE(s.peers[0].retry_in.has_value());
+  CHECK(s.connect_time.count == 1);
+  CHECK(s.connect_time.le.back() == 1);  // within 30 s
+  CHECK(s.connect_time.sum_seconds > 0);
+
+  const auto torn = s.teardown_time.count;
+  REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "test"));
+  c.run(500ms);
+  CHECK(a.mgr->live_qpns().empty());
+  s = a.mgr->snapshot();
+  CHECK(s.teardown_time.count > torn);
+  CHECK(s.teardown_time.count <= a.ctr().cm_ids_destroyed);  // one per teardown at most
+  // Cumulative buckets: each bound counts at least what the one before it does.
+  for (std::size_t i = 1; i < cm::Histogram::kBuckets; ++i)
+    CHECK(s.teardown_time.le[i] >= s.teardown_time.le[i - 1]);
 }

@@ -356,9 +356,26 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   REQUIRE(peers.size() == 3);
   CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",
                                                     "INCARNATION", "STATE", "QUEUED", "CONN",
-                                                    "CARRIES"});
+                                                    "LAST-TRY", "RESULT", "RETRY", "CARRIES"});
   CHECK(words(peers[1])[3] == "10.100.0.2");
   CHECK(words(peers[2])[3] == "-");
+
+  // Why a peer is unreachable: its last attempt, the result and when, the next retry.
+  cm::Snapshot failing = s;
+  failing.peers[1].attempts = 2;
+  failing.peers[1].since_attempt = std::chrono::milliseconds(3200);
+  failing.peers[1].last_result = "REJ full";
+  failing.peers[1].since_result = std::chrono::milliseconds(3100);
+  failing.peers[1].retry_in = std::chrono::milliseconds(1500);
+  const json fj = peers_json(failing);
+  CHECK(fj["peers"][1]["attempts"] == 2);
+  CHECK(fj["peers"][1]["last_attempt_ms"] == 3200.0);
+  CHECK(fj["peers"][1]["last_result"] == "REJ full");
+  CHECK(fj["peers"][1]["next_retry_ms"] == 1500.0);
+  CHECK(fj["peers"][0]["last_result"].is_null());
+  CHECK(fj["peers"][0]["next_retry_ms"].is_null());
+  const auto fl = lines(render_peers(fj));
+  CHECK_THAT(fl[2], Catch::Contains("3.2s ago  REJ full (3.1s ago)  in 1.5s"));
 
   const auto conns = lines(render_connections(connections_json(s)));
   REQUIRE(conns.size() == 2);

@@ -42,7 +42,7 @@ TEST_CASE("ctl: every command parses without args, with empty args, and round-tr
     INFO(to_string(c));
     CHECK(to_string(c) == row.name);
     CHECK(parse_command(to_string(c)) == c);
-    if (c == Command::kDisconnect || c == Command::kLogLevel)
+    if (c == Command::kDisconnect || c == Command::kLogLevel || c == Command::kRoute)
       continue;  // required args
     const std::string name(to_string(c));
     CHECK(parse_ok(R"({"v":1,"cmd":")" + name + "\"}").cmd == c);
@@ -58,6 +58,12 @@ TEST_CASE("ctl: command arguments", "[ctl]") {
   Request r = parse_ok(R"({"v":1,"cmd":"disconnect","args":{"peer":174260225}})");
   CHECK(r.peer_node == 174260225u);
   CHECK_FALSE(r.peer_addr);
+  Request route = parse_ok(R"({"v":1,"cmd":"route","args":{"address":"10.100.0.7"}})");
+  CHECK(route.address == IpAddr::parse("10.100.0.7"));
+  CHECK(parse_ok(encode_request(route)).address == route.address);
+  CHECK(error_of(R"({"v":1,"cmd":"route","args":{"address":7}})")["code"] == "bad_request");
+  CHECK(error_of(R"({"v":1,"cmd":"route"})")["message"] ==
+        "route needs \"address\": an IP address");
 
   r = parse_ok(R"({"v":1,"cmd":"disconnect","args":{"peer":"18446744073709551615"}})");
   CHECK(r.peer_node == 18446744073709551615ull);
@@ -207,8 +213,8 @@ TEST_CASE("ctl: access matrix", "[ctl]") {
   for (const CommandInfo& row : kCommands) {
     const Command c = row.cmd;
     INFO(to_string(c));
-    const bool mutating =
-        c == Command::kDisconnect || c == Command::kReap || c == Command::kLogLevel;
+    const bool mutating = c == Command::kDisconnect || c == Command::kReap ||
+                          c == Command::kLogLevel || c == Command::kReload;
     CHECK(is_mutating(c) == mutating);
     CHECK_FALSE(authorize(c, Access::kAdmin));
     CHECK(authorize(c, Access::kRead).has_value() == mutating);

@@ -287,11 +287,13 @@ TEST_CASE("ctl rails: peers, connections and QPs name their rail", "[ctl][rails]
   REQUIRE(pt.size() == 4);
   CHECK(words(pt[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",
                                                  "INCARNATION", "STATE", "QUEUED", "CONN",
-                                                 "CARRIES"});
+                                                 "LAST-TRY", "RESULT", "RETRY", "CARRIES"});
   CHECK(words(pt[1]) == std::vector<std::string>{std::to_string(kPeerA), "0", "10.99.0.2:7471",
-                                                 "10.100.0.2", "-", "ESTABLISHED", "0", "1", "*"});
+                                                 "10.100.0.2", "-", "ESTABLISHED", "0", "1", "-",
+                                                 "-", "-", "*"});
   CHECK(words(pt[2]) == std::vector<std::string>{std::to_string(kPeerA), "1", "10.99.1.2:7471",
-                                                 "10.100.0.2", "-", "CONNECTING", "0", "1"});
+                                                 "10.100.0.2", "-", "CONNECTING", "0", "1", "-",
+                                                 "-", "-"});
   CHECK(pt[1].find('*') == pt[0].find("CARRIES"));
 
   const json qps = qps_json(s)["qps"];
@@ -436,8 +438,9 @@ TEST_CASE("ctl rails: Prometheus rail_up, rail_state, failovers_total by cause",
   CHECK(fam.count("rcnet_failovers_port_error_total") == 0);  // not a metric of its own
   REQUIRE(fam.count("rcnet_failbacks_total") == 1);
   CHECK(fam.at("rcnet_failbacks_total").back() == "rcnet_failbacks_total 2");
-  REQUIRE(fam.count("rcnet_failover_resent_total") == 1);
-  CHECK(fam.at("rcnet_failover_resent_total").back() == "rcnet_failover_resent_total 9");
+  REQUIRE(fam.count("rcnet_failover_resent_packets_total") == 1);
+  CHECK(fam.at("rcnet_failover_resent_packets_total").back() ==
+        "rcnet_failover_resent_packets_total 9");
 
   REQUIRE(fam.count("rcnet_rail_up") == 1);
   CHECK(fam.at("rcnet_rail_up") ==

@@ -181,6 +181,102 @@ TEST_CASE("ctl handler: mutating commands as admin", "[ops][ctl]") {
   CHECK(b.level == config::LogLevel::kDebug);
 }
 
+TEST_CASE("ctl handler: disconnect takes the overlay address operators ping", "[ops][ctl]") {
+  FakeBackend b;
+  b.snap.peers[0].overlay = *IpAddr::parse("10.100.0.2");
+  const NodeId peer = node_id_for(*IpAddr::parse("10.99.0.2"));
+  auto d =
+      reply_of(handle_request(req("disconnect", {{"peer", "10.100.0.2"}}), ctl::Access::kAdmin, b));
+  CHECK(d["ok"] == true);
+  CHECK(d["data"]["disconnected"] == peer);
+  // Not connected yet: the config's mapping (peers.underlay_prefix) names it.
+  b.cfg.tun_address = *IpPrefix::parse("10.100.0.1/24");
+  b.cfg.underlay_prefix = IpPrefix::parse("10.99.0.0/24");
+  b.cfg.rails[0].underlay_prefix = b.cfg.underlay_prefix;
+  b.snap.peers.push_back(b.snap.peers[0]);
+  b.snap.peers[1].node = node_id_for(*IpAddr::parse("10.99.0.3"));
+  b.snap.peers[1].underlay.addr = *IpAddr::parse("10.99.0.3");
+  b.snap.peers[1].overlay = IpAddr{};
+  auto d3 =
+      reply_of(handle_request(req("disconnect", {{"peer", "10.100.0.3"}}), ctl::Access::kAdmin, b));
+  CHECK(d3["ok"] == true);
+  CHECK(b.disconnected.back() == b.snap.peers[1].node);
+}
+
+TEST_CASE("ctl handler: reload says which keys changed, or why nothing was applied", "[ops][ctl]") {
+  config::Config running;
+  TunCounters tun;
+  Result<void> outcome;
+  config::Config next = running;
+  next.manager.idle_timeout = std::chrono::seconds(42);
+  next.log_level = config::LogLevel::kDebug;
+  auto backend = make_daemon_backend({
+      .rails = {},
+      .snapshot = [] { return cm::Snapshot{}; },
+      .config = running,
+      .tun_counters = tun,
+      .config_path = "/etc/rcnet/rcnetd.toml",
+      .start_time = Clock::now(),
+      .status_text = [] { return std::string(); },
+      .reload = [&]() -> Result<void> {
+        if (!outcome)
+          return outcome;
+        running = next;
+        return {};
+      },
+  });
+  auto ok = reply_of(handle_request(req("reload"), ctl::Access::kAdmin, *backend));
+  REQUIRE(ok["ok"] == true);
+  CHECK(ok["data"]["applied"] == json::array({"timeouts.idle", "log.level"}));
+  CHECK(running.manager.idle_timeout == std::chrono::seconds(42));
+  // Nothing changed the second time.
+  ok = reply_of(handle_request(req("reload"), ctl::Access::kAdmin, *backend));
+  CHECK(ok["data"]["applied"] == json::array());
+  // Refused: the daemon's reason, as a failed reply.
+  outcome =
+      Error::invalid("not applied, keeping the running configuration: tun.name needs a restart");
+  auto refused = reply_of(handle_request(req("reload"), ctl::Access::kAdmin, *backend));
+  CHECK(refused["ok"] == false);
+  CHECK(refused["error"]["code"] == "failed");
+  CHECK(refused["error"]["message"].get<std::string>().find("tun.name needs a restart") !=
+        std::string::npos);
+  // Root only.
+  auto ro = reply_of(handle_request(req("reload"), ctl::Access::kRead, *backend));
+  CHECK(ro["error"]["code"] == "forbidden");
+}
+
+TEST_CASE("ctl handler: route get answers from the config's mapping and the peers", "[ops][ctl]") {
+  FakeBackend b;
+  b.cfg.tun_address = *IpPrefix::parse("10.100.0.1/24");
+  b.cfg.underlay_prefix = IpPrefix::parse("10.99.0.0/24");
+  b.cfg.rails[0].underlay_prefix = b.cfg.underlay_prefix;
+  b.cfg.manager.local = Endpoint{*IpAddr::parse("10.99.0.1"), 7471};
+  b.cfg.rails[0].local = b.cfg.manager.local;
+  b.snap.peers[0].overlay = *IpAddr::parse("10.100.0.2");
+  auto r =
+      reply_of(handle_request(req("route", {{"address", "10.100.0.2"}}), ctl::Access::kRead, b));
+  REQUIRE(r["ok"] == true);
+  CHECK(r["data"]["node"] == node_id_for(*IpAddr::parse("10.99.0.2")));
+  CHECK(r["data"]["rail"] == 0);
+  CHECK(r["data"]["underlay"] == "10.99.0.2:7471");
+  CHECK(r["data"]["state"] == "ESTABLISHED");
+  CHECK(r["data"]["reason"].is_null());
+  auto own =
+      reply_of(handle_request(req("route", {{"address", "10.100.0.1"}}), ctl::Access::kRead, b));
+  CHECK(own["data"]["node"].is_null());
+  CHECK(own["data"]["reason"].get<std::string>().find("own overlay") != std::string::npos);
+  auto off =
+      reply_of(handle_request(req("route", {{"address", "192.168.5.1"}}), ctl::Access::kRead, b));
+  CHECK(off["data"]["reason"].get<std::string>().find("not on the overlay") != std::string::npos);
+  b.cfg.underlay_prefix.reset();
+  b.cfg.rails[0].underlay_prefix.reset();
+  auto unmapped =
+      reply_of(handle_request(req("route", {{"address", "10.100.0.9"}}), ctl::Access::kRead, b));
+  CHECK(unmapped["data"]["reason"].get<std::string>().find("no peer") != std::string::npos);
+  CHECK(reply_of(handle_request(req("route", {{"address", "x"}}), ctl::Access::kRead,
+                                b))["error"]["code"] == "bad_request");
+}
+
 TEST_CASE("ctl handler: bad requests and a failing audit get error replies", "[ops][ctl]") {
   FakeBackend b;
   auto h = handle_request("not json\n", ctl::Access::kAdmin, b);
@@ -384,6 +480,9 @@ TEST_CASE("ctl server: beyond max_clients a client is told and closed", "[ops][c
   o.max_clients = 1;
   ServerFixture f(o);
   UniqueFd c1 = f.connect_client();
+  // Halfway through a request: not idle, so it does not give way.
+  const std::string head = "{\"v\":1,";
+  REQUIRE(::write(c1.get(), head.data(), head.size()) == static_cast<ssize_t>(head.size()));
   bool eof = false;
   f.read_reply(c1.get(), eof, 3);
   CHECK_FALSE(eof);
@@ -453,14 +552,22 @@ TEST_CASE("ctl server: idle connections of other users cannot lock root out",
   CHECK(f.server->counters().ctl_clients_refused_per_uid == 84);
   const ctl::Reply r = refused_reply(f, held.back().get());
   CHECK(r.message.find("uid 1000") != std::string::npos);
-  // More users fill every slot but root's.
+  // More users fill every slot but root's; beyond, each new one closes the
+  // connection idle the longest (uid 1000's first ones) instead of being refused.
   for (uid_t uid : {1001u, 1002u, 1003u}) {
     for (int i = 0; i < 16; ++i)
       held.push_back(f.connect_as(uid));
   }
   CHECK(f.server->client_count() == 56);
-  CHECK(f.server->counters().ctl_clients_refused_reserved == 8);
-  CHECK(refused_reply(f, held.back().get()).message.find("root") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_refused_reserved == 0);
+  CHECK(f.server->counters().ctl_clients_evicted == 8);
+  bool evicted_eof = false;
+  CHECK(f.read_reply(held[0].get(), evicted_eof, 3).empty());
+  CHECK(evicted_eof);  // the oldest: closed without a line
+  CHECK(f.read_reply(held[7].get(), evicted_eof, 3).empty());
+  CHECK(evicted_eof);
+  CHECK(f.read_reply(held[8].get(), evicted_eof, 3).empty());
+  CHECK_FALSE(evicted_eof);  // the ninth stays
 
   // Root's status is answered at once: no waiting for a timeout to free a slot.
   UniqueFd root = f.connect_as(0);
@@ -688,4 +795,64 @@ TEST_CASE("ctl server: monitor after the stop began gets the end line at once",
   REQUIRE(lines.size() == 2);
   CHECK(ctl::parse_reply(lines[0])->ok);
   CHECK(ctl::parse_push(lines[1])->end);
+}
+
+TEST_CASE(
+    "ctl server: when idle connections hold every slot, root's included, the oldest gives way",
+    "[ops][ctl][socket][lockout]") {
+  CtlServerOptions o;
+  o.max_clients = 6;
+  o.root_reserved_clients = 2;
+  o.request_timeout = std::chrono::seconds(60);
+  o.first_request_timeout = std::chrono::seconds(60);
+  ServerFixture f(o);
+  // Root holds every slot: two silent connections, one that had its answer
+  // and stays open, a monitor, and one halfway through a request.
+  std::vector<UniqueFd> held;
+  held.push_back(f.connect_as(0));
+  held.push_back(f.connect_as(0));
+  UniqueFd answered = f.connect_as(0);
+  const std::string q = req("srq");
+  REQUIRE(::write(answered.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  bool eof = false;
+  REQUIRE(ctl::parse_reply(f.read_reply(answered.get(), eof, 5)).ok());
+  UniqueFd monitor = f.connect_as(0);
+  subscribe(f, monitor.get());
+  UniqueFd partial = f.connect_as(0);
+  const std::string head = "{\"v\":1,";
+  REQUIRE(::write(partial.get(), head.data(), head.size()) == static_cast<ssize_t>(head.size()));
+  held.push_back(f.connect_as(0));
+  REQUIRE(f.server->client_count() == 6);
+
+  // A seventh root client is served: the oldest idle one (held[0]) gave way.
+  UniqueFd root = f.connect_as(0);
+  CHECK(f.server->client_count() == 6);
+  CHECK(f.server->counters().ctl_clients_evicted == 1);
+  CHECK(f.server->counters().ctl_clients_refused_full == 0);
+  CHECK(f.read_reply(held[0].get(), eof, 3).empty());
+  CHECK(eof);
+  REQUIRE(::write(root.get(), q.data(), q.size()) == static_cast<ssize_t>(q.size()));
+  auto r = ctl::parse_reply(f.read_reply(root.get(), eof, 5));
+  REQUIRE(r.ok());
+  CHECK(r->ok);
+
+  // Then held[1], then the one that had its answer (idle since its request).
+  held.push_back(f.connect_as(0));
+  held.push_back(f.connect_as(0));
+  CHECK(f.server->counters().ctl_clients_evicted == 3);
+  CHECK(f.read_reply(held[1].get(), eof, 3).empty());
+  CHECK(eof);
+  CHECK(f.read_reply(answered.get(), eof, 3).empty());
+  CHECK(eof);
+  // Neither the monitor nor the request halfway done was closed.
+  f.read_reply(monitor.get(), eof, 2);
+  CHECK_FALSE(eof);
+  f.read_reply(partial.get(), eof, 2);
+  CHECK_FALSE(eof);
+  CHECK(f.server->monitor_count() == 1);
+
+  // A non-root client may not take root's idle slots: it is refused.
+  UniqueFd user = f.connect_as(1000);
+  CHECK(refused_reply(f, user.get()).message.find("too many") != std::string::npos);
+  CHECK(f.server->counters().ctl_clients_refused_full == 1);
 }

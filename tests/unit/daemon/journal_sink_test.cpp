@@ -60,7 +60,7 @@ TEST_CASE("journal: a connection event carries every structured field", "[ops][j
   CHECK(m.at("CODE_FILE") == "lib/cm/manager.cpp");
   CHECK(m.at("CODE_LINE") == "812");
   CHECK(m.at("CODE_FUNC") == "on_timer");
-  CHECK(m.at("PEER_NODE") == "000000000a630002");
+  CHECK(m.at("PEER_NODE") == "174260226");  // decimal, as rcnetctl and the ctl JSON spell it
   CHECK(m.at("PEER_ADDR") == "10.99.0.2");
   CHECK(m.at("PEER_PORT") == "7471");
   CHECK(m.at("QPN") == "17");

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The Prometheus export against rcnetctl(8) METRICS: every metric family
+// rcnetctl writes for a daemon's whole "stats" (the manager's, the rails',
+// the TUN side's and the ctl server's counters, the histograms) and
+// "status" is documented there, and the section names no metric that is not
+// written. Here rather than in tests/unit/rcnetctl: the daemon's counter
+// tables (TunCounters, CtlCounters) live in daemon/.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ctl/render.hpp"
+#include "ctl/views.hpp"
+#include "ctl_server.hpp"
+#include "tun_path.hpp"
+
+using namespace rcnet;
+using ctl::json;
+
+TEST_CASE("rcnetctl(8) METRICS documents exactly the metric families rcnetctl writes",
+          "[ops][docs]") {
+  cm::Snapshot s;
+  cm::RailSnapshot r;
+  r.device = "rxe0";
+  s.rails = {r, r};
+  s.rails[1].index = 1;
+  s.connect_time.observe(std::chrono::milliseconds(2));
+  json stats = ctl::stats_json(s);
+  for (const json& c : ctl::counters_json(daemon::TunCounters{}))
+    stats["counters"].push_back(c);
+  for (const json& c : ctl::counters_json(daemon::CtlCounters{}))
+    stats["counters"].push_back(c);
+  json status = ctl::status_json(s);
+  status["daemon"] = {{"version", "1"}, {"start_time_s", 1.5}};
+  const std::string text = ctl::render_prometheus(stats, status);
+
+  std::set<std::string> written;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0)
+      written.insert(line.substr(7, line.find(' ', 7) - 7));
+  }
+
+  std::ifstream f(RCNETCTL_MAN);
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string man = ss.str();
+  const auto a = man.find("\n# METRICS\n");
+  REQUIRE(a != std::string::npos);
+  const std::string section = man.substr(a, man.find("\n# ", a + 1) - a);
+  // scdoc escapes '_' inside _..._ as "\_".
+  const std::string plain = std::regex_replace(section, std::regex(R"(\\_)"), "_");
+  std::set<std::string> documented;
+  const std::regex name(R"(rcnet_[a-z_]+[a-z])");
+  for (auto it = std::sregex_iterator(plain.begin(), plain.end(), name);
+       it != std::sregex_iterator(); ++it)
+    documented.insert(it->str());
+
+  for (const std::string& m : written) {
+    INFO(m << " is written but not in rcnetctl(8) METRICS");
+    CHECK(documented.count(m) == 1);
+  }
+  for (const std::string& m : documented) {
+    if (m == "rcnet_WHAT_UNIT_total")
+      continue;
+    INFO(m << " is in rcnetctl(8) METRICS but not written");
+    CHECK(written.count(m) == 1);
+  }
+  CHECK(written.size() > 60);
+}
