@@ -92,6 +92,9 @@ struct Config {
   std::string tun_name = "rc0";
   IpPrefix tun_address;  // our overlay address with the overlay prefix length
   std::string tun_netns;
+  // tun.source_check (live): drop a received packet whose inner source is
+  // neither the peer's overlay address nor routed via it (rcnetd(8)).
+  bool tun_source_check = true;
 
   // Rail 0's peers.underlay_prefix (rails[0].underlay_prefix): the field
   // that existed before rails, read by the one-rail code.

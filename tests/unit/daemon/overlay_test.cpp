@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// The overlay as an IP link (daemon/tun_path.hpp): routes via a peer, ICMP
+// errors written back into the TUN, the source check on receive, and the
+// ICMP rate limit and next-hop cache on their own.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <vector>
+
+#include "../wire/gso_packets.hpp"
+#include "fib.hpp"
+#include "icmp_limit.hpp"
+#include "tun_path.hpp"
+#include "unique_fd.hpp"
+#include "wire/ip_packet.hpp"
+
+using namespace rcnet;
+using namespace rcnet::daemon;
+
+namespace {
+
+IpAddr ip(const char* s) {
+  return *IpAddr::parse(s);
+}
+
+std::vector<std::byte> ipv4(const IpAddr& src, const IpAddr& dst, std::size_t len = 60) {
+  std::vector<std::byte> p(len);
+  p[0] = std::byte{0x45};
+  p[2] = std::byte(len >> 8);
+  p[3] = std::byte(len & 0xff);
+  p[6] = std::byte{0x40};  // DF
+  p[8] = std::byte{64};
+  p[9] = std::byte{17};
+  for (int i = 0; i < 4; ++i) {
+    p[12 + i] = std::byte{src.bytes[i]};
+    p[16 + i] = std::byte{dst.bytes[i]};
+  }
+  return p;
+}
+
+EventLoop make_loop() {
+  auto l = EventLoop::create();
+  REQUIRE(l.ok());
+  return std::move(*l);
+}
+
+unsigned b(const std::vector<std::byte>& p, std::size_t i) {
+  return std::to_integer<unsigned>(p[i]);
+}
+
+// Our overlay is 10.100.0.1/24. Peers 10.100.0.N (N != 99) own underlay
+// 10.99.0.N; the node id of peer N is N. The "FIB" routes 192.168.5.0/24
+// via 10.100.0.7.
+struct OverlayFixture {
+  EventLoop loop = make_loop();
+  UniqueFd tun_end, world_end;
+  std::vector<std::pair<Endpoint, std::size_t>> sent;
+  std::map<IpAddr, std::uint32_t> mtu;  // by underlay
+  int fib_calls = 0;
+  std::unique_ptr<TunPath> path;
+
+  explicit OverlayFixture(std::size_t vnet = 0) {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    tun_end.reset(sv[0]);
+    world_end.reset(sv[1]);
+    TunPath::Hooks h{
+        .route = [](const IpAddr& d) -> std::optional<Endpoint> {
+          if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100 || d.bytes[3] == 99 ||
+              d.bytes[3] == 0 || d.bytes[3] == 255)
+            return std::nullopt;
+          IpAddr u = d;
+          u.bytes[1] = 99;
+          return Endpoint{u, 7471};
+        },
+        .send = [this](const Endpoint& ep, std::span<const std::byte> p) {
+          sent.emplace_back(ep, p.size());
+          return cm::SendResult::kSent;
+        },
+    };
+    h.next_hop = [this](const IpAddr& d) -> std::optional<IpAddr> {
+      ++fib_calls;
+      if (IpPrefix{ip("192.168.5.0"), 24}.contains(d))
+        return ip("10.100.0.7");
+      return std::nullopt;
+    };
+    h.peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
+      auto it = mtu.find(ep.addr);
+      if (it == mtu.end())
+        return std::nullopt;
+      return it->second;
+    };
+    h.peer_overlay = [](NodeId n) -> std::optional<IpAddr> {
+      if (n == 0 || n > 254)
+        return std::nullopt;
+      return IpAddr::v4((10u << 24) | (100u << 16) | static_cast<std::uint32_t>(n));
+    };
+    path = std::make_unique<TunPath>(
+        loop, std::move(h), vnet,
+        TunPath::Overlay{.address = {ip("10.100.0.1"), 24}, .source_check = true});
+    REQUIRE(path->attach(tun_end.get()).ok());
+  }
+  void inject(const std::vector<std::byte>& p) {
+    REQUIRE(::send(world_end.get(), p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()));
+  }
+  void spin_all() {
+    for (int i = 0; i < 50; ++i)
+      REQUIRE(loop.run_once(Duration::zero()).ok());
+  }
+  // Every packet the path wrote into the TUN.
+  std::vector<std::vector<std::byte>> written() {
+    std::vector<std::vector<std::byte>> out;
+    for (;;) {
+      std::vector<std::byte> buf(70000);
+      const ssize_t n = ::recv(world_end.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n < 0)
+        return out;
+      buf.resize(static_cast<std::size_t>(n));
+      out.push_back(std::move(buf));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("overlay: a destination routed via a peer goes to that peer; the overlay needs no lookup",
+          "[daemon][overlay]") {
+  OverlayFixture f;
+  f.inject(ipv4(ip("10.100.0.1"), ip("192.168.5.9")));
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.2")));
+  f.spin_all();
+  REQUIRE(f.sent.size() == 2);
+  CHECK(f.sent[0].first == Endpoint{ip("10.99.0.7"), 7471});  // the gateway's peer
+  CHECK(f.sent[1].first == Endpoint{ip("10.99.0.2"), 7471});
+  CHECK(f.fib_calls == 1);  // only for the destination outside the prefix
+  CHECK(f.path->counters().tx_via_gateway == 1);
+  CHECK(f.path->counters().drops_unmapped == 0);
+  CHECK(f.written().empty());
+}
+
+TEST_CASE("overlay: no peer for a destination: host unreachable from our address",
+          "[daemon][overlay][icmp]") {
+  OverlayFixture f;
+  const auto orig = ipv4(ip("10.100.0.1"), ip("10.100.0.99"), 84);
+  f.inject(orig);
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.255")));  // broadcast: no error
+  f.inject(ipv4(ip("10.100.0.1"), ip("172.16.0.1")));     // no route via a peer
+  f.spin_all();
+  CHECK(f.sent.empty());
+  CHECK(f.path->counters().drops_unmapped == 3);
+  const auto w = f.written();
+  REQUIRE(w.size() == 2);
+  CHECK(*wire::ip_source(w[0]) == ip("10.100.0.1"));
+  CHECK(*wire::ip_destination(w[0]) == ip("10.100.0.1"));
+  CHECK(b(w[0], 9) == 1);
+  CHECK(b(w[0], 20) == 3);  // destination unreachable
+  CHECK(b(w[0], 21) == 1);  // host unreachable
+  CHECK(w[0].size() == 28 + orig.size());
+  CHECK(std::equal(orig.begin(), orig.end(), w[0].begin() + 28));
+  CHECK(f.path->counters().icmp_unreachable_sent == 2);
+  CHECK(f.path->counters().tun_tx_packets == 0);  // delivered packets only
+}
+
+TEST_CASE("overlay: host unreachable is rate-limited per destination", "[daemon][overlay][icmp]") {
+  OverlayFixture f;
+  const int n = 20;
+  for (int i = 0; i < n; ++i)
+    f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.99")));
+  f.spin_all();
+  const auto& c = f.path->counters();
+  CHECK(c.drops_unmapped == n);
+  // The burst (6), plus at most one per second the test took.
+  CHECK(c.icmp_unreachable_sent >= IcmpLimiter::kDestinationBurst);
+  CHECK(c.icmp_unreachable_sent < static_cast<std::uint64_t>(n));
+  CHECK(c.icmp_unreachable_sent + c.icmp_rate_limited == n);
+  CHECK(f.written().size() == c.icmp_unreachable_sent);
+}
+
+TEST_CASE("overlay: larger than the peer's MTU: fragmentation needed with that MTU",
+          "[daemon][overlay][icmp]") {
+  OverlayFixture f;
+  f.mtu[ip("10.99.0.3")] = 1400;
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.3"), 1500));
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.3"), 1400));  // fits exactly
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.2"), 1500));  // MTU not known yet: sent
+  f.spin_all();
+  REQUIRE(f.sent.size() == 2);
+  CHECK(f.sent[0].second == 1400);
+  CHECK(f.sent[1].second == 1500);
+  CHECK(f.path->counters().drops_too_big == 1);
+  const auto w = f.written();
+  REQUIRE(w.size() == 1);
+  CHECK(b(w[0], 20) == 3);
+  CHECK(b(w[0], 21) == 4);
+  CHECK(((b(w[0], 26) << 8) | b(w[0], 27)) == 1400);
+  CHECK(w[0].size() == wire::kIcmp4ErrorMax);
+  CHECK(f.path->counters().icmp_too_big_sent == 1);
+}
+
+TEST_CASE("overlay: a GSO super-packet is too big only when its segments are",
+          "[daemon][overlay][icmp][gso]") {
+  OverlayFixture f(wire::kVnetHdrLen);
+  f.mtu[ip("10.99.0.2")] = 1400;
+  // 20 kB of TCP to 10.100.0.2 in segments of 40 + 1300 bytes: fits.
+  const auto super = test::tcp_super_packet(false, 20000);
+  f.inject(test::frame_of(test::tso_hdr(false, 1300), super));
+  // The same with segments of 40 + 1448: too big.
+  f.inject(test::frame_of(test::tso_hdr(false, 1448), super));
+  f.spin_all();
+  REQUIRE(f.sent.size() == 1);
+  CHECK(f.sent[0].second == wire::kVnetHdrLen + super.size());
+  CHECK(f.path->counters().drops_too_big == 1);
+  const auto w = f.written();
+  REQUIRE(w.size() == 1);
+  // A zeroed vnet header, then the error with the peer's MTU.
+  for (std::size_t i = 0; i < wire::kVnetHdrLen; ++i)
+    CHECK(b(w[0], i) == 0);
+  const std::vector<std::byte> icmp(w[0].begin() + wire::kVnetHdrLen, w[0].end());
+  CHECK(b(icmp, 20) == 3);
+  CHECK(b(icmp, 21) == 4);
+  CHECK(((b(icmp, 26) << 8) | b(icmp, 27)) == 1400);
+  CHECK(test::ref_sum(icmp, 0, 20) == 0xffff);            // IP header
+  CHECK(test::ref_sum(icmp, 20, icmp.size()) == 0xffff);  // ICMP, no pseudo-header
+}
+
+TEST_CASE("overlay: the source check takes a peer's own address and what is routed via it",
+          "[daemon][overlay][source]") {
+  OverlayFixture f;
+  auto deliver = [&](NodeId from, const char* src) {
+    const auto p = ipv4(ip(src), ip("10.100.0.1"));
+    f.path->deliver(from, p);
+  };
+  deliver(2, "10.100.0.2");   // its own: written
+  deliver(2, "10.100.0.9");   // another node's overlay address: dropped
+  deliver(7, "192.168.5.9");  // routed via 10.100.0.7: written
+  deliver(2, "192.168.5.9");  // routed via another peer: dropped
+  deliver(2, "172.16.0.1");   // not routed via the TUN at all: dropped
+  deliver(0, "10.100.0.2");   // from no known connection: dropped
+  CHECK(f.path->counters().drops_source == 4);
+  CHECK(f.path->counters().tun_tx_packets == 2);
+  CHECK(f.written().size() == 2);
+
+  f.path->set_source_check(false);  // tun.source_check = false
+  deliver(2, "10.100.0.9");
+  CHECK(f.path->counters().drops_source == 4);
+  CHECK(f.path->counters().tun_tx_packets == 3);
+}
+
+TEST_CASE("ICMP limiter: a burst of 6 per destination, then one per second",
+          "[daemon][overlay][icmp]") {
+  IcmpLimiter l;
+  const TimePoint t0{std::chrono::seconds(100)};
+  const auto a = ip("10.100.0.1"), other = ip("10.100.0.2");
+  int allowed = 0;
+  for (int i = 0; i < 10; ++i)
+    allowed += l.allow(a, t0) ? 1 : 0;
+  CHECK(allowed == 6);
+  CHECK(l.allow(other, t0));  // its own bucket
+  CHECK_FALSE(l.allow(a, t0 + std::chrono::milliseconds(999)));
+  CHECK(l.allow(a, t0 + std::chrono::milliseconds(1000)));
+  CHECK_FALSE(l.allow(a, t0 + std::chrono::milliseconds(1500)));
+  // Idle long enough, the burst is back, and no more than the burst.
+  allowed = 0;
+  for (int i = 0; i < 10; ++i)
+    allowed += l.allow(a, t0 + std::chrono::seconds(60)) ? 1 : 0;
+  CHECK(allowed == 6);
+}
+
+TEST_CASE("ICMP limiter: the host's bucket caps many destinations at once",
+          "[daemon][overlay][icmp]") {
+  IcmpLimiter l;
+  const TimePoint t0{std::chrono::seconds(100)};
+  int allowed = 0;
+  for (std::uint32_t i = 1; i <= 200; ++i)
+    allowed += l.allow(IpAddr::v4(0x0a640000u + i), t0) ? 1 : 0;
+  CHECK(allowed == static_cast<int>(IcmpLimiter::kHostBurst));
+  // 10 ms later: 10 more tokens (1000 per second).
+  allowed = 0;
+  for (std::uint32_t i = 201; i <= 400; ++i)
+    allowed += l.allow(IpAddr::v4(0x0a640000u + i), t0 + std::chrono::milliseconds(10)) ? 1 : 0;
+  CHECK(allowed == 10);
+  CHECK(l.destinations() <= IcmpLimiter::kMaxDestinations);
+}
+
+TEST_CASE("next-hop cache: bounded, and a full cache starts over", "[daemon][overlay]") {
+  NextHopCache c;
+  for (std::uint32_t i = 0; i < NextHopCache::kMaxEntries; ++i)
+    c.insert(IpAddr::v4(0xc0a80000u + i), std::nullopt);
+  CHECK(c.size() == NextHopCache::kMaxEntries);
+  c.insert(IpAddr::v4(0xc0a80000u), ip("10.100.0.7"));  // present: replaced in place
+  CHECK(c.size() == NextHopCache::kMaxEntries);
+  REQUIRE(c.find(IpAddr::v4(0xc0a80000u)) != nullptr);
+  CHECK(*c.find(IpAddr::v4(0xc0a80000u)) == ip("10.100.0.7"));
+  c.insert(ip("172.16.0.1"), ip("10.100.0.3"));  // one more: emptied first
+  CHECK(c.size() == 1);
+  CHECK(c.find(IpAddr::v4(0xc0a80001u)) == nullptr);
+  REQUIRE(c.find(ip("172.16.0.1")) != nullptr);
+  CHECK(*c.find(ip("172.16.0.1")) == ip("10.100.0.3"));
+}
