@@ -76,6 +76,9 @@ Result<std::unique_ptr<FibNextHop>> FibNextHop::create(EventLoop& loop, const st
     if (!q)
       return q.error();
     f->query_ = std::move(*q);
+    // One reply per request, no ACK after it (nl_send_auto would ask for
+    // one, and it would be left for the next query to read).
+    nl_socket_disable_auto_ack(f->query_.get());
     NlSockPtr ev(nl_socket_alloc());
     if (!ev)
       return Error::from_errno(ENOMEM, "nl_socket_alloc");
@@ -155,6 +158,12 @@ std::optional<IpAddr> FibNextHop::query(const IpAddr& dst) {
   if (nlmsg_append(msg.get(), &rtm, sizeof rtm, NLMSG_ALIGNTO) < 0 ||
       nla_put(msg.get(), RTA_DST, static_cast<int>(dst.size()), dst.bytes.data()) < 0) {
     return std::nullopt;
+  }
+  // Whatever an earlier query left (a reply that came after its timeout)
+  // would be taken for this one's.
+  const int fd = nl_socket_get_fd(query_.get());
+  char stale[4096];
+  while (::recv(fd, stale, sizeof stale, MSG_DONTWAIT) > 0) {
   }
   Reply reply;
   nl_socket_modify_cb(query_.get(), NL_CB_VALID, NL_CB_CUSTOM, &on_reply, &reply);

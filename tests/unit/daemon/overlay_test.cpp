@@ -2,16 +2,22 @@
 // The overlay as an IP link (daemon/tun_path.hpp): routes via a peer, ICMP
 // errors written back into the TUN, the source check on receive, and the
 // ICMP rate limit and next-hop cache on their own.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
 #include "../wire/gso_packets.hpp"
 #include "fib.hpp"
 #include "icmp_limit.hpp"
+#include "private_netns.hpp"
+#include "tun.hpp"
 #include "tun_path.hpp"
 #include "unique_fd.hpp"
 #include "wire/ip_packet.hpp"
@@ -204,10 +210,10 @@ TEST_CASE("overlay: a GSO super-packet is too big only when its segments are",
   OverlayFixture f(wire::kVnetHdrLen);
   f.mtu[ip("10.99.0.2")] = 1400;
   // 20 kB of TCP to 10.100.0.2 in segments of 40 + 1300 bytes: fits.
-  const auto super = test::tcp_super_packet(false, 20000);
-  f.inject(test::frame_of(test::tso_hdr(false, 1300), super));
+  const auto super = rcnet::test::tcp_super_packet(false, 20000);
+  f.inject(rcnet::test::frame_of(rcnet::test::tso_hdr(false, 1300), super));
   // The same with segments of 40 + 1448: too big.
-  f.inject(test::frame_of(test::tso_hdr(false, 1448), super));
+  f.inject(rcnet::test::frame_of(rcnet::test::tso_hdr(false, 1448), super));
   f.spin_all();
   REQUIRE(f.sent.size() == 1);
   CHECK(f.sent[0].second == wire::kVnetHdrLen + super.size());
@@ -221,8 +227,8 @@ TEST_CASE("overlay: a GSO super-packet is too big only when its segments are",
   CHECK(b(icmp, 20) == 3);
   CHECK(b(icmp, 21) == 4);
   CHECK(((b(icmp, 26) << 8) | b(icmp, 27)) == 1400);
-  CHECK(test::ref_sum(icmp, 0, 20) == 0xffff);            // IP header
-  CHECK(test::ref_sum(icmp, 20, icmp.size()) == 0xffff);  // ICMP, no pseudo-header
+  CHECK(rcnet::test::ref_sum(icmp, 0, 20) == 0xffff);            // IP header
+  CHECK(rcnet::test::ref_sum(icmp, 20, icmp.size()) == 0xffff);  // ICMP, no pseudo-header
 }
 
 TEST_CASE("overlay: the source check takes a peer's own address and what is routed via it",
@@ -298,4 +304,118 @@ TEST_CASE("next-hop cache: bounded, and a full cache starts over", "[daemon][ove
   CHECK(c.find(IpAddr::v4(0xc0a80001u)) == nullptr);
   REQUIRE(c.find(ip("172.16.0.1")) != nullptr);
   CHECK(*c.find(ip("172.16.0.1")) == ip("10.100.0.3"));
+}
+
+// --- with the kernel: a TUN in a private network namespace ------------------
+
+namespace {
+
+// A UDP socket connected to `to`:9 with IP_RECVERR, so that an ICMP error
+// about what it sent shows as the socket's error.
+UniqueFd udp_to(const char* to) {
+  UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  REQUIRE(s.valid());
+  const int on = 1;
+  REQUIRE(::setsockopt(s.get(), SOL_IP, IP_RECVERR, &on, sizeof on) == 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(9);
+  inet_pton(AF_INET, to, &a.sin_addr);
+  REQUIRE(::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return s;
+}
+
+// The next IPv4 packet the TUN hands over (skipping the kernel's own IPv6
+// chatter on a fresh link).
+std::vector<std::byte> read_v4(TunDevice& tun) {
+  std::vector<std::byte> buf(65536);
+  for (int i = 0; i < 16; ++i) {
+    auto n = tun.read(buf);
+    REQUIRE(n.ok());
+    if (*n >= 20 && (b(buf, 0) >> 4) == 4) {
+      buf.resize(*n);
+      return buf;
+    }
+  }
+  FAIL("no IPv4 packet on the TUN");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("overlay: the stack takes our ICMP errors (accept_local) and path MTU follows",
+          "[daemon][overlay][icmp][netns]") {
+  daemon::test::PrivateNetns ns;
+  REQUIRE(ns.entered());
+  auto tun = TunDevice::open("rct%d");
+  REQUIRE(tun.ok());
+  REQUIRE(tun->configure(*IpPrefix::parse("10.100.0.1/24"), 9000).ok());
+  const IpAddr ours = ip("10.100.0.1");
+  std::vector<std::byte> out(wire::kIcmpErrorMax);
+
+  // Host unreachable from our own address: the sender's socket hears it.
+  // Without accept_local the kernel drops it as a martian and recv() would
+  // find nothing (EAGAIN).
+  auto s = udp_to("10.100.0.99");
+  REQUIRE(::send(s.get(), "x", 1, 0) == 1);
+  const auto pkt = read_v4(*tun);
+  out.resize(wire::build_icmp_error(wire::IcmpError::kUnreachable, pkt, ours, 0, out));
+  REQUIRE(!out.empty());
+  REQUIRE(tun->write(out).ok());
+  char c;
+  CHECK(::recv(s.get(), &c, 1, 0) < 0);
+  CHECK(errno == EHOSTUNREACH);
+
+  // Fragmentation needed: the route's path MTU drops to what it said.
+  auto big = udp_to("10.100.0.5");
+  const int pmtu = IP_PMTUDISC_DO;
+  REQUIRE(::setsockopt(big.get(), SOL_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) == 0);
+  std::vector<char> payload(4000, 'a');
+  REQUIRE(::send(big.get(), payload.data(), payload.size(), 0) ==
+          static_cast<ssize_t>(payload.size()));
+  const auto pkt2 = read_v4(*tun);
+  CHECK(pkt2.size() == 4028);
+  out.resize(wire::kIcmpErrorMax);
+  out.resize(wire::build_icmp_error(wire::IcmpError::kTooBig, pkt2, ours, 1500, out));
+  REQUIRE(tun->write(out).ok());
+  int mtu = 0;
+  socklen_t len = sizeof mtu;
+  REQUIRE(::getsockopt(big.get(), SOL_IP, IP_MTU, &mtu, &len) == 0);
+  CHECK(mtu == 1500);
+  CHECK(::send(big.get(), payload.data(), payload.size(), 0) < 0);
+  CHECK(errno == EMSGSIZE);
+}
+
+TEST_CASE("overlay: FibNextHop asks the kernel once per destination and follows route changes",
+          "[daemon][overlay][netns]") {
+  daemon::test::PrivateNetns ns;
+  REQUIRE(ns.entered());
+  auto tun = TunDevice::open("rct%d");
+  REQUIRE(tun.ok());
+  REQUIRE(tun->configure(*IpPrefix::parse("10.100.0.1/24"), 9000).ok());
+  EventLoop loop = make_loop();
+  auto fib = FibNextHop::create(loop, "", tun->name());
+  INFO((fib.ok() ? "" : fib.error().message()));
+  REQUIRE(fib.ok());
+  auto& f = **fib;
+  const std::string dev = tun->name();
+  REQUIRE(std::system(("ip route add 192.168.5.0/24 via 10.100.0.7 dev " + dev).c_str()) == 0);
+  REQUIRE(loop.run_once(Duration::zero()).ok());  // the route's notification
+
+  CHECK(f.gateway(ip("192.168.5.9")) == ip("10.100.0.7"));
+  CHECK(f.gateway(ip("10.100.0.3")) == std::nullopt);  // on-link: no gateway
+  CHECK(f.gateway(ip("172.16.0.1")) == std::nullopt);  // no route at all
+  CHECK(f.queries() == 3);
+  CHECK(f.gateway(ip("192.168.5.9")) == ip("10.100.0.7"));
+  CHECK(f.gateway(ip("172.16.0.1")) == std::nullopt);
+  CHECK(f.queries() == 3);  // both from the cache
+
+  REQUIRE(std::system(("ip route replace 192.168.5.0/24 via 10.100.0.8 dev " + dev).c_str()) ==
+          0);
+  REQUIRE(loop.run_once(Duration::zero()).ok());
+  CHECK(f.flushes() == 1);
+  const auto gw = f.gateway(ip("192.168.5.9"));
+  INFO((gw ? gw->to_string() : "none") << " queries " << f.queries());
+  CHECK(gw == ip("10.100.0.8"));
+  CHECK(f.queries() == 4);
 }
