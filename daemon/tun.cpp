@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <linux/ip.h>
-#include <netlink/route/link/inet.h>
 #include <net/if.h>
+#include <netlink/route/link/inet.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 

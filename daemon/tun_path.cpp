@@ -209,8 +209,8 @@ bool TunPath::send_icmp(wire::IcmpError kind, std::span<const std::byte> frame, 
   const auto ip = frame.subspan(vnet_hdr_len_);
   // The vnet header in front stays all zero: no offload asked, the
   // receiving stack verifies the checksums we computed.
-  const std::size_t n = wire::build_icmp_error(
-      kind, ip, overlay_.address.addr, mtu, std::span(icmp_buf_).subspan(vnet_hdr_len_));
+  const std::size_t n = wire::build_icmp_error(kind, ip, overlay_.address.addr, mtu,
+                                               std::span(icmp_buf_).subspan(vnet_hdr_len_));
   if (n == 0)
     return false;
   if (kind == wire::IcmpError::kUnreachable &&

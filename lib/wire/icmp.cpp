@@ -67,8 +67,8 @@ std::size_t build_v4(IcmpError kind, std::span<const std::byte> packet, const Ip
       return 0;
   }
   const std::size_t total = std::max<std::size_t>(be16(packet, 2), ihl);
-  const std::size_t quote = std::min({packet.size(), total, kIcmp4ErrorMax - kIpv4Header -
-                                                                kIcmpHeader});
+  const std::size_t quote =
+      std::min({packet.size(), total, kIcmp4ErrorMax - kIpv4Header - kIcmpHeader});
   const std::size_t len = kIpv4Header + kIcmpHeader + quote;
   std::fill_n(out.begin(), kIpv4Header + kIcmpHeader, std::byte{0});
   // IP header (RFC 791): TOS "internetwork control", as the kernel's errors.
@@ -116,8 +116,7 @@ std::size_t build_v6(IcmpError kind, std::span<const std::byte> packet, const Ip
   const auto* src = reinterpret_cast<const std::uint8_t*>(packet.data() + 8);
   const auto* dst = reinterpret_cast<const std::uint8_t*>(packet.data() + 24);
   static constexpr std::uint8_t kZero[16] = {};
-  static constexpr std::uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                 0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr std::uint8_t kLoopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   if (std::memcmp(src, kZero, 16) == 0 || std::memcmp(src, kLoopback, 16) == 0 || src[0] == 0xff)
     return 0;
   if (dst[0] == 0xff && kind != IcmpError::kTooBig)
@@ -128,8 +127,8 @@ std::size_t build_v6(IcmpError kind, std::span<const std::byte> packet, const Ip
       return 0;
   }
   const std::size_t total = kIpv6Header + be16(packet, 4);
-  const std::size_t quote = std::min({packet.size(), total, kIcmp6ErrorMax - kIpv6Header -
-                                                                kIcmpHeader});
+  const std::size_t quote =
+      std::min({packet.size(), total, kIcmp6ErrorMax - kIpv6Header - kIcmpHeader});
   const std::size_t icmp_len = kIcmpHeader + quote;
   std::fill_n(out.begin(), kIpv6Header + kIcmpHeader, std::byte{0});
   out[0] = std::byte{0x60};

@@ -81,10 +81,11 @@ struct OverlayFixture {
           u.bytes[1] = 99;
           return Endpoint{u, 7471};
         },
-        .send = [this](const Endpoint& ep, std::span<const std::byte> p) {
-          sent.emplace_back(ep, p.size());
-          return cm::SendResult::kSent;
-        },
+        .send =
+            [this](const Endpoint& ep, std::span<const std::byte> p) {
+              sent.emplace_back(ep, p.size());
+              return cm::SendResult::kSent;
+            },
     };
     h.next_hop = [this](const IpAddr& d) -> std::optional<IpAddr> {
       ++fib_calls;
@@ -152,7 +153,7 @@ TEST_CASE("overlay: no peer for a destination: host unreachable from our address
   const auto orig = ipv4(ip("10.100.0.1"), ip("10.100.0.99"), 84);
   f.inject(orig);
   f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.255")));  // broadcast: no error
-  f.inject(ipv4(ip("10.100.0.1"), ip("172.16.0.1")));     // no route via a peer
+  f.inject(ipv4(ip("10.100.0.1"), ip("172.16.0.1")));    // no route via a peer
   f.spin_all();
   CHECK(f.sent.empty());
   CHECK(f.path->counters().drops_unmapped == 3);
@@ -410,8 +411,7 @@ TEST_CASE("overlay: FibNextHop asks the kernel once per destination and follows 
   CHECK(f.gateway(ip("172.16.0.1")) == std::nullopt);
   CHECK(f.queries() == 3);  // both from the cache
 
-  REQUIRE(std::system(("ip route replace 192.168.5.0/24 via 10.100.0.8 dev " + dev).c_str()) ==
-          0);
+  REQUIRE(std::system(("ip route replace 192.168.5.0/24 via 10.100.0.8 dev " + dev).c_str()) == 0);
   REQUIRE(loop.run_once(Duration::zero()).ok());
   CHECK(f.flushes() == 1);
   const auto gw = f.gateway(ip("192.168.5.9"));
