@@ -144,16 +144,14 @@ void TunPath::read_packets() {
       give_back();
       continue;
     }
-    if (hooks_.peer_mtu) {
-      // As IPoIB-CM (ipoib_cm_send): larger than the peer takes, whatever
-      // DF says: the sender's stack lowers its path MTU and fragments or
-      // resegments itself.
-      if (const auto mtu = hooks_.peer_mtu(*peer); mtu && wire_length(pkt) > *mtu) {
-        ++counters_.drops_too_big;
-        send_icmp(wire::IcmpError::kTooBig, pkt, *mtu);
-        give_back();
-        continue;
-      }
+    // A GSO super-packet is judged here, by its segments (the manager
+    // takes it whole, or cuts it for a peer without offload and drops
+    // segments too big for that peer without a word). A plain packet costs
+    // no peer lookup here: the manager says kOversize when it is larger than
+    // the peer's MTU, and too_big() runs only then.
+    if (vnet_hdr_len_ != 0 && is_gso(pkt) && too_big(*peer, pkt)) {
+      give_back();
+      continue;
     }
     switch (lent ? hooks_.send_lent(*peer, pkt.size()) : hooks_.send(*peer, pkt)) {
       case cm::SendResult::kSent:
@@ -161,6 +159,11 @@ void TunPath::read_packets() {
       case cm::SendResult::kDroppedOldest:
         break;
       case cm::SendResult::kOversize:
+        // send_lent() gave the buffer back, but nothing reuses it before
+        // the next read: `pkt` still holds the packet to quote.
+        if (!too_big(*peer, pkt))
+          ++counters_.drops_refused;
+        break;
       case cm::SendResult::kRefused:
         ++counters_.drops_refused;
         break;
@@ -186,6 +189,25 @@ std::optional<Endpoint> TunPath::route(const IpAddr& dst) {
   if (peer)
     ++counters_.tx_via_gateway;
   return peer;
+}
+
+bool TunPath::is_gso(std::span<const std::byte> frame) const {
+  const auto h = wire::parse_vnet_hdr(frame);
+  return h && h->is_gso();
+}
+
+bool TunPath::too_big(const Endpoint& peer, std::span<const std::byte> frame) {
+  if (!hooks_.peer_mtu)
+    return false;
+  const auto mtu = hooks_.peer_mtu(peer);
+  if (!mtu || wire_length(frame) <= *mtu)
+    return false;
+  // As IPoIB-CM (ipoib_cm_send): larger than the peer takes, whatever DF
+  // says; the sender's stack lowers its path MTU and fragments or
+  // resegments itself.
+  ++counters_.drops_too_big;
+  send_icmp(wire::IcmpError::kTooBig, frame, *mtu);
+  return true;
 }
 
 std::size_t TunPath::wire_length(std::span<const std::byte> frame) const {

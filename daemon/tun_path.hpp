@@ -103,6 +103,7 @@ class TunPath final : public cm::PacketSink {
     std::function<std::optional<IpAddr>(const IpAddr& dst)> next_hop = {};
     // Optional: the MTU (bytes of IP packet) of the peer behind `peer` (what
     // route() returned) once a connection told it; nullopt: not known yet.
+    // Asked for GSO super-packets and after send() said kOversize only.
     std::function<std::optional<std::uint32_t>(const Endpoint& peer)> peer_mtu = {};
     // Optional (the source check needs it): the overlay address of the peer
     // a received packet came from (deliver()'s NodeId); nullopt: unknown.
@@ -155,6 +156,10 @@ class TunPath final : public cm::PacketSink {
   // The packet's length on the peer's link: the IP packet's, or for a GSO
   // super-packet its largest segment's (wire::plan_segments).
   std::size_t wire_length(std::span<const std::byte> frame) const;
+  bool is_gso(std::span<const std::byte> frame) const;  // with a vnet header
+  // `frame` is larger than `peer`'s MTU (when known): counted and answered
+  // with "fragmentation needed" / "packet too big".
+  bool too_big(const Endpoint& peer, std::span<const std::byte> frame);
   // Builds and writes into the TUN the ICMP error about `frame` (vnet
   // header, if any, then the IP packet); false when none may be sent.
   bool send_icmp(wire::IcmpError kind, std::span<const std::byte> frame, std::uint32_t mtu);

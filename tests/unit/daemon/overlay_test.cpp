@@ -81,8 +81,15 @@ struct OverlayFixture {
           u.bytes[1] = 99;
           return Endpoint{u, 7471};
         },
+        // As cm::Manager::send: kOversize for a plain packet larger than
+        // the peer's MTU; a super-packet is taken whole.
         .send =
-            [this](const Endpoint& ep, std::span<const std::byte> p) {
+            [this, vnet](const Endpoint& ep, std::span<const std::byte> p) {
+              const auto hdr = wire::parse_vnet_hdr(p);
+              const bool gso = vnet != 0 && hdr && hdr->is_gso();
+              if (auto it = mtu.find(ep.addr);
+                  it != mtu.end() && !gso && p.size() - vnet > it->second)
+                return cm::SendResult::kOversize;
               sent.emplace_back(ep, p.size());
               return cm::SendResult::kSent;
             },
