@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // The next hop the kernel's FIB gives for a destination routed into the TUN
-// (docs/design.md "Data path", rcnetd(8) "ROUTING"): `ip route add
+// (docs/design.md "Data path", rcnetd(8) "THE OVERLAY AS AN IP LINK"): `ip route add
 // 192.168.5.0/24 via 10.100.0.7 dev rc0` makes 10.100.0.7 the peer that
 // carries 192.168.5.0/24. A TUN has no neighbour layer to hand us the next
 // hop with the packet, so it is asked of the kernel (RTM_GETROUTE,
@@ -15,6 +15,7 @@
 // Thread: the loop's. A lookup is one synchronous RTM_GETROUTE round trip
 // (the kernel answers it within the send; SO_RCVTIMEO bounds the wait to
 // kQueryTimeout) and happens only on a cache miss.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,7 +60,7 @@ class FibNextHop {
   // The gateway of the kernel's route to `dst` when that route leaves
   // through the TUN via a gateway; nullopt when it is a direct route, leaves
   // through another interface, is not unicast, or there is none (or the
-  // query failed: logged once per cache lifetime at debug).
+  // query failed: logged at debug). Either answer is cached.
   std::optional<IpAddr> gateway(const IpAddr& dst);
 
   std::uint64_t queries() const { return queries_; }

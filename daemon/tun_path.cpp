@@ -251,7 +251,14 @@ bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
   const auto src = wire::ip_source(packet);
   if (!src)
     return true;  // not IP: the stack drops it, counted there
-  const auto own = peer != 0 ? hooks_.peer_overlay(peer) : std::nullopt;
+  std::optional<IpAddr> own;
+  if (auto it = peer_overlays_.find(peer); it != peer_overlays_.end()) {
+    own = it->second;
+  } else if (peer != 0 && (own = hooks_.peer_overlay(peer))) {
+    if (peer_overlays_.size() >= kMaxPeerOverlays)
+      peer_overlays_.clear();
+    peer_overlays_.emplace(peer, *own);
+  }
   if (!own)
     return false;
   if (*src == *own)

@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "cm/manager.hpp"
@@ -134,8 +135,12 @@ class TunPath final : public cm::PacketSink {
   void detach();
   // Stops reading for good (graceful shutdown); writes still go through.
   void stop_reading();
-  // tun.source_check changed (reload).
-  void set_source_check(bool on) { overlay_.source_check = on; }
+  // tun.source_check after a reload (call on every reload: it also forgets
+  // the peers' overlay addresses, which a new peer table may change).
+  void set_source_check(bool on) {
+    overlay_.source_check = on;
+    peer_overlays_.clear();
+  }
 
   // --- cm::PacketSink --------------------------------------------------------
   void deliver(NodeId peer, std::span<const std::byte> packet) override;
@@ -172,6 +177,11 @@ class TunPath final : public cm::PacketSink {
   std::size_t vnet_hdr_len_ = 0;
   Overlay overlay_;
   IcmpLimiter icmp_limit_;
+  // hooks_.peer_overlay's answers: a node's overlay address stays what it
+  // is until the peer table changes (set_source_check()). At most
+  // kMaxPeerOverlays, emptied when full.
+  static constexpr std::size_t kMaxPeerOverlays = 4096;
+  std::unordered_map<NodeId, IpAddr> peer_overlays_;
   std::vector<std::byte> icmp_buf_;  // vnet header room + wire::kIcmpErrorMax
   int fd_ = -1;
   EventSource source_;

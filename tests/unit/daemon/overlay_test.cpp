@@ -65,6 +65,8 @@ struct OverlayFixture {
   std::vector<std::pair<Endpoint, std::size_t>> sent;
   std::map<IpAddr, std::uint32_t> mtu;  // by underlay
   int fib_calls = 0;
+  int overlay_calls = 0;
+  std::uint32_t overlay_shift = 0;  // node N owns 10.100.0.(N + shift)
   std::unique_ptr<TunPath> path;
 
   explicit OverlayFixture(std::size_t vnet = 0) {
@@ -106,10 +108,11 @@ struct OverlayFixture {
         return std::nullopt;
       return it->second;
     };
-    h.peer_overlay = [](NodeId n) -> std::optional<IpAddr> {
-      if (n == 0 || n > 254)
+    h.peer_overlay = [this](NodeId n) -> std::optional<IpAddr> {
+      ++overlay_calls;
+      if (n == 0 || n + overlay_shift > 254)
         return std::nullopt;
-      return IpAddr::v4((10u << 24) | (100u << 16) | static_cast<std::uint32_t>(n));
+      return IpAddr::v4((10u << 24) | (100u << 16) | static_cast<std::uint32_t>(n + overlay_shift));
     };
     path = std::make_unique<TunPath>(
         loop, std::move(h), vnet,
@@ -260,6 +263,27 @@ TEST_CASE("overlay: the source check takes a peer's own address and what is rout
   deliver(2, "10.100.0.9");
   CHECK(f.path->counters().drops_source == 4);
   CHECK(f.path->counters().tun_tx_packets == 3);
+}
+
+TEST_CASE("overlay: a peer's overlay address is asked once, and again after a reload",
+          "[daemon][overlay][source]") {
+  OverlayFixture f;
+  auto deliver = [&](NodeId from, const char* src) {
+    f.path->deliver(from, ipv4(ip(src), ip("10.100.0.1")));
+  };
+  for (int i = 0; i < 5; ++i)
+    deliver(2, "10.100.0.2");
+  CHECK(f.overlay_calls == 1);
+  CHECK(f.path->counters().tun_tx_packets == 5);
+  // The peer table changes: node 2 now owns 10.100.0.3. Until the reload
+  // (which calls set_source_check) the old answer holds.
+  f.overlay_shift = 1;
+  deliver(2, "10.100.0.3");
+  CHECK(f.path->counters().drops_source == 1);
+  f.path->set_source_check(true);
+  deliver(2, "10.100.0.3");
+  CHECK(f.path->counters().tun_tx_packets == 6);
+  CHECK(f.overlay_calls == 2);
 }
 
 TEST_CASE("ICMP limiter: a burst of 6 per destination, then one per second",
