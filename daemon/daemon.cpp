@@ -160,8 +160,32 @@ Result<void> Daemon::start_rails() {
         .batch_end = [this] { railset_->end_send_batch(); },
     };
   }
-  tun_path_ = std::make_unique<TunPath>(loop_, std::move(hooks),
-                                        cfg_.manager.offload ? wire::kVnetHdrLen : 0);
+  // The overlay as an IP link (tun_path.hpp): next hops from the kernel's
+  // FIB (fib_, made with the TUN), the peer's MTU and overlay address from
+  // the rail that knows it. With rails, route() gives the overlay address.
+  hooks.next_hop = [this](const IpAddr& dst) -> std::optional<IpAddr> {
+    return fib_ ? fib_->gateway(dst) : std::nullopt;
+  };
+  hooks.peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
+    if (!railset_)
+      return manager(0).peer_mtu(ep);
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      if (auto u = cfg_.peer_endpoint_for(ep.addr, k))
+        if (auto mtu = manager(k).peer_mtu(*u))
+          return mtu;
+    }
+    return std::nullopt;
+  };
+  hooks.peer_overlay = [this](NodeId node) -> std::optional<IpAddr> {
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      if (auto u = manager(k).peer_underlay(node))
+        return cfg_.overlay_for(u->addr, k);
+    }
+    return std::nullopt;
+  };
+  tun_path_ = std::make_unique<TunPath>(
+      loop_, std::move(hooks), cfg_.manager.offload ? wire::kVnetHdrLen : 0,
+      TunPath::Overlay{.address = cfg_.tun_address, .source_check = cfg_.tun_source_check});
   if (n > 1)
     capacity_.emplace(*tun_path_, n);
   for (std::size_t k = 0; k < n; ++k) {
@@ -267,6 +291,10 @@ Result<void> Daemon::setup_tun() {
                                      "\" (setns needs CAP_SYS_ADMIN): " + r.error().context};
   }
   tun_.emplace(std::move(*tun));
+  auto fib = FibNextHop::create(loop_, tun_->netns(), tun_->name());
+  if (!fib)
+    return Error{fib.error().code, "route lookups on " + tun_->name() + ": " + fib.error().context};
+  fib_ = std::move(*fib);
   if (auto r = tun_path_->attach(tun_->fd()); !r)
     return r;
   spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), cfg_.tun_address.to_string(),
@@ -443,6 +471,7 @@ Result<void> Daemon::reload() {
   }
   if (railset_)
     railset_->reconfigure(cfg_.rails_holddown, cfg_.manager.idle_timeout);
+  tun_path_->set_source_check(cfg_.tun_source_check);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
   if (ctl_)
     ctl_->reloaded(cfg_);

@@ -28,6 +28,7 @@
 #include "config/config.hpp"
 #include "ctl_server.hpp"
 #include "event_loop.hpp"
+#include "fib.hpp"
 #include "loop_timer.hpp"
 #include "rail_runtime.hpp"
 #include "tun.hpp"
@@ -108,6 +109,7 @@ class Daemon {
   // When this Daemon was constructed (steady clock, the loop's clock), before
   // any device was touched: the ctl "status" uptime counts from here.
   TimePoint start_time_ = Clock::now();
+  std::unique_ptr<FibNextHop> fib_;  // after setup_tun(); read by tun_path_'s hooks
   std::unique_ptr<TunPath> tun_path_;
   std::optional<CapacityJoin> capacity_;  // with more than one rail
   std::vector<std::unique_ptr<RailRuntime>> rails_;

@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <linux/ip.h>
 #include <net/if.h>
+#include <netlink/route/link/inet.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -104,8 +106,15 @@ Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu) {
     return Error::from_errno(ENOMEM, "rtnl_link_alloc");
   rtnl_link_set_mtu(change.get(), mtu);
   rtnl_link_set_flags(change.get(), IFF_UP);
+  // The ICMP errors the data path writes into the TUN come from our own
+  // overlay address (tun_path.hpp); without accept_local the kernel drops
+  // an IPv4 packet arriving with a local source as a martian
+  // (fib_validate_source). Set over rtnetlink (IFLA_INET_CONF), not
+  // /proc/sys, which the service's ProtectKernelTunables= hides.
+  if (int r = rtnl_link_inet_set_conf(change.get(), IPV4_DEVCONF_ACCEPT_LOCAL, 1); r < 0)
+    return nl_error(r, "rtnl_link_inet_set_conf accept_local");
   if (int r = rtnl_link_change(sock->get(), link.get(), change.get(), 0); r < 0) {
-    return nl_error(r, "set mtu " + std::to_string(mtu) + " and up on " + where);
+    return nl_error(r, "set mtu " + std::to_string(mtu) + ", up and accept_local on " + where);
   }
 
   RtnlAddrPtr addr(rtnl_addr_alloc());

@@ -66,8 +66,9 @@ class TunDevice {
                                 const std::string& netns = {});
 
   // Sets `address` (the prefix length is the on-link subnet), the MTU in
-  // bytes, and IFF_UP, in the device's namespace. An address that is already
-  // present is not an error.
+  // bytes, IFF_UP and IPv4 accept_local (ip-sysctl.rst: the ICMP errors
+  // TunPath writes come from our own address), in the device's namespace.
+  // An address that is already present is not an error.
   Result<void> configure(const IpPrefix& address, std::uint32_t mtu);
 
   // One packet into `buf`; returns its length in bytes. EAGAIN when no packet

@@ -8,12 +8,32 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "wire/gso.hpp"
 #include "wire/ip_packet.hpp"
 
 namespace rcnet::daemon {
 
-TunPath::TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len)
-    : loop_(loop), hooks_(std::move(hooks)), vnet_hdr_len_(vnet_hdr_len), buf_(kBufferSize) {}
+namespace {
+
+// The network or the broadcast address of `prefix` (IPv4): no host owns
+// either, and a broadcast gets no ICMP error (RFC 1812 section 4.3.2.7).
+bool v4_network_or_broadcast(const IpPrefix& prefix, const IpAddr& a) {
+  if (!a.is_v4() || !prefix.addr.is_v4() || prefix.length >= 31)
+    return false;
+  const std::uint32_t host_mask = ~std::uint32_t{0} >> prefix.length;
+  const std::uint32_t host = a.v4_host_order() & host_mask;
+  return host == 0 || host == host_mask;
+}
+
+}  // namespace
+
+TunPath::TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len, Overlay overlay)
+    : loop_(loop),
+      hooks_(std::move(hooks)),
+      vnet_hdr_len_(vnet_hdr_len),
+      overlay_(overlay),
+      icmp_buf_(vnet_hdr_len + wire::kIcmpErrorMax),
+      buf_(kBufferSize) {}
 
 TunPath::~TunPath() = default;
 
@@ -115,11 +135,22 @@ void TunPath::read_packets() {
       ++counters_.drops_not_ip;
       continue;
     }
-    const auto peer = hooks_.route(*dst);
+    const auto peer = route(*dst);
     if (!peer) {
-      give_back();
       ++counters_.drops_unmapped;
       spdlog::debug("TUN: no peer for {}, dropped", dst->to_string());
+      if (!v4_network_or_broadcast(overlay_.address, *dst))
+        send_icmp(wire::IcmpError::kUnreachable, pkt, 0);
+      give_back();
+      continue;
+    }
+    // A GSO super-packet is judged here, by its segments (the manager
+    // takes it whole, or cuts it for a peer without offload and drops
+    // segments too big for that peer without a word). A plain packet costs
+    // no peer lookup here: the manager says kOversize when it is larger than
+    // the peer's MTU, and too_big() runs only then.
+    if (vnet_hdr_len_ != 0 && is_gso(pkt) && too_big(*peer, pkt)) {
+      give_back();
       continue;
     }
     switch (lent ? hooks_.send_lent(*peer, pkt.size()) : hooks_.send(*peer, pkt)) {
@@ -128,6 +159,11 @@ void TunPath::read_packets() {
       case cm::SendResult::kDroppedOldest:
         break;
       case cm::SendResult::kOversize:
+        // send_lent() gave the buffer back, but nothing reuses it before
+        // the next read: `pkt` still holds the packet to quote.
+        if (!too_big(*peer, pkt))
+          ++counters_.drops_refused;
+        break;
       case cm::SendResult::kRefused:
         ++counters_.drops_refused;
         break;
@@ -141,22 +177,127 @@ void TunPath::read_packets() {
   }
 }
 
-void TunPath::deliver(NodeId, std::span<const std::byte> packet) {
-  if (fd_ < 0) {
-    ++counters_.drops_not_attached;
-    return;
+std::optional<Endpoint> TunPath::route(const IpAddr& dst) {
+  // Inside the overlay prefix (or without one) the destination is the
+  // peer's own address: no lookup on this, the common path.
+  if (overlay_.address.addr.empty() || overlay_.address.contains(dst) || !hooks_.next_hop)
+    return hooks_.route(dst);
+  const auto gw = hooks_.next_hop(dst);
+  if (!gw)
+    return hooks_.route(dst);
+  auto peer = hooks_.route(*gw);
+  if (peer)
+    ++counters_.tx_via_gateway;
+  return peer;
+}
+
+bool TunPath::is_gso(std::span<const std::byte> frame) const {
+  const auto h = wire::parse_vnet_hdr(frame);
+  return h && h->is_gso();
+}
+
+bool TunPath::too_big(const Endpoint& peer, std::span<const std::byte> frame) {
+  if (!hooks_.peer_mtu)
+    return false;
+  const auto mtu = hooks_.peer_mtu(peer);
+  if (!mtu || wire_length(frame) <= *mtu)
+    return false;
+  // As IPoIB-CM (ipoib_cm_send): larger than the peer takes, whatever DF
+  // says; the sender's stack lowers its path MTU and fragments or
+  // resegments itself.
+  ++counters_.drops_too_big;
+  send_icmp(wire::IcmpError::kTooBig, frame, *mtu);
+  return true;
+}
+
+std::size_t TunPath::wire_length(std::span<const std::byte> frame) const {
+  const auto ip = frame.subspan(vnet_hdr_len_);
+  if (vnet_hdr_len_ == 0)
+    return ip.size();
+  const auto h = wire::parse_vnet_hdr(frame);
+  if (!h || !h->is_gso())
+    return ip.size();
+  // A super-packet whose segments fit is not too big: what the peer's link
+  // carries is one segment at a time (or the frame whole to a peer with
+  // offload, whose stack segments it the same way when it forwards it).
+  if (const auto plan = wire::plan_segments(*h, ip))
+    return plan->max_segment_len();
+  return std::min<std::size_t>(ip.size(), std::size_t{h->hdr_len} + h->gso_size);
+}
+
+bool TunPath::send_icmp(wire::IcmpError kind, std::span<const std::byte> frame, std::uint32_t mtu) {
+  if (overlay_.address.addr.empty() || fd_ < 0)
+    return false;
+  const auto ip = frame.subspan(vnet_hdr_len_);
+  // The vnet header in front stays all zero: no offload asked, the
+  // receiving stack verifies the checksums we computed.
+  const std::size_t n = wire::build_icmp_error(kind, ip, overlay_.address.addr, mtu,
+                                               std::span(icmp_buf_).subspan(vnet_hdr_len_));
+  if (n == 0)
+    return false;
+  if (kind == wire::IcmpError::kUnreachable &&
+      !icmp_limit_.allow(*wire::ip_source(ip), Clock::now())) {
+    ++counters_.icmp_rate_limited;
+    return false;
   }
+  if (!write_frame(std::span(icmp_buf_).first(vnet_hdr_len_ + n)))
+    return false;
+  ++(kind == wire::IcmpError::kTooBig ? counters_.icmp_too_big_sent
+                                      : counters_.icmp_unreachable_sent);
+  return true;
+}
+
+bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
+  const auto src = wire::ip_source(packet);
+  if (!src)
+    return true;  // not IP: the stack drops it, counted there
+  std::optional<IpAddr> own;
+  if (auto it = peer_overlays_.find(peer); it != peer_overlays_.end()) {
+    own = it->second;
+  } else if (peer != 0 && (own = hooks_.peer_overlay(peer))) {
+    if (peer_overlays_.size() >= kMaxPeerOverlays)
+      peer_overlays_.clear();
+    peer_overlays_.emplace(peer, *own);
+  }
+  if (!own)
+    return false;
+  if (*src == *own)
+    return true;
+  // An overlay address belongs to its node alone; any other source must be
+  // one our route sends via this peer (the same question as on the way out,
+  // and the same cache).
+  if (overlay_.address.contains(*src) || !hooks_.next_hop)
+    return false;
+  const auto gw = hooks_.next_hop(*src);
+  return gw && *gw == *own;
+}
+
+bool TunPath::write_frame(std::span<const std::byte> frame) {
   for (;;) {
-    const ssize_t n = ::write(fd_, packet.data(), packet.size());
+    const ssize_t n = ::write(fd_, frame.data(), frame.size());
     if (n >= 0)
-      break;
+      return true;
     if (errno == EINTR)
       continue;
     // EAGAIN/ENOBUFS: the TUN queue toward the stack is full; EIO: the
     // device is down. Either way the packet is lost, as on a NIC.
     ++counters_.drops_tun_write;
+    return false;
+  }
+}
+
+void TunPath::deliver(NodeId peer, std::span<const std::byte> packet) {
+  if (fd_ < 0) {
+    ++counters_.drops_not_attached;
     return;
   }
+  if (overlay_.source_check && hooks_.peer_overlay && !overlay_.address.addr.empty() &&
+      packet.size() >= vnet_hdr_len_ && !source_allowed(peer, packet.subspan(vnet_hdr_len_))) {
+    ++counters_.drops_source;
+    return;
+  }
+  if (!write_frame(packet))
+    return;
   ++counters_.tun_tx_packets;
   counters_.tun_tx_bytes += packet.size();
 }

@@ -5,6 +5,16 @@
 // handed to the connection manager; packets the manager receives are written
 // to the TUN fd. It is the manager's cm::PacketSink.
 //
+// The overlay behaves like an IP link (rcnetd(8) "THE OVERLAY AS AN IP
+// LINK"), as the kernel's IPoIB-CM does: a destination outside the overlay
+// prefix goes to the peer that the kernel's route names as its gateway
+// (Hooks::next_hop); a destination no peer owns is answered with ICMP
+// host unreachable (rate-limited: icmp_limit.hpp), a packet larger than
+// the peer's MTU with "fragmentation needed" / "packet too big"
+// (wire/icmp.hpp), written back into the TUN; and a received packet whose
+// inner source is neither the sending peer's overlay address nor routed via
+// that peer is dropped (the source check).
+//
 // Back-pressure has one channel, cm::PacketSink::send_capacity(): on false
 // (called from inside the manager's send()) the TUN io source is disabled at
 // once, so packets wait in the kernel's TUN queue (and the kernel drops there,
@@ -15,11 +25,14 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "cm/manager.hpp"
 #include "event_loop.hpp"
+#include "icmp_limit.hpp"
 #include "util/address.hpp"
+#include "wire/icmp.hpp"
 #include "wire/vnet_hdr.hpp"
 
 namespace rcnet::daemon {
@@ -31,6 +44,12 @@ namespace rcnet::daemon {
   X(tun_tx_packets, "packets written to the TUN device")                       \
   X(tun_tx_bytes, "bytes written to the TUN device")                           \
   X(drops_unmapped, "packets dropped: no peer maps to the IP destination")     \
+  X(drops_too_big, "packets dropped: larger than the peer's MTU")              \
+  X(drops_source, "received packets dropped: source not the peer's own")       \
+  X(tx_via_gateway, "packets sent to the peer a route names as gateway")       \
+  X(icmp_unreachable_sent, "ICMP host unreachable written to the TUN")         \
+  X(icmp_too_big_sent, "ICMP frag needed / packet too big written")            \
+  X(icmp_rate_limited, "ICMP host unreachable not sent: rate limit")           \
   X(drops_not_ip, "packets dropped: not IPv4/IPv6 or shorter than its header") \
   X(drops_refused, "packets the manager did not take (oversize, refused)")     \
   X(drops_tun_write, "received packets the TUN device did not accept")         \
@@ -78,13 +97,34 @@ class TunPath final : public cm::PacketSink {
     // wakeup go to each peer with one doorbell.
     std::function<void()> batch_begin = {};
     std::function<void()> batch_end = {};
+    // Optional: the gateway of the kernel's route to a destination outside
+    // the overlay prefix when that route goes through the TUN (FibNextHop::
+    // gateway); nullopt: none. Without it, such destinations go to route()
+    // as they are.
+    std::function<std::optional<IpAddr>(const IpAddr& dst)> next_hop = {};
+    // Optional: the MTU (bytes of IP packet) of the peer behind `peer` (what
+    // route() returned) once a connection told it; nullopt: not known yet.
+    // Asked for GSO super-packets and after send() said kOversize only.
+    std::function<std::optional<std::uint32_t>(const Endpoint& peer)> peer_mtu = {};
+    // Optional (the source check needs it): the overlay address of the peer
+    // a received packet came from (deliver()'s NodeId); nullopt: unknown.
+    std::function<std::optional<IpAddr>(NodeId peer)> peer_overlay = {};
+  };
+
+  // Our place on the overlay. Default (no address): every destination goes
+  // to route() as it is, no ICMP error is sent, no source is checked.
+  struct Overlay {
+    IpPrefix address;           // tun.address: ours, with the overlay prefix length
+    bool source_check = false;  // tun.source_check
   };
 
   // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read
   // and written (TunDevice::vnet_hdr_len(): 0, or 10 with offload). Frames
   // go to and come from the manager whole, header included
   // (cm::ManagerConfig::offload must agree); routing looks past the header.
-  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len = 0);
+  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len, Overlay overlay);
+  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len = 0)
+      : TunPath(loop, std::move(hooks), vnet_hdr_len, Overlay{}) {}
   ~TunPath() override;
 
   // Starts reading `fd` (a TUN fd opened IFF_TUN|IFF_NO_PI, with
@@ -95,6 +135,12 @@ class TunPath final : public cm::PacketSink {
   void detach();
   // Stops reading for good (graceful shutdown); writes still go through.
   void stop_reading();
+  // tun.source_check after a reload (call on every reload: it also forgets
+  // the peers' overlay addresses, which a new peer table may change).
+  void set_source_check(bool on) {
+    overlay_.source_check = on;
+    peer_overlays_.clear();
+  }
 
   // --- cm::PacketSink --------------------------------------------------------
   void deliver(NodeId peer, std::span<const std::byte> packet) override;
@@ -110,9 +156,33 @@ class TunPath final : public cm::PacketSink {
 
  private:
   void read_packets();  // one wakeup's reads, inside the send batch
+  // The peer (route()'s endpoint) for a packet to `dst`; counts a gateway.
+  std::optional<Endpoint> route(const IpAddr& dst);
+  // The packet's length on the peer's link: the IP packet's, or for a GSO
+  // super-packet its largest segment's (wire::plan_segments).
+  std::size_t wire_length(std::span<const std::byte> frame) const;
+  bool is_gso(std::span<const std::byte> frame) const;  // with a vnet header
+  // `frame` is larger than `peer`'s MTU (when known): counted and answered
+  // with "fragmentation needed" / "packet too big".
+  bool too_big(const Endpoint& peer, std::span<const std::byte> frame);
+  // Builds and writes into the TUN the ICMP error about `frame` (vnet
+  // header, if any, then the IP packet); false when none may be sent.
+  bool send_icmp(wire::IcmpError kind, std::span<const std::byte> frame, std::uint32_t mtu);
+  // The source check of deliver(): may `packet` (IP, no vnet header) come
+  // from `peer`?
+  bool source_allowed(NodeId peer, std::span<const std::byte> packet);
+  bool write_frame(std::span<const std::byte> frame);
   EventLoop& loop_;
   Hooks hooks_;
   std::size_t vnet_hdr_len_ = 0;
+  Overlay overlay_;
+  IcmpLimiter icmp_limit_;
+  // hooks_.peer_overlay's answers: a node's overlay address stays what it
+  // is until the peer table changes (set_source_check()). At most
+  // kMaxPeerOverlays, emptied when full.
+  static constexpr std::size_t kMaxPeerOverlays = 4096;
+  std::unordered_map<NodeId, IpAddr> peer_overlays_;
+  std::vector<std::byte> icmp_buf_;  // vnet header room + wire::kIcmpErrorMax
   int fd_ = -1;
   EventSource source_;
   bool stopped_ = false;

@@ -502,6 +502,26 @@ const Counters& Manager::counters() const {
 const ManagerConfig& Manager::config() const {
   return impl_->cfg_;
 }
+std::optional<std::uint32_t> Manager::Impl::peer_mtu(const Endpoint& peer) const {
+  auto& table = const_cast<ConnTable&>(table_);  // lookups only
+  Peer* p = table.find_peer(node_id_for(peer.addr));
+  const Conn* c = p != nullptr ? table.conn_of(*p) : nullptr;
+  if (c == nullptr || c->state != ConnState::kEstablished)
+    return std::nullopt;
+  return c->peer_mtu;
+}
+std::optional<Endpoint> Manager::Impl::peer_underlay(NodeId node) const {
+  const Peer* p = const_cast<ConnTable&>(table_).find_peer(node);  // lookups only
+  if (p == nullptr)
+    return std::nullopt;
+  return p->underlay;
+}
+std::optional<std::uint32_t> Manager::peer_mtu(const Endpoint& peer) const {
+  return impl_->peer_mtu(peer);
+}
+std::optional<Endpoint> Manager::peer_underlay(NodeId node) const {
+  return impl_->peer_underlay(node);
+}
 NodeId Manager::node_id() const {
   return impl_->self_;
 }

@@ -315,6 +315,14 @@ class Manager final : public rdma::EventSink {
   // The observer must not call back into the Manager.
   void set_observer(EventObserver observer);
 
+  // The MTU (bytes of IP packet) the in-service ESTABLISHED connection to
+  // `peer` (underlay) learned from the peer's private data; nullopt when
+  // there is none.
+  std::optional<std::uint32_t> peer_mtu(const Endpoint& peer) const;
+  // The underlay endpoint of the peer `node` (PacketSink::deliver's id)
+  // while the manager knows it; nullopt otherwise.
+  std::optional<Endpoint> peer_underlay(NodeId node) const;
+
   Snapshot snapshot() const;
   const Counters& counters() const;
   const ManagerConfig& config() const;

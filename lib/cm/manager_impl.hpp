@@ -94,6 +94,8 @@ class Manager::Impl final : private DataPathHooks {
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   void ensure_link(const Endpoint& peer);
   bool link_established(const Endpoint& peer) const;
+  std::optional<std::uint32_t> peer_mtu(const Endpoint& peer) const;  // Manager::peer_mtu
+  std::optional<Endpoint> peer_underlay(NodeId node) const;           // Manager::peer_underlay
   bool link_failed(const Endpoint& peer, LinkCause cause, std::string_view why);
 
  private:

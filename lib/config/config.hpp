@@ -138,6 +138,9 @@ struct Config {
   // Each key read from a file (dotted, list entries as key[k]): where.
   // Keys absent from it have their defaults.
   std::map<std::string, Origin, std::less<>> origins;
+  // tun.source_check (live): drop a received packet whose inner source is
+  // neither the peer's overlay address nor routed via it (rcnetd(8)).
+  bool tun_source_check = true;
 
   // Rail 0's peers.underlay_prefix (rails[0].underlay_prefix): the field
   // that existed before rails, read by the one-rail code.

@@ -56,6 +56,9 @@ constexpr Key kKeys[] = {
         "buffer and send slot"),
     key("tun.netns", kRestart, string<netns_name, &Config::tun_netns>(),
         "named network namespace to move the TUN into; \"\" keeps rcnetd's"),
+    key("tun.source_check", kLive, boolean<&Config::tun_source_check>(),
+        "drop a received packet whose source is neither the sending peer's overlay address "
+        "nor routed via that peer"),
 
     key("peers.underlay_prefix", kLive, rail_prefixes(),
         "prefix rule: a peer's underlay address keeps the overlay address's host bits; "

@@ -98,6 +98,7 @@ constexpr MetricRow kMetricRows[] = {
     {"drains_completed", "rcnet_drains_completed_total", "", ""},
     {"drain_timeouts", "rcnet_drain_timeouts_total", "", ""},
     {"forced_destroys", "rcnet_forced_destroys_total", "", ""},
+    {"slow_destroys", "rcnet_slow_destroys_total", "", ""},
     {"flushed_recvs_counted", "rcnet_flushed_receives_total", "", ""},
     {"qps_created", "rcnet_qps_created_total", "", ""},
     {"qps_destroyed", "rcnet_qps_destroyed_total", "", ""},

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// The one thing the TUN data path reads from a packet: its IP destination
-// (RFC 791 section 3.1: IPv4 header, destination at offset 16; RFC 8200
-// section 3: IPv6 header, destination at offset 24). No I/O.
+// What the TUN data path reads from a packet: its IP destination and source
+// (RFC 791 section 3.1: IPv4 header, source at offset 12, destination at 16;
+// RFC 8200 section 3: IPv6 header, source at offset 8, destination at 24).
+// No I/O.
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -16,5 +17,7 @@ namespace rcnet::wire {
 // packet is shorter than its fixed header, the version nibble is neither 4 nor
 // 6, or an IPv4 IHL is below 5.
 std::optional<IpAddr> ip_destination(std::span<const std::byte> packet);
+// The source address, with the same rules.
+std::optional<IpAddr> ip_source(std::span<const std::byte> packet);
 
 }  // namespace rcnet::wire

@@ -35,6 +35,7 @@ name = "rc1"
 address = "10.100.0.1/24"
 mtu = 9000
 netns = "node1"
+source_check = false
 [peers]
 underlay_prefix = "10.99.0.0/24"
 allowed = ["10.99.0.0/24", "10.98.0.0/16"]
@@ -153,6 +154,7 @@ TEST_CASE("config: the full example parses to its values", "[config]") {
   CHECK(m.overlay == ip("10.100.0.1"));
   CHECK(m.mtu == 9000);
   CHECK(c.tun_netns == "node1");
+  CHECK_FALSE(c.tun_source_check);
   REQUIRE(c.underlay_prefix);
   CHECK(c.underlay_prefix->to_string() == "10.99.0.0/24");
   REQUIRE(m.allowed_peers.size() == 2);
@@ -607,6 +609,7 @@ constexpr Change kChanges[] = {
     {"tun.address", "\naddress = \"10.100.0.1/24\"", "\naddress = \"10.100.0.2/24\""},
     {"tun.mtu", "\nmtu = 9000", "\nmtu = 9001"},
     {"tun.netns", "\nnetns = \"node1\"", "\nnetns = \"node2\""},
+    {"tun.source_check", "\nsource_check = false", "\nsource_check = true"},
     {"peers.underlay_prefix", "\nunderlay_prefix = \"10.99.0.0/24\"",
      "\nunderlay_prefix = \"10.99.5.0/24\""},
     {"peers.allowed", "\nallowed = [\"10.99.0.0/24\", \"10.98.0.0/16\"]",
