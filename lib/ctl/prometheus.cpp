@@ -164,6 +164,10 @@ constexpr MetricRow kMetricRows[] = {
     {"drops_not_attached", kDropped, "reason", "not_attached"},
     {"read_pauses", "rcnet_tun_read_pauses_total", "", ""},
     {"read_empty", "rcnet_tun_reads_empty_total", "", ""},
+    {"tx_via_gateway", "rcnet_tun_gateway_packets_total", "", ""},
+    {"icmp_unreachable_sent", "rcnet_icmp_errors_sent_total", "type", "unreachable"},
+    {"icmp_too_big_sent", "rcnet_icmp_errors_sent_total", "type", "too_big"},
+    {"icmp_rate_limited", "rcnet_icmp_errors_rate_limited_total", "", ""},
     // The ctl server's (daemon/ctl_server.hpp). Of the timed-out clients,
     // the silent ones are a metric of their own (a label would count them twice).
     {"ctl_clients_accepted", "rcnet_ctl_clients_accepted_total", "", ""},
