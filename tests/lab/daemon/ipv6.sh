@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# IPv6 end to end, two nodes on a lab with IPv6 links (lab_setup_nodes
+# --ipv6), three daemon configurations in one boot:
+#   v6u-v4o  IPv6 underlay (node.address fd99::i, static peers), IPv4 overlay
+#   v4u-v6o  IPv4 underlay, IPv6 overlay (fd00:100::i/120, prefix rule)
+#   v6u-v6o  IPv6 underlay and overlay (fd99::/64 <- fd00:100::/64, prefix rule)
+# Each at rc0 MTU 1500: ping both ways, an iperf3 TCP stream node1 -> node2
+# whose TSO super-packets (TSO6 with the IPv6 overlay) go whole, one SEND each
+# (gso_sent), rcnetctl's connections naming the peer's underlay address,
+# rcnetctl qps == the kernel's QPs of rcnetd's pid, and after SIGTERM no QP
+# left. The RoCEv2 packets' outer header follows the underlay's family (IPv6
+# packets received on v_2). v6u-v6o also reaps an idle connection (idle cut
+# to 2 s by SIGHUP), reconnects on demand, and has both nodes send at once
+# (simultaneous open). "full" as the scenario's argument (rcnet-lab run ...
+# -- full) adds rping over the IPv6 underlay and an IPv4-only run first, for
+# iperf3 figures of both families in one boot.
+set -u -o pipefail
+. "$RCNET_LAB_LIB"
+. "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
+
+CTL=$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl
+OUT=$RCNET_RESULTS
+FULL=0
+[[ ${1:-} == full ]] && FULL=1
+idle_ms=2000
+tick_ms=500
+
+lab_setup_nodes 2 --ipv6 || lab_die "node setup"
+
+# --- the fabric: rxe's GIDs (and, with "full", rping) over IPv6 ----------------
+for i in 1 2; do
+  dev=$(lab_node_rdma_dev "$i")
+  echo "== $dev GIDs (index gid type)"
+  for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+    read -r g <"$f" 2>/dev/null || continue
+    [[ $g == 0000:0000:0000:0000:0000:0000:0000:0000 ]] && continue
+    read -r ty <"/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null
+    echo "  ${f##*/} $g ${ty:-}"
+  done
+  gi=$(lab_gid_index "$dev" "$(lab_node_addr6 "$i")")
+  lab_expect "$dev has a RoCE v2 GID for $(lab_node_addr6 "$i") (index ${gi:-none})" [ -n "$gi" ]
+done
+
+# rdma_cm alone over the IPv6 underlay: the reference for what follows.
+rping6() {
+  local a1 a2 spid k rc=0 n listening=0
+  a1=$(lab_node_addr6 1)
+  a2=$(lab_node_addr6 2)
+  timeout -k 5 30 rping -s -a "$a2" -p 7174 -C 3 -V >"$OUT/rping6.server.txt" 2>&1 &
+  spid=$!
+  for ((k = 0; k < 200; k++)); do
+    rdma res show cm_id 2>/dev/null | grep -Eq "LISTEN.*src-addr \[?$a2\]?:7174 " && listening=1 && break
+    sleep 0.1
+  done
+  if ((listening)); then
+    lab_timeout 30 rping -c -a "$a2" -I "$a1" -p 7174 -C 3 -v -V >"$OUT/rping6.client.txt" 2>&1 || rc=$?
+    n=$(grep -c 'ping data: ' "$OUT/rping6.client.txt")
+    lab_expect "rping $a1 -> $a2 (rdma_cm over IPv6): $n/3 verified (client exit $rc)" [ "$n" -eq 3 ]
+  else
+    lab_fail "rping server did not listen on $a2: $(tail -2 "$OUT/rping6.server.txt" | tr '\n' ' ')"
+  fi
+  wait "$spid" 2>/dev/null
+}
+((FULL)) && rping6
+
+# --- helpers ----------------------------------------------------------------------
+# cfg I UNDERLAY TUN_ADDRESS [PEERS_LINE...]: node I's config (as rcd_config's,
+# in the given families). Small SRQ and send pool: registering rcnetd's
+# default 48 MiB takes seconds under TCG.
+cfg() {
+  local i=$1 u=$2 t=$3 line
+  shift 3
+  {
+    echo '[node]'
+    echo "address = \"$u\""
+    echo '[tun]'
+    echo "address = \"$t\""
+    echo "netns = \"$(lab_node_netns "$i")\""
+    echo 'mtu = 1500'
+    echo '[srq]'
+    echo 'size = 128'
+    echo '[limits]'
+    echo 'send_slots = 64'
+    echo '[timeouts]'
+    echo 'idle = "60s"'
+    echo "reaper_interval = \"${tick_ms}ms\""
+    echo 'last_wqe = "200ms"'
+    echo 'drain = "300ms"'
+    echo 'disconnect = "300ms"'
+    echo '[log]'
+    echo 'level = "info"'
+    echo 'target = "stderr"'
+    echo '[ctl]'
+    echo "socket = \"/run/rcnet/node$i.sock\""
+    echo 'group = "root"'
+    echo '[peers]'
+    for line in "$@"; do echo "$line"; done
+  } >"$OUT/node-$i.toml"
+}
+sock() { echo "/run/rcnet/node$1.sock"; }
+# stats JSON of node I -> counter NAME's value
+counter() { jq --arg n "$2" '[.counters[] | select(.name == $n)][0].value // 0' <<<"$1"; }
+ip6_in() { awk '$1 == "Ip6InReceives" { print $2 }' "/proc/net/dev_snmp6/$1"; }
+
+# Both daemons at once (rcd_start waits for one at a time: seconds each).
+start_both() {
+  local tag=$1 i k up
+  mkdir -p /run/rcnet
+  for i in 1 2; do
+    "$RCD_BIN" -c "$OUT/node-$i.toml" >"$OUT/rcnetd-$i.log" 2>&1 &
+    RCD_PID[$i]=$!
+  done
+  for i in 1 2; do
+    up=0
+    for ((k = 0; k < 300; k++)); do
+      grep -q "TUN rc0 up" "$OUT/rcnetd-$i.log" && up=1 && break
+      kill -0 "${RCD_PID[$i]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    ((up)) || lab_die "$tag: rcnetd node$i not up: $(tail -3 "$OUT/rcnetd-$i.log" | tr '\n' ' ')"
+  done
+  lab_pass "$tag: rcnetd up on both nodes ($(grep -ho 'listening on [^ ]*' "$OUT"/rcnetd-[12].log | sort -u | tr '\n' ' '))"
+}
+
+# ping FROM -> TO's overlay address OADDR; PASS/FAIL.
+oping() {
+  local tag=$1 from=$2 to=$3 oaddr=$4 out
+  out=$(lab_in_node "$from" ping -n -q -c 2 -W 5 "$oaddr" 2>&1)
+  if [[ $out == *" 0% packet loss"* ]]; then
+    lab_pass "$tag: ping node$from -> node$to ($oaddr): 2/2, $(grep -o 'rtt.*' <<<"$out")"
+  else
+    lab_fail "$tag: ping node$from -> node$to ($oaddr): $(tr '\n' ' ' <<<"$out")"
+  fi
+}
+
+# iperf3 TCP, 3 s, node1 -> node2 over the overlay; sets IPERF_MBPS.
+iperf() {
+  local tag=$1 src=$2 dst=$3 rc=0 spid res mbps bytes retr
+  IPERF_MBPS=0
+  lab_in_node 2 iperf3 -s -1 -B "$dst" >"$OUT/$tag-iperf3-server.txt" 2>&1 &
+  spid=$!
+  rcd_wait_tcp_listen 2 5201 20 || lab_fail "$tag: iperf3 server not listening in node2 after 20 s"
+  lab_timeout 60 ip netns exec node1 iperf3 -c "$dst" -B "$src" -t 3 -J \
+    >"$OUT/$tag-iperf3.json" 2>&1 || rc=$?
+  wait "$spid"
+  res=$(jq -r '.end | "\(.sum_received.bits_per_second / 1e6 | floor) \(.sum_received.bytes) \(.sum_sent.retransmits // 0)"' \
+    "$OUT/$tag-iperf3.json" 2>/dev/null)
+  read -r mbps bytes retr <<<"$res"
+  if ((rc == 0)) && [[ ${bytes:-0} =~ ^[0-9]+$ ]] && ((bytes > 0)); then
+    IPERF_MBPS=$mbps
+    lab_pass "$tag: iperf3 TCP 3 s node1 ($src) -> node2 ($dst): $mbps Mbit/s, $bytes bytes, retransmits $retr"
+  else
+    lab_fail "$tag: iperf3 node1 -> node2 (exit $rc): $(tail -c 300 "$OUT/$tag-iperf3.json" | tr '\n' ' ')"
+  fi
+}
+
+# rcnetctl qps against the kernel's QPs of rcnetd's pid, on both nodes.
+qps_match() {
+  local tag=$1 i ours kern all
+  all=$(rdma -j res show qp)
+  for i in 1 2; do
+    ours=$("$CTL" -s "$(sock "$i")" -j qps | jq -c '[.qps[].qpn] | sort')
+    kern=$(jq -c --argjson p "${RCD_PID[$i]}" '[.[] | select(.pid == $p) | .lqpn] | sort' <<<"$all")
+    lab_expect "$tag: node$i: rcnetctl qps == rdma res show qp of rcnetd ($ours)" \
+      [ "$ours" = "$kern" -a "$ours" != "[]" ]
+  done
+}
+
+declare -A MBPS=()
+# phase TAG OVERLAY1 OVERLAY2 CFG1_ARGS... -- CFG2_ARGS... (cfg's arguments
+# from the underlay on). Starts both daemons, checks, stops them; their logs
+# and configs are kept as TAG-*.
+phase() {
+  local tag=$1 o1=$2 o2=$3
+  shift 3
+  local args1=() args2=() i u2
+  while (($#)) && [[ $1 != -- ]]; do
+    args1+=("$1")
+    shift
+  done
+  shift
+  args2=("$@")
+  u2=${args2[0]}
+  lab_log "== $tag: node2's underlay $u2, overlay $o2"
+  cfg 1 "${args1[@]}"
+  cfg 2 "${args2[@]}"
+  start_both "$tag"
+  local in0 st0 st1 sent pkts in6 peer
+  in0=$(ip6_in v_2)
+  oping "$tag" 1 2 "$o2"
+  oping "$tag" 2 1 "$o1"
+  st0=$("$CTL" -s "$(sock 1)" -j stats)
+  iperf "$tag" "$o1" "$o2"
+  MBPS[$tag]=$IPERF_MBPS
+  st1=$("$CTL" -s "$(sock 1)" -j stats)
+  sent=$(($(counter "$st1" gso_sent) - $(counter "$st0" gso_sent)))
+  pkts=$(($(counter "$st1" packets_tx) - $(counter "$st0" packets_tx)))
+  in6=$(($(ip6_in v_2) - in0))
+  lab_expect "$tag: TCP went as TSO super-packets, one SEND each (gso_sent +$sent of $pkts SENDs)" \
+    [ "$sent" -gt 0 ]
+  if [[ $u2 == *:* ]]; then
+    lab_expect "$tag: RoCEv2 over IPv6: $in6 IPv6 packets received on v_2" [ "$in6" -gt 1000 ]
+  else
+    lab_expect "$tag: RoCEv2 over IPv4: $in6 IPv6 packets received on v_2" [ "$in6" -lt 100 ]
+  fi
+  "$CTL" -s "$(sock 1)" connections >"$OUT/$tag-connections-1.txt" 2>&1
+  "$CTL" -s "$(sock 1)" peers >"$OUT/$tag-peers-1.txt" 2>&1
+  sed "s/^/$tag node1 /" "$OUT/$tag-connections-1.txt" "$OUT/$tag-peers-1.txt"
+  peer=$("$CTL" -s "$(sock 1)" -j connections | jq -r '.connections[0].peer_addr')
+  lab_expect "$tag: rcnetctl connections names node2's underlay address ($peer)" \
+    [ "$peer" = "$u2:7471" -o "$peer" = "[$u2]:7471" ]
+  lab_expect "$tag: rcnetctl peers shows node2's overlay address" grep -q -- " $o2 " "$OUT/$tag-peers-1.txt"
+  qps_match "$tag"
+  [[ -n ${PHASE_HOOK:-} ]] && "$PHASE_HOOK" "$tag" "$o1" "$o2"
+  rcd_stop_all
+  lab_expect "$tag: no QP left after SIGTERM" [ "$(lab_qp_count)" -eq 0 ]
+  for i in 1 2; do
+    grep -h "counters at exit" "$OUT/rcnetd-$i.log" | sed "s/^/$tag node$i /"
+    for c in drops_tun_write drops_refused recv_errors send_errors; do
+      v=$(rcd_counter "$i" "$c")
+      lab_expect "$tag: node$i: $c = 0 ($v)" [ "$v" -eq 0 ]
+    done
+    mv "$OUT/rcnetd-$i.log" "$OUT/$tag-rcnetd-$i.log"
+    mv "$OUT/node-$i.toml" "$OUT/$tag-node-$i.toml"
+  done
+}
+
+# v6u-v6o only, before the SIGTERM: idle reap (idle cut to 2 s by SIGHUP),
+# reconnect on demand, then both nodes send at once.
+reap_and_simopen() {
+  local tag=$1 o1=$2 o2=$3 i from down qpn gone p1 p2 r1=0 r2=0
+  from=$(($(wc -l <"$OUT/rcnetd-1.log") + 1))
+  for i in 1 2; do
+    sed -i "s/^idle = .*/idle = \"$((idle_ms / 1000))s\"/" "$OUT/node-$i.toml"
+    rcd_kill "$i" HUP
+  done
+  for i in 1 2; do
+    rcd_wait_log "$i" "reload applied" 10 >/dev/null || lab_fail "$tag: node$i did not apply the reload"
+  done
+  down=$(rcd_wait_log 1 "tearing down QPN [0-9]+ to .*idle" 15 "$from")
+  lab_expect "$tag: node1 reaped the idle connection (${down#*info })" [ -n "$down" ]
+  qpn=$(grep -o 'QPN [0-9]*' <<<"$down" | head -1 | cut -d' ' -f2)
+  gone=$(rcd_wait_log 1 "QPN ${qpn:-x} .*-> DESTROYED" 10 "$from")
+  lab_expect "$tag: node1's QPN ${qpn:-?} destroyed after the reap" [ -n "$gone" ]
+  rcd_wait_qps 1 0 10 >/dev/null
+  rcd_wait_qps 2 0 10 >/dev/null
+  lab_expect "$tag: no QP on either node once reaped" [ "$(lab_qp_count)" -eq 0 ]
+  oping "$tag reconnect" 1 2 "$o2"
+  from=$(($(wc -l <"$OUT/rcnetd-1.log") + 1))
+  rcd_wait_log 1 "QPN [0-9]+ .*-> DESTROYED" 15 "$from" >/dev/null
+  rcd_wait_qps 1 0 10 >/dev/null
+  rcd_wait_qps 2 0 10 >/dev/null
+  # Whether the two REQs cross depends on the guest's scheduling
+  # (lab-daemon-simultaneous-open proves the merge itself); either way both
+  # pings must pass and exactly one connection remain.
+  lab_in_node 1 ping -n -q -c 2 -W 5 "$o2" >"$OUT/$tag-simopen-1.txt" 2>&1 &
+  p1=$!
+  lab_in_node 2 ping -n -q -c 2 -W 5 "$o1" >"$OUT/$tag-simopen-2.txt" 2>&1 &
+  p2=$!
+  wait "$p1" || r1=$?
+  wait "$p2" || r2=$?
+  lab_expect "$tag: both nodes pinged each other at once (exit $r1, $r2)" [ "$r1" -eq 0 -a "$r2" -eq 0 ]
+  rcd_wait_qps 1 1 10 >/dev/null
+  rcd_wait_qps 2 1 10 >/dev/null
+  lab_expect "$tag: one QP on each side after the simultaneous sends (rxe_1 $(rcd_qps 1), rxe_2 $(rcd_qps 2))" \
+    [ "$(rcd_qps 1)" -eq 1 -a "$(rcd_qps 2)" -eq 1 ]
+  if grep -q "REJ collision to REQ\|simultaneous open with" "$OUT"/rcnetd-[12].log; then
+    lab_log "$tag: the REQs crossed: $(grep -h "REJ collision to REQ\|simultaneous open with" "$OUT"/rcnetd-[12].log | head -2 | tr '\n' ' ')"
+  else
+    lab_log "$tag: the REQs did not cross (one arrived before the other left)"
+  fi
+  qps_match "$tag, simultaneous sends"
+}
+
+u6=("$(lab_node_addr6 1)" "$(lab_node_addr6 2)")
+u4=("$(lab_node_addr 1)" "$(lab_node_addr 2)")
+
+if ((FULL)); then
+  phase v4u-v4o 10.100.0.1 10.100.0.2 \
+    "${u4[0]}" 10.100.0.1/24 'underlay_prefix = "10.99.0.0/24"' -- \
+    "${u4[1]}" 10.100.0.2/24 'underlay_prefix = "10.99.0.0/24"'
+fi
+
+# Static peers with IPv6 underlay addresses.
+phase v6u-v4o 10.100.0.1 10.100.0.2 \
+  "${u6[0]}" 10.100.0.1/24 '[[peers.static]]' 'overlay = "10.100.0.2"' "underlay = \"${u6[1]}\"" -- \
+  "${u6[1]}" 10.100.0.2/24 '[[peers.static]]' 'overlay = "10.100.0.1"' "underlay = \"${u6[0]}\""
+
+# The prefix rule from an IPv6 overlay (8 host bits) into an IPv4 underlay.
+phase v4u-v6o fd00:100::1 fd00:100::2 \
+  "${u4[0]}" fd00:100::1/120 'underlay_prefix = "10.99.0.0/24"' -- \
+  "${u4[1]}" fd00:100::2/120 'underlay_prefix = "10.99.0.0/24"'
+
+# The prefix rule with 64 host bits on both sides.
+PHASE_HOOK=reap_and_simopen
+phase v6u-v6o fd00:100::1 fd00:100::2 \
+  "${u6[0]}" fd00:100::1/64 'underlay_prefix = "fd99::/64"' -- \
+  "${u6[1]}" fd00:100::2/64 'underlay_prefix = "fd99::/64"'
+PHASE_HOOK=
+
+lab_log "iperf3 TCP node1 -> node2, same boot:${MBPS[v4u-v4o]:+ v4u-v4o ${MBPS[v4u-v4o]} Mbit/s,} v6u-v4o ${MBPS[v6u-v4o]} Mbit/s, v4u-v6o ${MBPS[v4u-v6o]} Mbit/s, v6u-v6o ${MBPS[v6u-v6o]} Mbit/s"
+lab_finish
