@@ -168,7 +168,8 @@ oping() {
 iperf() {
   local tag=$1 src=$2 dst=$3 rc=0 spid res mbps bytes retr
   IPERF_MBPS=0
-  lab_in_node 2 iperf3 -s -1 -B "$dst" >"$OUT/$tag-iperf3-server.txt" 2>&1 &
+  # Bounded too: a server whose client never reached it would wait forever.
+  lab_in_node 2 timeout -k 5 70 iperf3 -s -1 -B "$dst" >"$OUT/$tag-iperf3-server.txt" 2>&1 &
   spid=$!
   rcd_wait_tcp_listen 2 5201 20 || lab_fail "$tag: iperf3 server not listening in node2 after 20 s"
   lab_timeout 60 ip netns exec node1 iperf3 -c "$dst" -B "$src" -t 3 -J \
