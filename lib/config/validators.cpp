@@ -25,6 +25,13 @@ Cast cast_of(const IpAddr& a) {
   return a.is_v6() && a.bytes[0] == 0xffU ? Cast::kMulticast : Cast::kUnicast;
 }
 
+// IPv6 link-local, fe80::/10 (RFC 4291 2.5.6). rdma_cm binds or resolves one
+// only with a scope id (sin6_scope_id, the kernel's cma_check_linklocal:
+// EINVAL without), and an address here carries none.
+bool link_local_v6(const IpAddr& a) {
+  return a.is_v6() && a.bytes[0] == 0xfeU && (a.bytes[1] & 0xc0U) == 0x80U;
+}
+
 }  // namespace
 
 const char* own_address(const IpAddr& a) {
@@ -40,6 +47,8 @@ const char* own_address(const IpAddr& a) {
     case Cast::kUnicast:
       break;
   }
+  if (link_local_v6(a))
+    return "must not be an IPv6 link-local address (fe80::/10): rdma_cm needs a scope id for one";
   return nullptr;
 }
 
@@ -52,6 +61,8 @@ const char* peer_address(const IpAddr& a) {
     case Cast::kUnicast:
       break;
   }
+  if (link_local_v6(a))
+    return "must not be an IPv6 link-local address (fe80::/10): rdma_cm needs a scope id for one";
   return nullptr;
 }
 
