@@ -20,7 +20,16 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 CTL=$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl
-OUT=$RCNET_RESULTS
+# Each configuration's files (configs, daemon logs, rcnetctl output) go to
+# its own directory: RCNET_RESULTS/OUT point there while it runs.
+ROOT=$RCNET_RESULTS
+OUT=$ROOT
+mkdir -p "$ROOT"/v4u-v4o "$ROOT"/v6u-v4o "$ROOT"/v4u-v6o "$ROOT"/v6u-v6o
+# Under TCG every exec of a host binary (over 9p) costs a good part of a
+# second when the host is busy: polling and parsing here stay in the shell's
+# builtins where they can. nap SECS sleeps without an exec.
+exec {NAP_FD}<> <(:)
+nap() { read -rt "$1" -u "$NAP_FD" || :; }
 FULL=0
 [[ ${1:-} == full ]] && FULL=1
 idle_ms=2000
@@ -44,16 +53,13 @@ done
 
 # rdma_cm alone over the IPv6 underlay: the reference for what follows.
 rping6() {
-  local a1 a2 spid k rc=0 n listening=0
+  local a1 a2 spid rc=0 n
   a1=$(lab_node_addr6 1)
   a2=$(lab_node_addr6 2)
   timeout -k 5 30 rping -s -a "$a2" -p 7174 -C 3 -V >"$OUT/rping6.server.txt" 2>&1 &
   spid=$!
-  for ((k = 0; k < 200; k++)); do
-    rdma res show cm_id 2>/dev/null | grep -Eq "LISTEN.*src-addr \[?$a2\]?:7174 " && listening=1 && break
-    sleep 0.1
-  done
-  if ((listening)); then
+  # rdma res show cm_id writes an IPv6 address without brackets.
+  if lab_wait_listen "$a2" 7174 20 >>"$OUT/rping6.server.txt"; then
     lab_timeout 30 rping -c -a "$a2" -I "$a1" -p 7174 -C 3 -v -V >"$OUT/rping6.client.txt" 2>&1 || rc=$?
     n=$(grep -c 'ping data: ' "$OUT/rping6.client.txt")
     lab_expect "rping $a1 -> $a2 (rdma_cm over IPv6): $n/3 verified (client exit $rc)" [ "$n" -eq 3 ]
@@ -111,14 +117,20 @@ ip6_in() {
   done <"/proc/net/dev_snmp6/$1"
 }
 
-# Both daemons at once (rcd_start waits for one at a time: seconds each).
-# Under TCG every exec costs a good part of a second when the host is busy:
-# the polling and parsing here stay in the shell's builtins.
+# FILE's text, read by the shell.
+text_of() {
+  local l
+  mapfile -t l <"$1" 2>/dev/null
+  printf '%s\n' "${l[@]}"
+}
+matches() { [[ $1 =~ $2 ]]; }
 has_line() {
   local l
   mapfile -t l <"$1" 2>/dev/null
   [[ $'\n'"${l[*]/%/$'\n'}" == *"$2"* ]]
 }
+
+# Both daemons at once (rcd_start waits for one at a time: seconds each).
 start_both() {
   local tag=$1 i k up
   mkdir -p /run/rcnet
@@ -131,11 +143,30 @@ start_both() {
     for ((k = 0; k < 300; k++)); do
       has_line "$OUT/rcnetd-$i.log" "TUN rc0 up" && up=1 && break
       kill -0 "${RCD_PID[$i]}" 2>/dev/null || break
-      sleep 0.1
+      nap 0.1
     done
     ((up)) || lab_die "$tag: rcnetd node$i not up: $(tail -3 "$OUT/rcnetd-$i.log" | tr '\n' ' ')"
   done
   lab_pass "$tag: rcnetd up on both nodes"
+}
+
+# SIGTERM to both daemons; each must exit 0 within 30 s (they are this
+# shell's children: `wait` needs no polling; a watchdog bounds it).
+stop_both() {
+  local tag=$1 i rc wd
+  kill -TERM "${RCD_PID[1]}" "${RCD_PID[2]}"
+  (
+    nap 30
+    kill -KILL "${RCD_PID[1]}" "${RCD_PID[2]}" 2>/dev/null
+  ) &
+  wd=$!
+  for i in 1 2; do
+    rc=0
+    wait "${RCD_PID[$i]}" 2>/dev/null || rc=$?
+    lab_expect "$tag: rcnetd node$i exited 0 on SIGTERM (exit $rc)" [ "$rc" -eq 0 ]
+  done
+  kill "$wd" 2>/dev/null
+  wait "$wd" 2>/dev/null
 }
 
 # EXIT_CTR[name] from node I's "counters at exit" line, parsed in the shell.
@@ -164,44 +195,54 @@ oping() {
   fi
 }
 
+# The iperf3 server in node2, started ahead (it starts slowly under TCG);
+# bounded, as a server whose client never came would wait forever.
+iperf_server() {
+  lab_in_node 2 timeout -k 5 90 iperf3 -s -1 -B "$1" >"$OUT/iperf3-server.txt" 2>&1 &
+  IPERF_SPID=$!
+}
+
 # iperf3 TCP, 3 s, node1 -> node2 over the overlay; sets IPERF_MBPS.
 iperf() {
-  local tag=$1 src=$2 dst=$3 rc=0 spid res mbps bytes retr
+  local tag=$1 src=$2 dst=$3 rc=0 res mbps bytes retr
   IPERF_MBPS=0
-  # Bounded too: a server whose client never reached it would wait forever.
-  lab_in_node 2 timeout -k 5 70 iperf3 -s -1 -B "$dst" >"$OUT/$tag-iperf3-server.txt" 2>&1 &
-  spid=$!
   rcd_wait_tcp_listen 2 5201 20 || lab_fail "$tag: iperf3 server not listening in node2 after 20 s"
   lab_timeout 60 ip netns exec node1 iperf3 -c "$dst" -B "$src" -t 3 -J \
-    >"$OUT/$tag-iperf3.json" 2>&1 || rc=$?
-  wait "$spid"
+    >"$OUT/iperf3.json" 2>&1 || rc=$?
+  wait "$IPERF_SPID"
   res=$(jq -r '.end | "\(.sum_received.bits_per_second / 1e6 | floor) \(.sum_received.bytes) \(.sum_sent.retransmits // 0)"' \
-    "$OUT/$tag-iperf3.json" 2>/dev/null)
+    "$OUT/iperf3.json" 2>/dev/null)
   read -r mbps bytes retr <<<"$res"
   if ((rc == 0)) && [[ ${bytes:-0} =~ ^[0-9]+$ ]] && ((bytes > 0)); then
     IPERF_MBPS=$mbps
     lab_pass "$tag: iperf3 TCP 3 s node1 ($src) -> node2 ($dst): $mbps Mbit/s, $bytes bytes, retransmits $retr"
   else
-    lab_fail "$tag: iperf3 node1 -> node2 (exit $rc): $(tail -c 300 "$OUT/$tag-iperf3.json" | tr '\n' ' ')"
+    lab_fail "$tag: iperf3 node1 -> node2 (exit $rc): $(tail -c 300 "$OUT/iperf3.json" | tr '\n' ' ')"
   fi
 }
 
 # rcnetctl qps against the kernel's QPs of rcnetd's pid, on both nodes.
 qps_match() {
-  local tag=$1 i ours kern all
-  all=$(rdma -j res show qp)
+  local tag=$1 i ours kern
+  local -a r
+  # One jq for both: "<node1 rcnetctl> <node1 kernel> <node2 ...> <...>".
+  mapfile -t r < <(jq -nc --argjson k "$(rdma -j res show qp)" \
+    --argjson q1 "$("$CTL" -s "$(sock 1)" -j qps)" --argjson q2 "$("$CTL" -s "$(sock 2)" -j qps)" \
+    --argjson p1 "${RCD_PID[1]}" --argjson p2 "${RCD_PID[2]}" '
+      ($q1.qps | map(.qpn) | sort), ($k | map(select(.pid == $p1) | .lqpn) | sort),
+      ($q2.qps | map(.qpn) | sort), ($k | map(select(.pid == $p2) | .lqpn) | sort)')
   for i in 1 2; do
-    ours=$("$CTL" -s "$(sock "$i")" -j qps | jq -c '[.qps[].qpn] | sort')
-    kern=$(jq -c --argjson p "${RCD_PID[$i]}" '[.[] | select(.pid == $p) | .lqpn] | sort' <<<"$all")
-    lab_expect "$tag: node$i: rcnetctl qps == rdma res show qp of rcnetd ($ours)" \
-      [ "$ours" = "$kern" -a "$ours" != "[]" ]
+    ours=${r[2 * i - 2]:-none}
+    kern=${r[2 * i - 1]:-none}
+    lab_expect "$tag: node$i: rcnetctl qps == rdma res show qp of rcnetd ($ours, kernel $kern)" \
+      [ "$ours" = "$kern" -a "$ours" != "[]" -a "$ours" != none ]
   done
 }
 
 declare -A MBPS=()
 # phase TAG OVERLAY1 OVERLAY2 CFG1_ARGS... -- CFG2_ARGS... (cfg's arguments
-# from the underlay on). Starts both daemons, checks, stops them; their logs
-# and configs are kept as TAG-*.
+# from the underlay on). Starts both daemons, checks, stops them; their logs,
+# configs and rcnetctl output are kept in $RCNET_RESULTS/TAG.
 phase() {
   local tag=$1 o1=$2 o2=$3
   shift 3
@@ -214,11 +255,13 @@ phase() {
   args2=("$@")
   u2=${args2[0]}
   lab_log "== $tag: node2's underlay $u2, overlay $o2"
+  RCNET_RESULTS=$ROOT/$tag OUT=$ROOT/$tag
   cfg 1 "${args1[@]}"
   cfg 2 "${args2[@]}"
   start_both "$tag"
   local in0 g0 p0 g1 p1 sent pkts in6 peer
   in0=$(ip6_in v_2)
+  iperf_server "$o2"
   first_pings "$tag" "$o1" "$o2"
   read -r g0 p0 <<<"$(gso_counts 1)"
   iperf "$tag" "$o1" "$o2"
@@ -234,19 +277,22 @@ phase() {
   else
     lab_expect "$tag: RoCEv2 over IPv4: $in6 IPv6 packets received on v_2" [ "$in6" -lt 100 ]
   fi
-  "$CTL" -s "$(sock 1)" connections >"$OUT/$tag-connections-1.txt" 2>&1
-  "$CTL" -s "$(sock 1)" peers >"$OUT/$tag-peers-1.txt" 2>&1
-  sed "s/^/$tag node1 /" "$OUT/$tag-connections-1.txt" "$OUT/$tag-peers-1.txt"
+  "$CTL" -s "$(sock 1)" connections >"$OUT/connections-1.txt" 2>&1
+  "$CTL" -s "$(sock 1)" peers >"$OUT/peers-1.txt" 2>&1
+  local conns peers re
+  conns=$(text_of "$OUT/connections-1.txt")
+  peers=$(text_of "$OUT/peers-1.txt")
+  printf "$tag node1 %s\n" "$conns" "$peers"
   # An IPv6 endpoint is written [address]:port.
   peer=$u2:7471
   [[ $u2 == *:* ]] && peer="[$u2]:7471"
+  re=" ${peer//[.[\]]/\\&} +${o2//./\\.} "
   lab_expect "$tag: rcnetctl connections: ESTABLISHED to $peer, overlay $o2" \
-    grep -Eq -- " ${peer//[.[\]]/\\&} +$o2 .* ESTABLISHED " "$OUT/$tag-connections-1.txt"
-  lab_expect "$tag: rcnetctl peers: $peer, overlay $o2" \
-    grep -Eq -- " ${peer//[.[\]]/\\&} +$o2 " "$OUT/$tag-peers-1.txt"
+    matches "$conns" "${re}[^"$'\n'"]* ESTABLISHED "
+  lab_expect "$tag: rcnetctl peers: $peer, overlay $o2" matches "$peers" "$re"
   qps_match "$tag"
   [[ -n ${PHASE_HOOK:-} ]] && "$PHASE_HOOK" "$tag" "$o1" "$o2"
-  rcd_stop_all
+  stop_both "$tag"
   lab_expect "$tag: no QP left after SIGTERM" [ "$(lab_qp_count)" -eq 0 ]
   local c bad
   for i in 1 2; do
@@ -257,8 +303,6 @@ phase() {
     done
     lab_expect "$tag: node$i: at exit ${#EXIT_CTR[@]} counters, no drop or error among drops_tun_write drops_refused recv_errors send_errors${bad:+ ($bad)}" \
       [ ${#EXIT_CTR[@]} -gt 0 -a -z "$bad" ]
-    mv "$OUT/rcnetd-$i.log" "$OUT/$tag-rcnetd-$i.log"
-    mv "$OUT/node-$i.toml" "$OUT/$tag-node-$i.toml"
   done
 }
 
@@ -304,9 +348,9 @@ first_pings() {
     oping "$tag" 2 1 "$o1"
     return
   fi
-  lab_in_node 1 ping -n -q -c 2 -W 5 "$o2" >"$OUT/$tag-simopen-1.txt" 2>&1 &
+  lab_in_node 1 ping -n -q -c 2 -W 5 "$o2" >"$OUT/simopen-1.txt" 2>&1 &
   p1=$!
-  lab_in_node 2 ping -n -q -c 2 -W 5 "$o1" >"$OUT/$tag-simopen-2.txt" 2>&1 &
+  lab_in_node 2 ping -n -q -c 2 -W 5 "$o1" >"$OUT/simopen-2.txt" 2>&1 &
   p2=$!
   wait "$p1" || r1=$?
   wait "$p2" || r2=$?
