@@ -24,7 +24,7 @@ CTL=$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl
 # its own directory: RCNET_RESULTS/OUT point there while it runs.
 ROOT=$RCNET_RESULTS
 OUT=$ROOT
-mkdir -p "$ROOT"/v4u-v4o "$ROOT"/v6u-v4o "$ROOT"/v4u-v6o "$ROOT"/v6u-v6o
+mkdir -p "$ROOT"/v6u-v4o "$ROOT"/v4u-v6o "$ROOT"/v6u-v6o
 # Under TCG every exec of a host binary (over 9p) costs a good part of a
 # second when the host is busy: polling and parsing here stay in the shell's
 # builtins where they can. nap SECS sleeps without an exec.
@@ -282,7 +282,9 @@ phase() {
   local conns peers re
   conns=$(text_of "$OUT/connections-1.txt")
   peers=$(text_of "$OUT/peers-1.txt")
-  printf "$tag node1 %s\n" "$conns" "$peers"
+  local -a lines
+  mapfile -t lines <<<"$conns"$'\n'"$peers"
+  printf "$tag node1 %s\n" "${lines[@]}"
   # An IPv6 endpoint is written [address]:port.
   peer=$u2:7471
   [[ $u2 == *:* ]] && peer="[$u2]:7471"
@@ -334,7 +336,7 @@ reap_and_reconnect() {
   from=$(($(wc -l <"$OUT/rcnetd-1.log") + 1))
   oping "$tag reconnect" 1 2 "$o2"
   lab_expect "$tag: the ping reconnected (a new QP ESTABLISHED)" \
-    rcd_wait_log 1 "QPN [0-9]+ .*-> ESTABLISHED" 1 "$from"
+    rcd_wait_log 1 "QPN [0-9]+ .*-> ESTABLISHED" 1 "$from" >/dev/null
 }
 
 # The first packets of a phase, both ways. With SIMOPEN=1 both nodes send at
@@ -370,6 +372,7 @@ u6=("$(lab_node_addr6 1)" "$(lab_node_addr6 2)")
 u4=("$(lab_node_addr 1)" "$(lab_node_addr 2)")
 
 if ((FULL)); then
+  mkdir -p "$ROOT"/v4u-v4o
   phase v4u-v4o 10.100.0.1 10.100.0.2 \
     "${u4[0]}" 10.100.0.1/24 'underlay_prefix = "10.99.0.0/24"' -- \
     "${u4[1]}" 10.100.0.2/24 'underlay_prefix = "10.99.0.0/24"'
