@@ -248,7 +248,8 @@ lab_rail_routes() {
 
 lab_setup_nodes() {
   local n=$RCNET_LAB_NODES rails=$RCNET_LAB_RAILS i j r key dev batch=$RCNET_RESULTS/.lab-setup
-  local nset= v6=$RCNET_LAB_IPV6
+  local nset=
+  local v6=$RCNET_LAB_IPV6
   while (($#)); do
     case $1 in
       --ipv6)
@@ -528,7 +529,8 @@ lab_qp_count() {
 # ADDR (IPv6, "::" allowed) written out in full as sysfs prints a GID:
 # eight groups of four lower-case hex digits.
 _lab_ipv6_full() {
-  local a=${1,,} head tail g out=() k
+  local a=${1,,} head tail g k
+  local -a out=()
   if [[ $a == *::* ]]; then
     head=${a%%::*} tail=${a#*::}
   else
@@ -540,7 +542,12 @@ _lab_ipv6_full() {
   for g in "${h[@]}"; do out+=("$g"); done
   for ((k = ${#h[@]} + ${#t[@]}; k < 8; k++)); do out+=(0); done
   for g in "${t[@]}"; do out+=("$g"); done
-  printf '%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x\n' $(printf '0x%s ' "${out[@]}")
+  local full= one
+  for g in "${out[@]}"; do
+    printf -v one '%04x:' "0x$g"
+    full+=$one
+  done
+  echo "${full%:}"
 }
 
 # Index of the RoCE v2 GID holding ADDR on rxe device DEV (port 1), for

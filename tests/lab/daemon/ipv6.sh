@@ -393,7 +393,7 @@ PHASE_HOOK=reap_and_reconnect SIMOPEN=1
 phase v6u-v6o fd00:100::1 fd00:100::2 \
   "${u6[0]}" fd00:100::1/64 'underlay_prefix = "fd99::/64"' -- \
   "${u6[1]}" fd00:100::2/64 'underlay_prefix = "fd99::/64"'
-PHASE_HOOK= SIMOPEN=0
+PHASE_HOOK='' SIMOPEN=0
 
 lab_log "iperf3 TCP node1 -> node2, same boot:${MBPS[v4u-v4o]:+ v4u-v4o ${MBPS[v4u-v4o]} Mbit/s,} v6u-v4o ${MBPS[v6u-v4o]} Mbit/s, v4u-v6o ${MBPS[v4u-v6o]} Mbit/s, v6u-v6o ${MBPS[v6u-v6o]} Mbit/s"
 lab_finish
