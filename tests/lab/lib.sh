@@ -530,7 +530,7 @@ lab_qp_count() {
 # eight groups of four lower-case hex digits.
 _lab_ipv6_full() {
   local a=${1,,} head tail g k
-  local -a out=()
+  local -a grp=()
   if [[ $a == *::* ]]; then
     head=${a%%::*} tail=${a#*::}
   else
@@ -539,11 +539,11 @@ _lab_ipv6_full() {
   local -a h t
   IFS=: read -ra h <<<"$head"
   IFS=: read -ra t <<<"$tail"
-  for g in "${h[@]}"; do out+=("$g"); done
-  for ((k = ${#h[@]} + ${#t[@]}; k < 8; k++)); do out+=(0); done
-  for g in "${t[@]}"; do out+=("$g"); done
-  local full= one
-  for g in "${out[@]}"; do
+  for g in "${h[@]}"; do grp+=("$g"); done
+  for ((k = ${#h[@]} + ${#t[@]}; k < 8; k++)); do grp+=(0); done
+  for g in "${t[@]}"; do grp+=("$g"); done
+  local full='' one
+  for g in "${grp[@]}"; do
     printf -v one '%04x:' "0x$g"
     full+=$one
   done
