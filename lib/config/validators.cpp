@@ -32,6 +32,13 @@ bool loopback(const IpAddr& a) {
   return a.is_v6() && a == *IpAddr::parse("::1");
 }
 
+// IPv6 link-local, fe80::/10 (RFC 4291 2.5.6). rdma_cm binds or resolves one
+// only with a scope id (sin6_scope_id, the kernel's cma_check_linklocal:
+// EINVAL without), and an address here carries none.
+bool link_local_v6(const IpAddr& a) {
+  return a.is_v6() && a.bytes[0] == 0xfeU && (a.bytes[1] & 0xc0U) == 0x80U;
+}
+
 }  // namespace
 
 const char* own_address(const IpAddr& a) {
@@ -50,6 +57,8 @@ const char* own_address(const IpAddr& a) {
     case Cast::kUnicast:
       break;
   }
+  if (link_local_v6(a))
+    return "must not be an IPv6 link-local address (fe80::/10): rdma_cm needs a scope id for one";
   return nullptr;
 }
 
@@ -64,6 +73,8 @@ const char* peer_address(const IpAddr& a) {
     case Cast::kUnicast:
       break;
   }
+  if (link_local_v6(a))
+    return "must not be an IPv6 link-local address (fe80::/10): rdma_cm needs a scope id for one";
   return nullptr;
 }
 

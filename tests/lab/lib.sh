@@ -23,8 +23,16 @@
 #                             rcbr1; per node veth w_i (10.98.0.i/24, rxe
 #                             device rxe_i_r1) <-> c_i (on rcbr1), its own
 #                             policy-routing table 200+i, sysctls, warm ARP
+#   lab_setup_nodes N --ipv6  the same plus IPv6 on every rail's links
+#                             (default: $RCNET_LAB_IPV6=1, else off): per
+#                             node fd99::I/64 on v_I (rail 1 fd98::I/64 on
+#                             w_I; I in hex), IPv6 policy rules and tables
+#                             as for IPv4, permanent neighbour entries, no
+#                             DAD; rxe_I then also holds RoCEv2 GIDs of them
 #   lab_node_addr I [R]       the node's underlay/rdma_cm address on rail R
 #                             (default 0): 10.99.0.I, rail 1 10.98.0.I
+#   lab_node_addr6 I [R]      its IPv6 underlay address (with --ipv6):
+#                             fd99::I, rail 1 fd98::I, I in hex
 #   lab_node_dev I [R]        its underlay netdev: v_I, rail 1 w_I
 #   lab_node_port I [R]       the bridge-side end of that veth: b_I, rail 1
 #                             c_I (flap this one to cut a rail's carrier)
@@ -63,7 +71,8 @@
 #   lab_collect NAME          `rdma res show qp` (text and -j), `rdma res show
 #                             cm_id`, `rdma link` into $RCNET_RESULTS/NAME-*.txt
 #   lab_wait_tcp_listen PORT [SECS]    wait until a TCP socket listens on PORT
-#   lab_gid_index DEV ADDR    index of DEV's RoCE v2 GID for IPv4 ADDR (-x)
+#   lab_gid_index DEV ADDR    index of DEV's RoCE v2 GID for IPv4 or IPv6
+#                             ADDR (-x)
 #   lab_qp_count [DEV]        number of QPs (excluding QP0/QP1) the kernel
 #                             reports, for DEV or all devices
 #   lab_perf_anchors FROM TO [OUT]     rdma-core/perftest reference figures
@@ -82,6 +91,7 @@
 : "${RCNET_RESULTS:=/tmp}"
 : "${RCNET_LAB_NODES:=2}"
 : "${RCNET_LAB_RAILS:=1}"
+: "${RCNET_LAB_IPV6:=0}"
 : "${LAB_CMD_TIMEOUT:=60}"
 LAB_BRIDGE=rcbr0
 LAB_FAILURES=0
@@ -174,6 +184,8 @@ _lab_rail_bridge() { ((${1:-0} == 0)) && echo "$LAB_BRIDGE" || echo rcbr1; }
 _lab_rail_table() { echo $(((${2:-0} == 0 ? 100 : 200) + $1)); }
 _lab_rail_pref() { echo $(((${2:-0} == 0 ? 10 : 50) + $1)); }
 lab_node_addr() { echo "$(_lab_rail_net "${2:-0}").$1"; }
+_lab_rail_net6() { ((${1:-0} == 0)) && echo fd99: || echo fd98:; }
+lab_node_addr6() { printf '%s:%x\n' "$(_lab_rail_net6 "${2:-0}")" "$1"; }
 lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
 lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
 lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "rxe_$1" || echo "rxe_$1_r1"; }
@@ -207,6 +219,17 @@ _lab_rail_route_cmds() {
   done
 }
 
+# The same for IPv6 (lab_setup_nodes --ipv6): /128 routes, in tables of
+# their own family with the same numbers.
+_lab_rail_route6_cmds() {
+  local i=$1 r=$2 n=$3 j dev
+  dev=$(lab_node_dev "$i" "$r")
+  for ((j = 1; j <= n; j++)); do
+    ((i == j)) && continue
+    echo "route replace $(lab_node_addr6 "$j" "$r")/128 dev $dev src $(lab_node_addr6 "$i" "$r") table $(_lab_rail_table "$i" "$r")"
+  done
+}
+
 lab_rail_routes() {
   local i=$1 r=${2:-0} f=$RCNET_RESULTS/.lab-routes-$1-${2:-0}.ip
   _lab_rail_route_cmds "$i" "$r" "${LAB_NODES_UP:-$RCNET_LAB_NODES}" >"$f"
@@ -214,13 +237,25 @@ lab_rail_routes() {
     lab_fail "lab_rail_routes $i $r: ip -batch $f failed"
     return 1
   }
+  if [[ ${LAB_IPV6_UP:-0} == 1 ]]; then
+    _lab_rail_route6_cmds "$i" "$r" "${LAB_NODES_UP:-$RCNET_LAB_NODES}" >"$f.6"
+    ip -6 -batch "$f.6" || {
+      lab_fail "lab_rail_routes $i $r: ip -6 -batch $f.6 failed"
+      return 1
+    }
+  fi
 }
 
 lab_setup_nodes() {
-  local n=$RCNET_LAB_NODES rails=$RCNET_LAB_RAILS i j r key batch=$RCNET_RESULTS/.lab-setup
+  local n=$RCNET_LAB_NODES rails=$RCNET_LAB_RAILS i j r key dev batch=$RCNET_RESULTS/.lab-setup
   local nset=
+  local v6=$RCNET_LAB_IPV6
   while (($#)); do
     case $1 in
+      --ipv6)
+        v6=1
+        shift
+        ;;
       --rails)
         rails=${2:-}
         shift 2 || shift
@@ -243,9 +278,22 @@ lab_setup_nodes() {
     lab_fail "lab_setup_nodes: --rails must be 1 or 2, got '$rails'"
     return 1
   fi
-  lab_log "setting up $n nodes, $rails rail(s) each"
-  # No IPv6 on lab links: DAD and MLD chatter only slows TCG down.
-  _lab_sysctl net.ipv6.conf.default.disable_ipv6 1
+  lab_log "setting up $n nodes, $rails rail(s) each$( ((v6 == 1)) && echo ", IPv6 too")"
+  if ((v6 == 1)); then
+    # IPv6 on the lab links, without what only slows TCG down: no DAD (the
+    # addresses are unique by construction; a tentative address would also
+    # keep its GID out of rxe's table until DAD ends), no router
+    # solicitations, no link-local addresses (rxe's default GIDs are derived
+    # from the MAC, not from an address). Set on "default" before the veths
+    # exist, so that they start with these values.
+    for key in disable_ipv6=0 accept_dad=0 router_solicitations=0 addr_gen_mode=1; do
+      _lab_sysctl "net.ipv6.conf.all.${key%=*}" "${key#*=}"
+      _lab_sysctl "net.ipv6.conf.default.${key%=*}" "${key#*=}"
+    done
+  else
+    # No IPv6 on lab links: DAD and MLD chatter only slows TCG down.
+    _lab_sysctl net.ipv6.conf.default.disable_ipv6 1
+  fi
   for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
     _lab_sysctl "net.ipv4.conf.all.${key%=*}" "${key#*=}"
     _lab_sysctl "net.ipv4.conf.default.${key%=*}" "${key#*=}"
@@ -285,6 +333,34 @@ lab_setup_nodes() {
     lab_fail "ip -batch of the lab topology failed ($batch.ip)"
     return 1
   fi
+  if ((v6 == 1)); then
+    # IPv6 mirrors IPv4's policy routing (the local rule after the per-node
+    # rules, a table per node and rail), in the same table numbers. The
+    # neighbour entries are written, not learnt: the MACs are fixed, and a
+    # cold entry would make the first rdma_resolve_addr wait for its
+    # timeout, as with ARP. Written before the rxe devices exist, so their
+    # GID tables see the addresses at once.
+    {
+      echo "rule add pref 100 lookup local"
+      echo "rule del pref 0 lookup local"
+      for ((r = 0; r < rails; r++)); do
+        for ((i = 1; i <= n; i++)); do
+          dev=$(lab_node_dev "$i" "$r")
+          echo "addr add $(lab_node_addr6 "$i" "$r")/64 dev $dev nodad"
+          echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $dev lookup $(_lab_rail_table "$i" "$r")"
+          _lab_rail_route6_cmds "$i" "$r" "$n"
+          for ((j = 1; j <= n; j++)); do
+            ((i == j)) && continue
+            echo "neigh replace $(lab_node_addr6 "$j" "$r") lladdr $(_lab_node_mac "$j" "$r") dev $dev nud permanent"
+          done
+        done
+      done
+    } >"$batch.ip6"
+    if ! ip -6 -batch "$batch.ip6"; then
+      lab_fail "ip -6 -batch of the lab's IPv6 topology failed ($batch.ip6)"
+      return 1
+    fi
+  fi
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
       for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
@@ -311,7 +387,7 @@ lab_setup_nodes() {
   # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
   # its timeout. Only the neighbour entry matters, not the echo reply (which
   # the local rule may swallow), so stop waiting once every entry resolved.
-  local pids=() missing=() neigh tries net dev
+  local pids=() missing=() neigh tries net
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
       for ((j = 1; j <= n; j++)); do
@@ -351,7 +427,7 @@ lab_setup_nodes() {
     lab_fail "device nodes missing: /dev/infiniband has '$devs'; /dev/net/tun $([[ -c /dev/net/tun ]] && echo present || echo missing)"
     return 1
   fi
-  export LAB_NODES_UP=$n LAB_RAILS_UP=$rails
+  export LAB_NODES_UP=$n LAB_RAILS_UP=$rails LAB_IPV6_UP=$v6
   lab_log "$n nodes up: $(rdma link show | awk '{ print $2 "/" $NF }' | tr '\n' ' ')"
 }
 
@@ -450,17 +526,47 @@ lab_qp_count() {
   rdma res show qp ${dev:+link "$dev"} 2>/dev/null | awk '$1 == "link" { for (k = 1; k < NF; k++) if ($k == "lqpn" && $(k + 1) > 1) n++ } END { print n + 0 }'
 }
 
-# Index of the RoCE v2 GID holding IPv4 address ADDR on rxe device DEV (port 1),
-# for verbs-only tools (perftest without -R) that take -x.
+# ADDR (IPv6, "::" allowed) written out in full as sysfs prints a GID:
+# eight groups of four lower-case hex digits.
+_lab_ipv6_full() {
+  local a=${1,,} head tail g k
+  local -a grp=()
+  if [[ $a == *::* ]]; then
+    head=${a%%::*} tail=${a#*::}
+  else
+    head=$a tail=
+  fi
+  local -a h t
+  IFS=: read -ra h <<<"$head"
+  IFS=: read -ra t <<<"$tail"
+  for g in "${h[@]}"; do grp+=("$g"); done
+  for ((k = ${#h[@]} + ${#t[@]}; k < 8; k++)); do grp+=(0); done
+  for g in "${t[@]}"; do grp+=("$g"); done
+  local full='' one
+  for g in "${grp[@]}"; do
+    printf -v one '%04x:' "0x$g"
+    full+=$one
+  done
+  echo "${full%:}"
+}
+
+# Index of the RoCE v2 GID holding ADDR on rxe device DEV (port 1), for
+# verbs-only tools (perftest without -R) that take -x. ADDR is IPv4 (its
+# GID is the IPv4-mapped address) or IPv6.
 lab_gid_index() {
-  local dev=$1 addr=$2 hex f gid
-  hex=$(printf '%02x%02x:%02x%02x' ${addr//./ })
+  local dev=$1 addr=$2 want f gid type
+  if [[ $addr == *:* ]]; then
+    want=$(_lab_ipv6_full "$addr")
+  else
+    want=0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${addr//./ })
+  fi
   for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
     read -r gid <"$f" 2>/dev/null || continue
-    if [[ $gid == "0000:0000:0000:0000:0000:ffff:$hex" ]]; then
-      echo "${f##*/}"
-      return 0
-    fi
+    [[ $gid == "$want" ]] || continue
+    read -r type <"/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null
+    [[ $type == "RoCE v2" ]] || continue
+    echo "${f##*/}"
+    return 0
   done
   return 1
 }

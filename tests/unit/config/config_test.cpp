@@ -394,11 +394,28 @@ TEST_CASE("config: node.address and a static underlay refuse broadcast and multi
                                  std::string(k.what));
   }
   // Neighbours of the refused ranges stay valid.
-  for (const char* ok : {"223.255.255.255", "240.0.0.1", "255.255.255.254", "fe80::1", "fd00::1"}) {
+  for (const char* ok :
+       {"223.255.255.255", "240.0.0.1", "255.255.255.254", "fe7f::1", "fec0::1", "fd00::1"}) {
     INFO(ok);
     CHECK(parse_ok("[node]\naddress = \"" + std::string(ok) +
                    "\"\n[tun]\naddress = \"10.100.0.1/24\"\n")
               .manager.local.addr == ip(ok));
+  }
+  // IPv6 link-local: rdma_bind_addr fails with EINVAL without a scope id
+  // (seen in the lab: "rdma_bind_addr [fe80::99:1]:7471: Invalid argument").
+  for (const char* ll : {"fe80::1", "fe80::99:1", "febf:ffff::1"}) {
+    INFO(ll);
+    CHECK(parse_err("[node]\naddress = \"" + std::string(ll) +
+                    "\"\n[tun]\naddress = \"10.100.0.1/24\"\n") ==
+          "t.toml:2: node.address: must not be an IPv6 link-local address (fe80::/10): rdma_cm "
+          "needs a scope id for one");
+    int line = 0;
+    const std::string text =
+        with("[[peers.static]]\noverlay = \"10.100.0.7\"\nunderlay = \"" + std::string(ll) + "\"",
+             &line);
+    CHECK(parse_err(text) == "t.toml:" + std::to_string(line) +
+                                 ": peers.static[0].underlay: must not be an IPv6 link-local "
+                                 "address (fe80::/10): rdma_cm needs a scope id for one");
   }
   // peers.allowed filters REQ sources by prefix; a multicast prefix there
   // matches nobody and harms nothing, so it is left alone.
