@@ -89,8 +89,8 @@ class Manager::Impl final : private DataPathHooks {
   EventObserver observer_;  // cm/events.hpp; may be empty
 
   // --- rail_link.cpp ----------------------------------------------------------------
-  RailHooks* rail_hooks_ = nullptr;
-  Manager::NeighbourOps neighbour_;  // Manager::set_neighbour_ops  // cm/rails.hpp; nullptr on a single-rail node
+  RailHooks* rail_hooks_ = nullptr;  // cm/rails.hpp; nullptr on a single-rail node
+  Manager::NeighbourOps neighbour_;  // Manager::set_neighbour_ops
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   void ensure_link(const Endpoint& peer);
   bool link_established(const Endpoint& peer) const;

@@ -161,8 +161,9 @@ void Manager::Impl::release_qp(Conn& c) {
   if (const auto took = std::chrono::steady_clock::now() - t0; took >= kSlowDestroy) {
     ++ctr_.slow_destroys;
     auto f = fields(c);
-    log::event(spdlog::level::warn, f, "rdma_destroy_qp QPN {} blocked the event loop for {:.0f} ms",
-               c.qpn, std::chrono::duration<double, std::milli>(took).count());
+    log::event(spdlog::level::warn, f,
+               "rdma_destroy_qp QPN {} blocked the event loop for {:.0f} ms", c.qpn,
+               std::chrono::duration<double, std::milli>(took).count());
   }
   ++ctr_.qps_destroyed;
   table_.unindex_qpn(c);
