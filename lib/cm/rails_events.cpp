@@ -27,6 +27,14 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   }
   Link& l = p->links[k];
   l.up = false;
+  if (!failed && l.held) {
+    // The peer said its end of this link is down, and the link ended
+    // gracefully (its DREQ) before our kFailLink ran: still a failure, or
+    // the peer's traffic would wait on this rail for a reconnect that
+    // cannot succeed (seen in the lab: 3.4 s, 127 pings lost).
+    failed = true;
+    cause = LinkCause::kPeerNotice;
+  }
   if (!failed) {
     // Idle, DREQ, eviction or operator: nothing failed. The link stays the
     // peer's choice and is made again on demand, as a one-rail node's is;
