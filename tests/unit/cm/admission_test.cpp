@@ -250,3 +250,75 @@ TEST_CASE("max_pending_setups reached: a simultaneous open still merges", "[cm][
   CHECK(seq_of(b.sink.packets[0].bytes) == 1);
   CHECK(a.sim->stats().misuse + b.sim->stats().misuse == 0);
 }
+
+// The CI-sized storm (rcnet-bench-sim --inbound runs 10,000): 1,000 peers
+// send their first packet to one hub at the same instant.
+TEST_CASE("storm: 1,000 peers connect to one hub at once; every one ends in service",
+          "[cm][admission][storm]") {
+  Cluster c(Profile::kRxe);
+  constexpr int kClients = 1000;
+  constexpr std::uint32_t kLimit = 64;
+  auto& hub = c.add(1, [](cm::ManagerConfig& m) {
+    m.max_pending_setups = kLimit;
+    m.max_connections = kClients;
+  });
+  const auto small = [](cm::ManagerConfig& m) {
+    // 1,000 managers share this process: as small as they can be.
+    m.srq_size = 8;
+    m.send_slots = 4;
+    m.qp_send_depth = 4;
+  };
+  for (int i = 2; i < 2 + kClients; ++i)
+    c.add(i, small);
+  for (int i = 2; i < 2 + kClients; ++i)
+    c[i].mgr->send(hub.ep(), packet(static_cast<std::uint32_t>(i)));
+  std::size_t most = 0;
+  for (int k = 0; k < 3000 && hub.sink.packets.size() < kClients; ++k) {
+    c.run(1ms);
+    most = std::max(most, count_states(hub, false));
+  }
+  CHECK(most <= kLimit);
+  CHECK(hub.ctr().rejects_sent_busy > 0);
+  REQUIRE(hub.sink.packets.size() == kClients);
+  c.run(10ms);
+  CHECK(in_service(hub) == kClients);
+  CHECK(hub.mgr->live_qpns().size() == kClients);
+  std::uint64_t failures = 0, drops = 0, busy = 0;
+  for (int i = 2; i < 2 + kClients; ++i) {
+    failures += c[i].ctr().connect_failures;
+    drops += c[i].ctr().drops_connect_failed + c[i].ctr().drops_queue_full;
+    busy += c[i].ctr().rejects_received_busy;
+  }
+  CHECK(failures == 0);
+  CHECK(drops == 0);
+  CHECK(busy == hub.ctr().rejects_sent_busy);
+  CHECK(hub.ctr().connect_failures == 0);
+  CHECK(hub.sim->stats().misuse == 0);
+}
+
+TEST_CASE("sim Timing::cm_event_cost: a node reads its rdma_cm events one per cost, in order",
+          "[cm][admission][sim]") {
+  Cluster c(Profile::kMlx);
+  c.fabric.timing().cm_event_cost = 1ms;
+  auto& hub = c.add(1);
+  constexpr int kClients = 5;
+  for (int i = 2; i < 2 + kClients; ++i)
+    c.add(i);
+  for (int i = 2; i < 2 + kClients; ++i)
+    c[i].mgr->send(hub.ep(), packet(static_cast<std::uint32_t>(i)));
+  // The REQs reach the hub together; it reads (and accepts) one a ms.
+  std::vector<TimePoint> accepted;
+  for (int k = 0; k < 400 && accepted.size() < kClients; ++k) {
+    const auto before = hub.ctr().accepts;
+    c.run(50us);
+    for (auto n = before; n < hub.ctr().accepts; ++n)
+      accepted.push_back(c.fabric.now());
+  }
+  REQUIRE(accepted.size() == kClients);
+  for (std::size_t i = 1; i < accepted.size(); ++i)
+    CHECK(accepted[i] - accepted[i - 1] >= 950us);
+  c.run(50ms);
+  CHECK(in_service(hub) == kClients);
+  CHECK(hub.sink.packets.size() == kClients);
+  CHECK(hub.ctr().connect_failures == 0);
+}
