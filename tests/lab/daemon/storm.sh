@@ -28,7 +28,7 @@ CLIENTS=(2 3 4 5)
 lab_setup_nodes 5 || lab_die "node setup"
 stat_of() { # NODE NAME: a counter from rcnetctl stats
   "$RCTL" -s "/run/rcnet/node$1.sock" -j stats 2>/dev/null |
-    python3 -c "import json,sys; print(json.load(sys.stdin)['counters'].get('$2', 0))" 2>/dev/null || echo -1
+    python3 -c "import json,sys; print(next((c['value'] for c in json.load(sys.stdin)['counters'] if c['name'] == '$2'), -1))" 2>/dev/null || echo -1
 }
 
 # ---------------------------------------------------------------- (a) storm
