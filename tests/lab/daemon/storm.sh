@@ -150,7 +150,7 @@ print(sum(1 for q in qs if q["in_service"] and q["state"] == "ESTABLISHED"),
   done >"$RCNET_RESULTS/evict-samples.txt"
 ) &
 sampler=$!
-ROUNDS=3
+ROUNDS=2
 unreached=0
 for ((r = 1; r <= ROUNDS; r++)); do
   for k in "${CLIENTS[@]}"; do
