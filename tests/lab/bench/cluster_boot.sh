@@ -6,6 +6,9 @@
 # pair has answered, the connect failures and the REJs by reason, from each
 # daemon's counters. Absolute times under TCG mean nothing beside another
 # boot's; the figure to compare is this one's between builds on one machine.
+# Under TCG the 240 ping processes (each an exec through `ip netns exec`)
+# take most of it: the first run, 16 nodes, had every pair answered 58 s
+# after the last daemon was up, 0 connect failures, one REJ collision.
 #   ARGS: [NODES] (default: the lab's node count)
 # Raw figures: $RCNET_RESULTS/cluster-boot.txt ("key value" lines).
 set -u -o pipefail
