@@ -21,7 +21,8 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 STORM_N=${STORM_N:-320}
-PENDING=64
+# ARG 1: the hub's max_pending_setups (default 64; 0 to see the storm without admission).
+PENDING=${1:-64}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 RCTL=$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl
 CLIENTS=(2 3 4 5)
