@@ -13,10 +13,32 @@ Conn& ConnTable::add(const Peer& p, bool active, TimePoint now) {
   c->state = active ? ConnState::kResolvingAddr : ConnState::kAccepting;
   Conn& ref = *c;
   conns_.emplace(ref.id, std::move(c));
+  ++*setup_count(ref.state);
   return ref;
 }
 
+std::size_t* ConnTable::setup_count(ConnState state) {
+  switch (state) {
+    case ConnState::kResolvingAddr:
+    case ConnState::kResolvingRoute:
+    case ConnState::kConnecting:
+      return &active_setups_;
+    case ConnState::kAccepting:
+      return &passive_setups_;
+    case ConnState::kEstablished:
+    case ConnState::kDisconnecting:
+    case ConnState::kError:
+    case ConnState::kAwaitLastWqe:
+    case ConnState::kDraining:
+    case ConnState::kDestroyed:
+      break;
+  }
+  return nullptr;
+}
+
 void ConnTable::erase(Conn& c) {
+  if (std::size_t* n = setup_count(c.state))
+    --*n;
   leave_service(c);
   idle_.erase(c);
   reclaim_.erase(c);
@@ -77,6 +99,10 @@ std::vector<Conn*> ConnTable::all() {
 void ConnTable::set_state(Conn& c, ConnState to, TimePoint now) {
   if (to == ConnState::kEstablished)
     c.last_activity = now;
+  if (std::size_t* n = setup_count(c.state))
+    --*n;
+  if (std::size_t* n = setup_count(to))
+    ++*n;
   c.state = to;
   c.state_since = now;
   relist(c);

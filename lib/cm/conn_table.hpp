@@ -147,6 +147,9 @@ struct Peer {
   TimePoint last_result_at = TimePoint::min();
   std::string last_result;
   bool blocked = false;  // waiting for send slots (in the data path's blocked list)
+  // Waiting for one of our max_pending_setups to start its connect
+  // (cm/admission.cpp keeps the queue).
+  bool admission_wait = false;
 };
 
 class ConnTable {
@@ -176,6 +179,12 @@ class ConnTable {
     for (const auto& [id, c] : conns_)
       f(*c);
   }
+
+  // Connections in setup (admission control, cm/admission.cpp): passive ones
+  // in ACCEPTING, active ones resolving or CONNECTING, in service or not
+  // (an abandoned attempt still occupies the CM until it ends). Kept by
+  // add(), set_state() and erase().
+  std::size_t setups(bool active) const { return active ? active_setups_ : passive_setups_; }
 
   // --- peers ---------------------------------------------------------------------
   Peer& peer_for(NodeId node, const Endpoint& underlay);
@@ -271,11 +280,14 @@ class ConnTable {
   std::set<std::pair<TimePoint, NodeId>> retries_;
   std::uint64_t next_id_ = 1;
   std::size_t in_service_ = 0;
+  std::size_t active_setups_ = 0, passive_setups_ = 0;
   ConnList<&Conn::idle_link> idle_;
   ConnList<&Conn::reclaim_link> reclaim_;
 
   // Lists or unlists `c` after a change of state or service.
   void relist(Conn& c);
+  // The setup count `state` belongs to, nullptr when none.
+  std::size_t* setup_count(ConnState state);
 };
 
 }  // namespace rcnet::cm

@@ -120,6 +120,8 @@ void Manager::Impl::comm_established(rdma::Qpn qpn) {
 }
 
 void Manager::Impl::start_connect(Peer& p) {
+  if (!pace_connect(p))
+    return;  // waits in order for one of our setups to end (admission.cpp)
   if (!make_room()) {
     if (const Conn* lru = table_.idle_front(); lru != nullptr) {
       // Every connection is younger than kEvictMinAge: the packets wait in
@@ -194,6 +196,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.srq = cfg_.use_srq;
   pd.gso = cfg_.offload;
   pd.rails = rail_hooks_ != nullptr;
+  pd.busy = true;  // we understand REJ busy
   pd.overlay = cfg_.overlay;
   pd.reason = reason;
   return pd;
@@ -245,6 +248,7 @@ void Manager::Impl::established(Conn& c) {
   if (!set_state(c, ConnState::kEstablished, c.active ? "REP received" : "RTU received"))
     return abandon(c, "illegal transition");
   ++ctr_.connects_established;
+  setup_done(c);
   auto f = fields(c);
   f.message_id = log::kMsgPeerConnected;
   log::event(spdlog::level::info, f, "connected to peer {} (node {}) QPN {} <-> {}", c.peer_addr,
@@ -322,6 +326,8 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
     teardown(c, TeardownKind::kHard, why);
     return;
   }
+  if (reason == wire::RejectReason::kBusy)
+    return busy_rejected(c, d.data, std::move(why));
   Peer* p = table_.find_peer(c.peer);
   if (p != nullptr) {
     p->last_result = why;
@@ -366,8 +372,15 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
 }
 
 void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
-                           std::string_view detail) {
-  const auto pd = wire::encode(my_pd(wire::Kind::kRej, reason));
+                           std::string_view detail, std::uint16_t retry_after_ms,
+                           bool peer_knows_busy) {
+  const bool busy = reason == wire::RejectReason::kBusy;
+  // A peer that does not know REJ busy would read it as a REJ without rcnet
+  // private data; REJ full means the same to it (retry with backoff, keep
+  // the queue).
+  auto rej = my_pd(wire::Kind::kRej, busy && !peer_knows_busy ? wire::RejectReason::kFull : reason);
+  rej.retry_after_ms = retry_after_ms;
+  const auto pd = wire::encode(rej);
   (void)seam_.reject(id, pd);
   switch (reason) {
     case wire::RejectReason::kCollision:
@@ -391,6 +404,9 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
     case wire::RejectReason::kMalformed:
       ++ctr_.rejects_sent_malformed;
       break;
+    case wire::RejectReason::kBusy:
+      ++ctr_.rejects_sent_busy;
+      break;
     case wire::RejectReason::kNone:
       break;
   }
@@ -398,7 +414,10 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
   f.peer_addr = from.addr;
   f.peer_port = from.port;
   f.reason = std::string(wire::to_string(reason));
-  log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn : spdlog::level::info,
+  // Busy is logged at debug: a storm answers thousands of REQs so.
+  log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn
+             : busy                                   ? spdlog::level::debug
+                                                      : spdlog::level::info,
              f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from, detail);
   if (observer_) {
     Event e;
@@ -454,6 +473,14 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     reject(ev.id, wire::RejectReason::kMalformed, ev.src,
            fmt::format("node id {} does not match source address", node));
     return;
+  }
+  // Admission: a REQ that meets our own attempt to its node starts no new
+  // setup (the merge replaces ours, or REJ collision refuses it), so a
+  // simultaneous open merges whatever the load; any other one is a new
+  // passive setup.
+  if (const Peer* known = table_.find_peer(node); known == nullptr || !pending_attempt(*known)) {
+    if (!admit_req(ev, d.data))
+      return;
   }
   Peer& p = table_.peer_for(node, Endpoint{ev.src.addr, cfg_.local.port});
   if (Conn* cur = table_.conn_of(p)) {

@@ -79,6 +79,7 @@ Result<void> Manager::Impl::start() {
 }
 
 void Manager::Impl::settle() {
+  admit_waiting();
   dp_.settle();
   reschedule();
 }

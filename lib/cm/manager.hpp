@@ -94,6 +94,12 @@ struct ManagerConfig {
   std::uint32_t signal_every = 16;      // selective signalling: 1 signaled send in N
   std::uint32_t peer_queue_depth = 64;  // packets held per peer until ESTABLISHED
   std::uint32_t max_connections = 0;    // 0 = default: 128 without SRQ, 4096 with
+  // Admission control (docs/design.md "Admission control"): at most this
+  // many passive setups (REQ accepted, ESTABLISHED not yet seen) at a time,
+  // a REQ beyond them answered with REJ busy and a retry-after; and at most
+  // this many of our own (resolving or REQ sent), the rest waiting in order
+  // with their packets queued. 0 = no limit. 256: see the design section.
+  std::uint32_t max_pending_setups = 256;
 
   // No traffic either way for this long → graceful teardown (DREQ). A
   // connection is reaped when its idle time is in

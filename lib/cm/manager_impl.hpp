@@ -5,6 +5,8 @@
 //   manager.cpp    the facade, start, the timer and event dispatch, the one
 //                  state-changing function, views
 //   establish.cpp  resolve, REQ/REP/REJ, simultaneous-open merge, restarts
+//   admission.cpp  max_pending_setups: REJ busy and its retry-after, our
+//                  own connects paced in order
 //   teardown.cpp   DREQ -> ERROR -> AWAIT_LAST_WQE -> DRAINING -> DESTROYED,
 //                  the fallbacks, cm id release, shutdown
 //   datapath.*     class DataPath, owned here as dp_: send slots, batching,
@@ -22,6 +24,7 @@
 // Entry points (the Manager's public calls) end in settle(), called once by
 // the facade; nothing inside reschedules on its own.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +58,10 @@ class Manager::Impl final : private DataPathHooks {
   // After every entry point: one wakeup request for the earliest deadline, and
   // the true edge of back-pressure when room came back.
   void settle();
+  // admission.cpp, from settle(): starts the connects waiting in
+  // connect_queue_ while fewer than max_pending_setups of ours are in
+  // progress (drops the waits when sends are not allowed).
+  void admit_waiting();
   void on_timer();
   void on_async_event(const rdma::AsyncEvent& ev);
   Snapshot snapshot() const;
@@ -144,12 +151,36 @@ class Manager::Impl final : private DataPathHooks {
   // capped at kRetryCap, times [0.5, 1.5).
   Duration backoff(unsigned attempts);
   void handle_rej(Conn& c, const rdma::CmEvent& ev);
+  // REJ `reason` to the REQ on `id`. kBusy carries `retry_after_ms` and goes
+  // out as kFull to a peer whose REQ did not advertise kCapBusy
+  // (`peer_knows_busy`), counted as busy either way.
   void reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
-              std::string_view detail);
+              std::string_view detail, std::uint16_t retry_after_ms = 0,
+              bool peer_knows_busy = true);
   bool allowed(const IpAddr& a) const;
   void handle_req(const rdma::CmEvent& ev);
   void ignore_cm(const Conn& c, const rdma::CmEvent& ev);
   void comm_established(rdma::Qpn qpn);
+
+  // --- admission.cpp ----------------------------------------------------------------
+  // A REQ that would start a passive setup: true when fewer than
+  // max_pending_setups are in progress; otherwise it has been answered with
+  // REJ busy (its id is ours to destroy, deferred) and false.
+  bool admit_req(const rdma::CmEvent& ev, const wire::PrivateData& req);
+  // `p`'s connection in service is our own attempt, still resolving or
+  // CONNECTING (a REQ from `p` then collides with it).
+  bool pending_attempt(const Peer& p);
+  // The retry-after of the next REJ busy (see admission.cpp).
+  Duration busy_retry_after();
+  // `c` reached ESTABLISHED: a passive one's setup time feeds the estimate.
+  void setup_done(const Conn& c);
+  // REJ busy on our attempt `c`: torn down, retried after the peer's
+  // retry-after plus jitter, the queue kept; not a failed attempt.
+  void busy_rejected(Conn& c, const wire::PrivateData& rej, std::string why);
+  // start_connect()'s gate: true when our connect to `p` may start now;
+  // false when max_pending_setups of ours are in progress (or others wait
+  // before it): `p` then waits in connect_queue_.
+  bool pace_connect(Peer& p);
 
   // --- teardown.cpp -----------------------------------------------------------------
   void teardown(Conn& c, TeardownKind kind, std::string reason, std::string_view msg_id = {});
@@ -238,6 +269,17 @@ class Manager::Impl final : private DataPathHooks {
   // one per expired deadline); nullopt until asked.
   std::optional<bool> cm_backlog_;
   std::uint64_t rng_ = 0;  // jitter state
+
+  // --- admission.cpp state ----------------------------------------------------------
+  // Peers whose connect waits for one of our setups to end, in the order
+  // they asked (each at most once: Peer::admission_wait).
+  std::deque<NodeId> connect_queue_;
+  // The peer admit_waiting() is starting (it may pass the queue), 0 = none.
+  NodeId admitting_ = 0;
+  // Moving average of a passive setup's time (REQ read to ESTABLISHED).
+  Duration setup_estimate_{};
+  // The last retry time handed out in a REJ busy.
+  TimePoint busy_horizon_{};
 
  public:
   // Declared last: it borrows cfg_, ctr_, seam_, timers_, table_ and this

@@ -32,7 +32,10 @@ namespace rcnet::cm {
   X(rejects_sent_not_allowed, "REJ sent: not_allowed")                                    \
   X(rejects_sent_shutting_down, "REJ sent: shutting_down")                                \
   X(rejects_sent_malformed, "REJ sent: malformed")                                        \
+  X(rejects_sent_busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")   \
   X(rejects_received, "REJ received")                                                     \
+  X(rejects_received_busy, "REJ busy received: retried after the peer's retry-after")     \
+  X(connects_paced, "our connects that waited for max_pending_setups to start")           \
   X(collisions_merged, "simultaneous opens merged")                                       \
   X(restarts_detected, "REQ from a new incarnation of a connected peer")                  \
   X(stale_replaced, "REQ from the same incarnation replaced our stale connection")        \

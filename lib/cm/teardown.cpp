@@ -211,7 +211,7 @@ void Manager::Impl::forget_idle_peers() {
   for (const NodeId node : forget_candidates_) {
     const Peer* p = table_.find_peer(node);
     if (p != nullptr && p->conn == 0 && p->queue.empty() && p->retry_at == TimePoint::max() &&
-        !p->blocked)
+        !p->blocked && !p->admission_wait)
       table_.erase_peer(node);
   }
   forget_candidates_.clear();

@@ -90,6 +90,9 @@ constexpr Key kKeys[] = {
         integer<kM, &M::max_connections>(0, 1048560, "connections"),
         "connections in service before the least recently used is evicted; "
         "0 = 128 without SRQ, 4096 with"),
+    key("limits.max_pending_setups", kLive, integer<kM, &M::max_pending_setups>(0, 65536, "setups"),
+        "connection setups in progress at a time, each way: a REQ beyond them gets REJ busy "
+        "with a retry-after, our own connects wait in order; 0 = no limit"),
     key("limits.send_slots", kRestart, integer<kM, &M::send_slots>(1, 1048576, "send buffers"),
         "registered send buffers shared by all QPs, each 64 KiB + 20 bytes with transport.offload, "
         "tun.mtu bytes without"),

@@ -116,6 +116,12 @@ struct Timing {
   Duration unreachable = 1s;      // REQ unanswered → UNREACHABLE (CM retries exhausted)
   Duration dreq_timeout = 100ms;  // DREQ without DREP → DISCONNECTED anyway
   Duration reorder_hold = 10ms;   // a reordered event waits at most this for a successor
+  // Time a node's owner takes per rdma_cm event it reads (its loop's work
+  // for a REQ, an ESTABLISHED...): events wait on the channel
+  // (Seam::cm_events_queued() true) and are read one per cm_event_cost, in
+  // order. 0 (default): read at once. For storms: a hub that reads slower
+  // than REQs arrive.
+  Duration cm_event_cost = 0ns;
 };
 
 // Counters of what the simulator saw. Misuse is what leaks or deadlocks in

@@ -118,7 +118,9 @@ void Faults::hold_cm_channel(const IpAddr& node, bool on) {
   if (n == nullptr || n->cm_channel_held == on)
     return;
   n->cm_channel_held = on;
-  if (!on && !n->cm_backlog.empty()) {
+  if (!on && !n->cm_backlog.empty() && n->fab.timing.cm_event_cost > 0ns) {
+    n->read_cm_later();  // read at the owner's pace
+  } else if (!on && !n->cm_backlog.empty()) {
     n->later(0ns, [n] {
       // Delivered one by one; an event the sink causes is queued behind.
       while (!n->cm_backlog.empty() && !n->cm_channel_held) {

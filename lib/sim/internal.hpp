@@ -287,7 +287,14 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   // is busy elsewhere) and reach the sink in order once released.
   bool cm_channel_held = false;
   std::deque<std::pair<rdma::CmEvent, bool>> cm_backlog;  // event, injected
-  std::map<const SimNode::Impl*, TimePoint> cm_fifo;      // last CM MAD arrival per destination
+  // Timing::cm_event_cost: the next read of the backlog is scheduled
+  // (cm_read_pending), the owner is busy until cm_busy_until, and
+  // deliver_cm() is called by that read (cm_reading).
+  bool cm_read_pending = false, cm_reading = false;
+  TimePoint cm_busy_until{};
+  // Reads the backlog's front event once the owner is free, then the next.
+  void read_cm_later();
+  std::map<const SimNode::Impl*, TimePoint> cm_fifo;  // last CM MAD arrival per destination
   std::uint64_t next_token = 1;
 
   SimStats stats;

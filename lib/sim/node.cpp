@@ -198,6 +198,8 @@ void SimNode::Impl::reset_device() {
   held.clear();
   cm_channel_held = false;
   cm_backlog.clear();
+  cm_read_pending = cm_reading = false;
+  cm_busy_until = TimePoint{};
   cm_fifo.clear();
 }
 
@@ -294,8 +296,10 @@ Result<SimQp*> SimNode::Impl::lookup_qp(rdma::CmIdHandle h, const char* op) {
 // --- Delivery to the sink -------------------------------------------------------
 
 void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
-  if (cm_channel_held) {
+  if (cm_channel_held || (fab.timing.cm_event_cost > 0ns && !cm_reading)) {
     cm_backlog.emplace_back(ev, injected);
+    if (!cm_channel_held)
+      read_cm_later();
     return;
   }
   // The real stack stops reporting events for a destroyed id; injected
@@ -316,6 +320,25 @@ void SimNode::Impl::deliver_cm(const rdma::CmEvent& ev, bool injected) {
   }
   if (!injected)
     release_held(true);
+}
+
+void SimNode::Impl::read_cm_later() {
+  if (cm_read_pending)
+    return;
+  cm_read_pending = true;
+  later(cm_busy_until > fab.now ? cm_busy_until - fab.now : 0ns, [this] {
+    cm_read_pending = false;
+    if (cm_channel_held || cm_backlog.empty())
+      return;
+    auto [ev, injected] = std::move(cm_backlog.front());
+    cm_backlog.pop_front();
+    cm_busy_until = fab.now + fab.timing.cm_event_cost;
+    cm_reading = true;
+    deliver_cm(ev, injected);
+    cm_reading = false;
+    if (!cm_backlog.empty())
+      read_cm_later();
+  });
 }
 
 void SimNode::Impl::deliver_async(const rdma::AsyncEvent& ev) {

@@ -21,8 +21,9 @@ constexpr std::size_t kOffFamily = 25;
 constexpr std::size_t kOffOverlay = 26;
 constexpr std::size_t kOffReason = 42;
 constexpr std::size_t kOffCaps = 43;
+constexpr std::size_t kOffRetryAfter = 44;
 static_assert(kOffReason + 1 == kBaseSize);
-static_assert(kOffCaps + 1 == kEncodedSize);
+static_assert(kOffRetryAfter + 2 == kEncodedSize);
 static_assert(kEncodedSize <= kMaxReqSize);
 
 constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
@@ -71,6 +72,8 @@ std::string_view to_string(RejectReason r) {
       return "shutting_down";
     case RejectReason::kMalformed:
       return "malformed";
+    case RejectReason::kBusy:
+      return "busy";
   }
   return "unknown";
 }
@@ -123,7 +126,10 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
     out[kOffFamily] = kFamilyNone;
   }
   out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
-  out[kOffCaps] = static_cast<std::uint8_t>((pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0));
+  out[kOffCaps] = static_cast<std::uint8_t>((pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) |
+                                            (pd.busy ? kCapBusy : 0));
+  if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
+    put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
   return out;
 }
 
@@ -203,6 +209,16 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   const std::uint8_t caps = bytes.size() > kOffCaps ? bytes[kOffCaps] : 0;
   pd.gso = (caps & kCapGso) != 0;
   pd.rails = (caps & kCapRails) != 0;
+  pd.busy = (caps & kCapBusy) != 0;
+  // The retry-after means something in a REJ busy only. Bytes missing from
+  // a shorter private data read as the zeros rdma_cm pads with.
+  if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy) {
+    const auto at = [&](std::size_t off) -> unsigned {
+      return off < bytes.size() ? bytes[off] : 0;
+    };
+    pd.retry_after_ms =
+        static_cast<std::uint16_t>(at(kOffRetryAfter) << 8 | at(kOffRetryAfter + 1));
+  }
   d.ok = true;
   return d;
 }

@@ -21,10 +21,14 @@
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
-//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails; bit 0 retired, see kCapGso;
-//                            other bits reserved: sent as 0, ignored on
-//                            receipt; absent = 0)
-//    44     = kEncodedSize
+//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy; bit 0
+//                            retired, see kCapGso; other bits reserved: sent as
+//                            0, ignored on receipt; absent = 0)
+//    44   2 retry after      (REJ busy only: milliseconds the sender asks the
+//                            active side to wait before its next REQ, 0 = not
+//                            said; sent as 0 and not interpreted in anything
+//                            else; absent = 0)
+//    46     = kEncodedSize
 //
 // Capabilities sit in a byte of their own because v1 receivers refuse any
 // unknown bit in the flags byte (kBadFlags, REJ malformed), while they do not
@@ -32,6 +36,12 @@
 // peer ignores byte 43, and an old peer's 43-byte private data (or its 56
 // zero-padded bytes of a REQ) reads as "no capabilities" here. A capability
 // is used on a connection when both ends advertise it.
+//
+// REJ busy (admission control, docs/design.md "Admission control") is a
+// reason a first-version receiver refuses (kBadReason: to it a REJ without
+// rcnet private data). It is sent only to a peer whose REQ advertised
+// kCapBusy; any other peer gets REJ full for the same refusal, which it
+// already retries with backoff, keeping its queued packets.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -45,7 +55,7 @@ namespace rcnet::wire {
 
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kBaseSize = 43;     // v1 without capabilities (the minimum)
-inline constexpr std::size_t kEncodedSize = 44;  // what encode() writes
+inline constexpr std::size_t kEncodedSize = 46;  // what encode() writes
 inline constexpr std::size_t kMaxReqSize = 56;
 inline constexpr std::size_t kMaxRepSize = 196;
 inline constexpr std::size_t kMaxRejSize = 148;
@@ -71,7 +81,10 @@ inline constexpr std::uint8_t kCapGso = 0x02;
 // another rail when told that ours went down. Without it a peer still works
 // over rails; it finds a dead link by its own RC retries instead.
 inline constexpr std::uint8_t kCapRails = 0x04;
-inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails;
+// kCapBusy: the sender understands REJ busy and its retry-after (bytes
+// 44..45): it waits that long, plus jitter, instead of its ordinary backoff.
+inline constexpr std::uint8_t kCapBusy = 0x08;
+inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails | kCapBusy;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -83,8 +96,9 @@ enum class RejectReason : std::uint8_t {
   kNotAllowed = 5,    // peer outside allowed subnets
   kShuttingDown = 6,  // daemon stopping or underlay link down
   kMalformed = 7,     // private data failed validation
+  kBusy = 8,          // limits.max_pending_setups setups in progress: retry after retry_after_ms
 };
-inline constexpr RejectReason kMaxRejectReason = RejectReason::kMalformed;
+inline constexpr RejectReason kMaxRejectReason = RejectReason::kBusy;
 std::string_view to_string(RejectReason r);  // "collision", "duplicate", ...
 
 struct PrivateData {
@@ -97,6 +111,10 @@ struct PrivateData {
   RejectReason reason = RejectReason::kNone;
   bool gso = false;    // kCapGso (meaningful in REQ and REP)
   bool rails = false;  // kCapRails (meaningful in REQ and REP)
+  bool busy = false;   // kCapBusy (meaningful in REQ and REP)
+  // REJ busy only (0 in anything else): how long the active side should wait
+  // before its next REQ, in milliseconds; 0 = not said.
+  std::uint16_t retry_after_ms = 0;
   bool operator==(const PrivateData&) const = default;
 };
 
@@ -117,6 +135,7 @@ enum class DecodeError : std::uint8_t {
 std::string_view to_string(DecodeError e);
 
 // Encodes `pd` into exactly kEncodedSize bytes (always within every limit).
+// retry_after_ms is written only for a REJ busy (zeros otherwise).
 std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd);
 
 struct Decoded {

@@ -165,6 +165,10 @@ class Cluster {
     base_.connect_retries = (h5 >> 6) % 3;
     base_.max_connections = h6 % 4;
     base_.peer_queue_depth = pick(std::array<std::uint32_t, 4>{1, 2, 4, 16}, h6 >> 2);
+    // Admission control: a limit of 1 or 2 setups each way turns many of
+    // the fuzzer's simultaneous opens and reconnects into REJ busy and
+    // paced connects (0 bits: the default, 256, which never bites here).
+    base_.max_pending_setups = pick(std::array<std::uint32_t, 4>{256, 1, 2, 0}, h6 >> 4);
     apply_timeouts(base_, h7);
     // RCNET_FUZZ_TRACE=1: the simulator's own trace (every CM event, async
     // event, completion, timer, crash) on stderr, for a reproducer run.

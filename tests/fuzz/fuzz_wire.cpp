@@ -63,6 +63,12 @@ void decode_side(Kind expected, std::span<const std::uint8_t> in) {
   FUZZ_CHECK(std::memcmp(enc.data(), in.data(), kBaseSize) == 0);
   const std::uint8_t caps = in.size() > kBaseSize ? in[kBaseSize] : 0;
   FUZZ_CHECK(enc[kBaseSize] == (caps & kKnownCaps));
+  // The retry-after (bytes kBaseSize + 1, + 2) is interpreted in a REJ busy
+  // only, missing bytes read as rdma_cm's zero padding.
+  for (std::size_t i = kBaseSize + 1; i < kEncodedSize; ++i) {
+    const bool busy = expected == Kind::kRej && d.data.reason == RejectReason::kBusy;
+    FUZZ_CHECK(enc[i] == (busy && i < in.size() ? in[i] : 0));
+  }
 
   const Decoded again = decode(enc, expected);
   FUZZ_CHECK(again.ok);
@@ -103,6 +109,8 @@ void encode_side(std::span<const std::uint8_t> in) {
   const std::uint8_t bits = b.u8();
   x.srq = (bits & 1) != 0;
   x.gso = (bits & 2) != 0;
+  x.rails = (bits & 4) != 0;
+  x.busy = (bits & 8) != 0;
   switch (b.u8() % 3) {
     case 0:
       x.overlay = IpAddr{};
@@ -117,6 +125,9 @@ void encode_side(std::span<const std::uint8_t> in) {
       break;
   }
   x.reason = static_cast<RejectReason>(b.u8() % 10);
+  // A retry-after exists in a REJ busy only (encode writes it nowhere else).
+  if (x.kind == Kind::kRej && x.reason == RejectReason::kBusy)
+    x.retry_after_ms = b.get<std::uint16_t>();
 
   const bool valid_reason = x.kind == Kind::kRej
                                 ? (x.reason != RejectReason::kNone && x.reason <= kMaxRejectReason)

@@ -13,6 +13,15 @@
 // by --measure (tools/bench/sim-callgrind.sh divides them per connection,
 // per event and per packet).
 //
+// --inbound turns the setup phase into a storm: every client sends its
+// first packet to the hub at one instant, so the hub takes --connections
+// REQs at once, answering those beyond --hub-pending (its
+// limits.max_pending_setups, 0 = no limit) with REJ busy. --cm-event-cost-us
+// makes every node read its rdma_cm events that slowly (sim Timing), as a
+// loaded hub does; the summary then also counts the clients' connect
+// failures and dropped packets, the REJs busy and the REQs the hub's CM
+// dropped over its listen backlog.
+//
 // Exit status: 0 when every phase reached its goal (all connections
 // ESTABLISHED, every packet delivered, the hub stopped with no QP left),
 // 1 otherwise, 2 on bad arguments. The JSON summary goes to stdout and
@@ -253,6 +262,9 @@ struct Options {
   std::string json_out;
   std::string log_level = "warn";
   bool time_split = false;
+  bool inbound = false;
+  std::uint32_t hub_pending = 256;
+  double cm_event_cost_us = 0;
   // The hub is configured as rcnetd's defaults (lib/config/rcnetd.example.toml)
   std::uint32_t hub_mtu = 65520, hub_srq = 512, hub_slots = 256;
 };
@@ -277,6 +289,13 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--hub-slots", o.hub_slots, "send slots")->check(CLI::Range(1u, 1u << 20));
   app.add_option("--json", o.json_out, "also write the summary to FILE");
   app.add_option("--log-level", o.log_level, "spdlog level");
+  app.add_flag("--inbound", o.inbound,
+               "setup: every client connects to the hub at one instant (a storm)");
+  app.add_option("--hub-pending", o.hub_pending, "hub's max_pending_setups, 0 = no limit")
+      ->check(CLI::Range(0u, 65536u));
+  app.add_option("--cm-event-cost-us", o.cm_event_cost_us,
+                 "virtual time a node takes per rdma_cm event it reads")
+      ->check(CLI::Range(0.0, 100000.0));
   app.add_flag("--time-split", o.time_split,
                "charge wall time to each part (two clock reads per crossing)");
 }
@@ -348,6 +367,8 @@ class Run {
                  : o.profile == "rxe" ? sim::Profile::kRxe
                                       : sim::Profile::kMlx) {
     cluster_.reserve(o.connections + 1);
+    cluster_.fabric.timing().cm_event_cost = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double, std::micro>(o.cm_event_cost_us));
   }
 
   // Hub 10.98.0.1; clients 10.99.0.1 upwards (one /16 holds 60,000).
@@ -358,6 +379,7 @@ class Run {
           c.srq_size = o_.hub_srq;
           c.send_slots = o_.hub_slots;
           c.max_connections = o_.connections;
+          c.max_pending_setups = o_.hub_pending;
         });
     if (!hub_ok)
       return false;
@@ -381,6 +403,8 @@ class Run {
   // connection on demand (active side: REQ), and the packet waits in the
   // peer queue until ESTABLISHED.
   nlohmann::json setup(std::span<const std::byte> pkt) {
+    if (o_.inbound)
+      return storm(pkt);
     Phase ph("setup");
     for (std::uint32_t i = 0; i < o_.connections; ++i) {
       Scope s(Part::kHub);
@@ -401,6 +425,53 @@ class Run {
                       {"first_packets_delivered", del},
                       {"virtual_ms", to_ms(cluster_.fabric.now() - vt0)},
                       {"sim_live_qps_hub", hub().sim->live_qps()}});
+  }
+
+  // --- setup, --inbound: every client sends one packet to the hub at one
+  // instant; each starts a connection (the hub is the passive side of all).
+  nlohmann::json storm(std::span<const std::byte> pkt) {
+    Phase ph("setup");
+    for (std::uint32_t i = 0; i < o_.connections; ++i) {
+      Scope s(Part::kClients);
+      (void)cluster_.at(i + 1).mgr->send(hub().ep(), pkt);
+    }
+    const TimePoint vt0 = cluster_.fabric.now();
+    TimePoint all_in{};
+    for (int k = 0; k < 3000; ++k) {
+      if (hub().sink.packets >= o_.connections && hub().mgr->live_qpns().size() == o_.connections) {
+        all_in = cluster_.fabric.now();
+        break;
+      }
+      run_fabric(100ms);
+    }
+    std::uint64_t failures = 0, drops = 0, busy = 0, started = 0;
+    for (std::size_t i = 1; i < cluster_.size(); ++i) {
+      const auto& c = cluster_.at(i).ctr();
+      failures += c.connect_failures;
+      drops += c.drops_connect_failed + c.drops_queue_full;
+      busy += c.rejects_received_busy;
+      started += c.connects_started;
+    }
+    const auto& h = hub().ctr();
+    const bool ok = all_in != TimePoint{} && failures == 0 && drops == 0;
+    return ph.finish(
+        {{"ok", ok},
+         {"inbound", true},
+         {"hub_pending", o_.hub_pending},
+         {"cm_event_cost_us", o_.cm_event_cost_us},
+         {"established", hub().mgr->live_qpns().size()},
+         {"first_packets_delivered", hub().sink.packets},
+         {"virtual_ms", to_ms((all_in != TimePoint{} ? all_in : cluster_.fabric.now()) - vt0)},
+         {"client_connects_started", started},
+         {"client_connect_failures", failures},
+         {"client_packets_dropped", drops},
+         {"client_rejects_busy", busy},
+         {"hub_rejects_sent_busy", h.rejects_sent_busy},
+         {"hub_accepts", h.accepts},
+         {"hub_connect_failures", h.connect_failures},
+         {"hub_connect_deadlines_deferred", h.connect_deadlines_deferred},
+         {"hub_reqs_over_listen_backlog", hub().sim->stats().reqs_over_backlog},
+         {"sim_live_qps_hub", hub().sim->live_qps()}});
   }
 
   // --- idle: nothing to send; only the reaper's ticks run.

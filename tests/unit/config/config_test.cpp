@@ -55,6 +55,7 @@ limit = 100
 rq_depth = 32
 [limits]
 max_connections = 100
+max_pending_setups = 100
 send_slots = 512
 qp_send_depth = 63
 peer_queue_depth = 16
@@ -639,6 +640,7 @@ constexpr Change kChanges[] = {
     {"srq.limit", "\nlimit = 100", "\nlimit = 101"},
     {"srq.rq_depth", "\nrq_depth = 32", "\nrq_depth = 33"},
     {"limits.max_connections", "\nmax_connections = 100", "\nmax_connections = 101"},
+    {"limits.max_pending_setups", "\nmax_pending_setups = 100", "\nmax_pending_setups = 99"},
     {"limits.send_slots", "\nsend_slots = 512", "\nsend_slots = 511"},
     {"limits.qp_send_depth", "\nqp_send_depth = 63", "\nqp_send_depth = 127"},
     {"limits.peer_queue_depth", "\npeer_queue_depth = 16", "\npeer_queue_depth = 17"},

@@ -360,3 +360,42 @@ TEST_CASE("wire: rail messages encode and decode; unknown versions and types are
   longer.push_back(std::byte{0x77});  // a later version's tail: ignored
   CHECK(decode_rail_msg(longer) == m);
 }
+
+TEST_CASE("wire: REJ busy carries its retry-after; nothing else does", "[wire][admission]") {
+  PrivateData pd = sample(Kind::kRej);
+  pd.reason = RejectReason::kBusy;
+  pd.retry_after_ms = 0x1234;
+  auto b = encode(pd);
+  CHECK(b[kBaseSize + 1] == 0x12);
+  CHECK(b[kBaseSize + 2] == 0x34);
+  Decoded d = decode(b, Kind::kRej);
+  REQUIRE(d.ok);
+  CHECK(d.data.reason == RejectReason::kBusy);
+  CHECK(d.data.retry_after_ms == 0x1234);
+  CHECK(to_string(d.data.reason) == "busy");
+  // The same bytes in any other REJ mean nothing and are not written.
+  pd.reason = RejectReason::kFull;
+  b = encode(pd);
+  CHECK(b[kBaseSize + 1] == 0);
+  CHECK(b[kBaseSize + 2] == 0);
+  auto full = std::vector<std::uint8_t>(b.begin(), b.end());
+  full[kBaseSize + 1] = 0x55;
+  d = decode(full, Kind::kRej);
+  REQUIRE(d.ok);
+  CHECK(d.data.retry_after_ms == 0);
+  // A REJ busy cut short of the retry-after (iWARP passes lengths through)
+  // reads as "not said".
+  pd.reason = RejectReason::kBusy;
+  b = encode(pd);
+  d = decode(std::span(b).first(kBaseSize + 1), Kind::kRej);
+  REQUIRE(d.ok);
+  CHECK(d.data.retry_after_ms == 0);
+  // kCapBusy round-trips on its own bit.
+  PrivateData req = sample(Kind::kReq);
+  req.gso = false;
+  req.busy = true;
+  const auto r = encode(req);
+  CHECK(r[kBaseSize] == kCapBusy);
+  CHECK(decode(r, Kind::kReq).data.busy);
+  CHECK(decode(std::span(r).first(kBaseSize), Kind::kReq).data.busy == false);
+}
