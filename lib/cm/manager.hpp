@@ -98,8 +98,10 @@ struct ManagerConfig {
   // many passive setups (REQ accepted, ESTABLISHED not yet seen) at a time,
   // a REQ beyond them answered with REJ busy and a retry-after; and at most
   // this many of our own (resolving or REQ sent), the rest waiting in order
-  // with their packets queued. 0 = no limit. 256: see the design section.
-  std::uint32_t max_pending_setups = 256;
+  // with their packets queued. 0 = no limit, the default: measured, a
+  // limit slowed every storm and rescued none (docs/design.md "Admission
+  // control").
+  std::uint32_t max_pending_setups = 0;
 
   // No traffic either way for this long → graceful teardown (DREQ). A
   // connection is reaped when its idle time is in
