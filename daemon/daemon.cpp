@@ -281,7 +281,10 @@ Result<void> Daemon::setup_tun() {
       ctx += " with offloads (transport.offload = false turns them off)";
     return Error{e.code, ctx + ": " + e.context};
   }
-  if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu); !r) {
+  // A super-packet for a peer without offload goes as one SEND per segment,
+  // all in its SQ at once (two WRs kept for reclaim and drain).
+  const std::uint32_t gso_segs = cfg_.manager.offload ? cfg_.manager.qp_send_depth - 2 : 0;
+  if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu, gso_segs); !r) {
     if (cfg_.tun_netns.empty())
       return r;
     // Configuring inside the namespace needs setns(2), i.e. CAP_SYS_ADMIN

@@ -258,6 +258,14 @@ bool NetlinkMonitor::flush_neighbour(const IpAddr& peer) {
 void NetlinkMonitor::use_neighbour(const IpAddr& peer) {
   if (!tracker_.up().value_or(true))
     return;
+  // Only an entry that is missing or unresolved. NTF_USE goes through the
+  // kernel's neighbour update (Linux >= 5.16), which takes NUD_PERMANENT off
+  // an entry: an operator's static entry would turn into one that must be
+  // resolved, and fail where nothing answers (the IPv6 lab's links).
+  if (const auto state = neighbour_state(query_.get(), tracker_.ifindex(), peer);
+      state && (*state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT |
+                          NUD_NOARP)) != 0)
+    return;
   std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
       nlmsg_alloc_simple(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE), nlmsg_free);
   if (!msg)

@@ -2,10 +2,16 @@
 #include "tun.hpp"
 
 #include <fcntl.h>
+#include <linux/if_link.h>
 #include <linux/if_tun.h>
 #include <linux/ip.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/msg.h>
 #include <netlink/route/link/inet.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -82,7 +88,8 @@ Result<TunDevice> TunDevice::open(const std::string& name, bool offload, const s
   return dev;
 }
 
-Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu) {
+Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu,
+                                  std::uint32_t gso_max_segs) {
   Result<NlSockPtr> sock = Error::invalid("unset");
   {
     auto in_ns = NetnsSwitch::enter(netns_);
@@ -115,6 +122,23 @@ Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu) {
     return nl_error(r, "rtnl_link_inet_set_conf accept_local");
   if (int r = rtnl_link_change(sock->get(), link.get(), change.get(), 0); r < 0) {
     return nl_error(r, "set mtu " + std::to_string(mtu) + ", up and accept_local on " + where);
+  }
+  if (gso_max_segs != 0) {
+    // libnl has no setter for it: one RTM_SETLINK by hand.
+    std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(nlmsg_alloc_simple(RTM_SETLINK, 0), nlmsg_free);
+    ifinfomsg ifi{};
+    ifi.ifi_family = AF_UNSPEC;
+    ifi.ifi_index = ifindex;
+    int r = msg ? nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) : -NLE_NOMEM;
+    if (r >= 0)
+      r = nla_put_u32(msg.get(), IFLA_GSO_MAX_SEGS, gso_max_segs);
+    if (r >= 0)
+      r = nl_send_sync(sock->get(), msg.release());  // frees the message
+    if (r < 0)
+      spdlog::warn(
+          "cannot set gso_max_segs {} on {}: {}: a GSO packet of more segments for a "
+          "peer without offload is dropped (drops_gso_to_legacy_peer)",
+          gso_max_segs, where, nl_geterror(-r));
   }
 
   RtnlAddrPtr addr(rtnl_addr_alloc());

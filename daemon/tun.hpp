@@ -68,8 +68,14 @@ class TunDevice {
   // Sets `address` (the prefix length is the on-link subnet), the MTU in
   // bytes, IFF_UP and IPv4 accept_local (ip-sysctl.rst: the ICMP errors
   // TunPath writes come from our own address), in the device's namespace.
-  // An address that is already present is not an error.
-  Result<void> configure(const IpPrefix& address, std::uint32_t mtu);
+  // An address that is already present is not an error. `gso_max_segs`
+  // non-zero: the kernel builds no GSO super-packet of more segments
+  // (IFLA_GSO_MAX_SEGS, rtnetlink(7)); a peer without offload takes one
+  // SEND per segment, all of them in its SQ at once, so a larger one would
+  // be dropped (drops_gso_to_legacy_peer). A kernel that refuses it is
+  // logged, not an error.
+  Result<void> configure(const IpPrefix& address, std::uint32_t mtu,
+                         std::uint32_t gso_max_segs = 0);
 
   // One packet into `buf`; returns its length in bytes. EAGAIN when no packet
   // is waiting. A packet longer than `buf` is truncated by the kernel: size
