@@ -148,10 +148,9 @@ std::optional<IpAddr> FibNextHop::gateway(const IpAddr& dst) {
 
 std::optional<IpAddr> FibNextHop::query(const IpAddr& dst) {
   ++queries_;
-  nl_msg* raw = nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_REQUEST);
-  if (raw == nullptr)
+  NlMsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_REQUEST));
+  if (!msg)
     return std::nullopt;
-  std::unique_ptr<nl_msg, decltype(&nlmsg_free)> msg(raw, &nlmsg_free);
   rtmsg rtm{};
   rtm.rtm_family = dst.family;
   rtm.rtm_dst_len = static_cast<unsigned char>(dst.size() * 8);

@@ -191,22 +191,30 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
 
 namespace {
 
+// One neighbour request for `dst` on `ifindex` (an ndmsg and NDA_DST,
+// rtnetlink(7)); null when it cannot be built.
+NlMsgPtr neighbour_msg(int type, int flags, int ifindex, const IpAddr& dst,
+                       std::uint8_t ndm_flags = 0) {
+  NlMsgPtr msg(nlmsg_alloc_simple(type, flags));
+  ndmsg ndm{};
+  ndm.ndm_family = dst.is_v6() ? AF_INET6 : AF_INET;
+  ndm.ndm_ifindex = ifindex;
+  ndm.ndm_flags = ndm_flags;
+  if (!msg || nlmsg_append(msg.get(), &ndm, sizeof ndm, NLMSG_ALIGNTO) < 0 ||
+      nla_put(msg.get(), NDA_DST, static_cast<int>(dst.size()), dst.bytes.data()) < 0)
+    return nullptr;
+  return msg;
+}
+
 // The NUD_* state of the neighbour entry of `dst` on `ifindex`
 // (RTM_GETNEIGH of one entry, Linux >= 5.0); nullopt when there is none or
 // the kernel cannot say.
 std::optional<int> neighbour_state(nl_sock* sock, int ifindex, const IpAddr& dst) {
-  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(nlmsg_alloc_simple(RTM_GETNEIGH, 0), nlmsg_free);
-  if (!msg)
-    return std::nullopt;
-  ndmsg ndm{};
-  ndm.ndm_family = dst.is_v6() ? AF_INET6 : AF_INET;
-  ndm.ndm_ifindex = ifindex;
-  if (nlmsg_append(msg.get(), &ndm, sizeof ndm, NLMSG_ALIGNTO) < 0 ||
-      nla_put(msg.get(), NDA_DST, static_cast<int>(dst.size()), dst.bytes.data()) < 0 ||
-      nl_send_auto(sock, msg.get()) < 0)
+  NlMsgPtr msg = neighbour_msg(RTM_GETNEIGH, 0, ifindex, dst);
+  if (!msg || nl_send_auto(sock, msg.get()) < 0)
     return std::nullopt;
   std::optional<int> state;
-  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_clone(nl_socket_get_cb(sock)), nl_cb_put);
+  NlCbPtr cb(nl_cb_clone(nl_socket_get_cb(sock)));
   if (!cb)
     return std::nullopt;
   nl_cb_set(
@@ -227,6 +235,11 @@ std::optional<int> neighbour_state(nl_sock* sock, int ifindex, const IpAddr& dst
   return state;
 }
 
+// Sends `msg` and waits for the kernel's ACK; a negative NLE_* code on failure.
+int send_sync(nl_sock* sock, NlMsgPtr msg) {
+  return msg ? nl_send_sync(sock, msg.release()) : -NLE_NOMEM;  // frees the message
+}
+
 }  // namespace
 
 bool NetlinkMonitor::flush_neighbour(const IpAddr& peer) {
@@ -237,14 +250,8 @@ bool NetlinkMonitor::flush_neighbour(const IpAddr& peer) {
                   state ? fmt::format("state {:#x}", *state) : std::string("no entry"));
     return false;
   }
-  std::unique_ptr<rtnl_neigh, void (*)(rtnl_neigh*)> n(rtnl_neigh_alloc(), rtnl_neigh_put);
-  NlAddrPtr dst = to_nl_addr(peer, peer.is_v6() ? 128 : 32);
-  if (!n || !dst)
-    return false;
-  rtnl_neigh_set_ifindex(n.get(), tracker_.ifindex());
-  rtnl_neigh_set_family(n.get(), peer.is_v6() ? AF_INET6 : AF_INET);
-  rtnl_neigh_set_dst(n.get(), dst.get());
-  if (int r = rtnl_neigh_delete(query_.get(), n.get(), 0); r < 0) {
+  if (int r = send_sync(query_.get(), neighbour_msg(RTM_DELNEIGH, 0, tracker_.ifindex(), peer));
+      r < 0) {
     spdlog::debug("underlay neighbour {}: RTM_DELNEIGH failed: {}", peer.to_string(),
                   nl_geterror(-r));
     return false;
@@ -266,20 +273,10 @@ void NetlinkMonitor::use_neighbour(const IpAddr& peer) {
       state && (*state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT |
                           NUD_NOARP)) != 0)
     return;
-  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
-      nlmsg_alloc_simple(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE), nlmsg_free);
-  if (!msg)
-    return;
-  ndmsg ndm{};
-  ndm.ndm_family = peer.is_v6() ? AF_INET6 : AF_INET;
-  ndm.ndm_ifindex = tracker_.ifindex();
-  ndm.ndm_flags = NTF_USE;  // neigh_event_send(): no state is written
-  int r = nlmsg_append(msg.get(), &ndm, sizeof ndm, NLMSG_ALIGNTO);
-  if (r >= 0)
-    r = nla_put(msg.get(), NDA_DST, static_cast<int>(peer.size()), peer.bytes.data());
-  if (r >= 0)
-    r = nl_send_sync(query_.get(), msg.release());  // frees the message
-  if (r < 0)
+  // NTF_USE: the kernel starts resolving the entry (neigh_event_send).
+  if (int r = send_sync(query_.get(), neighbour_msg(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE,
+                                                    tracker_.ifindex(), peer, NTF_USE));
+      r < 0)
     spdlog::debug("underlay neighbour {}: RTM_NEWNEIGH (NTF_USE) failed: {}", peer.to_string(),
                   nl_geterror(-r));
 }

@@ -35,11 +35,19 @@ struct RtnlAddrPut {
 struct NlAddrPut {
   void operator()(nl_addr* a) const noexcept { nl_addr_put(a); }
 };
+struct NlMsgFree {
+  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
+};
+struct NlCbPut {
+  void operator()(nl_cb* c) const noexcept { nl_cb_put(c); }
+};
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockFree>;
 using NlCachePtr = std::unique_ptr<nl_cache, NlCacheFree>;
 using RtnlLinkPtr = std::unique_ptr<rtnl_link, RtnlLinkPut>;
 using RtnlAddrPtr = std::unique_ptr<rtnl_addr, RtnlAddrPut>;
 using NlAddrPtr = std::unique_ptr<nl_addr, NlAddrPut>;
+using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgFree>;
+using NlCbPtr = std::unique_ptr<nl_cb, NlCbPut>;
 
 // A negative NLE_* code → Error (errno-mapped where one fits, else EIO).
 Error nl_error(int nle, const std::string& what);

@@ -101,11 +101,6 @@ Result<KernelDevice> parse_device_message(const nlmsghdr* nlh) {
 
 namespace {
 
-struct NlMsgFree {
-  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
-};
-using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgFree>;
-
 // State of one dump, shared with libnl's callbacks (which must not throw:
 // they run inside nl_recvmsgs' C frames).
 struct DumpState {

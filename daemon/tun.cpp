@@ -125,7 +125,7 @@ Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu,
   }
   if (gso_max_segs != 0) {
     // libnl has no setter for it: one RTM_SETLINK by hand.
-    std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(nlmsg_alloc_simple(RTM_SETLINK, 0), nlmsg_free);
+    NlMsgPtr msg(nlmsg_alloc_simple(RTM_SETLINK, 0));
     ifinfomsg ifi{};
     ifi.ifi_family = AF_UNSPEC;
     ifi.ifi_index = ifindex;
