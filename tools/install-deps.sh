@@ -42,7 +42,7 @@ test=(
 )
 lab=(
   # the kernel's RDMA stack under QEMU, and rdma-core's own tools as oracles
-  qemu-system-x86 busybox-static cpio kmod iproute2 iputils-ping iperf3
+  qemu-system-x86 busybox-static cpio kmod iproute2 iputils-ping iputils-tracepath iperf3
   rdma-core rdmacm-utils ibverbs-utils ibverbs-providers perftest
   # lab-systemd scrapes node-exporter's textfile collector (the guest's
   # root is the host's, so it is installed here)

@@ -11,7 +11,8 @@
 #     and ping shows "Destination Host Unreachable" from node1's own address;
 #   - fragmentation needed: ping -M do -s 3000 node1 -> node2 gets "Frag
 #     needed ... mtu = 1500" from node1's address, and the kernel's path
-#     MTU to node2 becomes 1500;
+#     MTU to node2 becomes 1500; with that flushed, tracepath learns pmtu
+#     1500 from node1's address too;
 #   - source check: node2 sends two packets with forged sources into its
 #     rc0; node1 drops and counts both (drops_source 2), and nothing else.
 set -u -o pipefail
@@ -74,6 +75,13 @@ lab_expect "node1 counted it (icmp_too_big_sent $(counter 1 icmp_too_big_sent), 
 out=$(lab_in_node 1 ping -n -c 2 -i 0.5 -W 5 -s 3000 10.100.0.2 2>&1)
 lab_expect "ping -s 3000 node1 -> node2 without DF: fragmented to the path MTU, answered" \
   grep -q " 0% packet loss" <<<"$out"
+# tracepath with the learnt path MTU flushed: it starts at rc0's 65520 and
+# must learn 1500 from rcnetd's ICMP, sent from node1's overlay address.
+lab_in_node 1 ip route flush cache
+out=$(lab_in_node 1 timeout 30 tracepath -n -m 2 10.100.0.2 2>&1)
+echo "$out"
+lab_expect "tracepath node1 -> node2 learns pmtu 1500 from 10.100.0.1 (rcnetd's frag needed)" \
+  grep -Eq "10\.100\.0\.1 .*pmtu 1500" <<<"$out"
 
 # --- source check: forged sources from node2, one inside the overlay
 # prefix, one outside (node1 routes nothing to it via node2)
