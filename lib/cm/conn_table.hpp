@@ -73,8 +73,9 @@ struct Conn {
   std::unique_ptr<BufferPool> rq;  // without SRQ: this QP's own receive buffers
   std::uint32_t rq_posted = 0;
   std::uint32_t peer_mtu = wire::kMaxMtu;
-  bool gso = false;          // both ends advertised kCapGso (set from the REQ/REP)
-  bool rails = false;        // the peer advertised kCapRails: it takes rail messages
+  bool gso = false;                  // both ends advertised kCapGso (set from the REQ/REP)
+  bool rails = false;                // the peer advertised kCapRails: it takes rail messages
+  std::uint8_t peer_rail_count = 0;  // the rails the peer said it has (0: not said)
   bool cm_deferred = false;  // a deadline was put off for queued rdma_cm events (counted once)
 
   bool has_qp() const { return qpn != 0; }

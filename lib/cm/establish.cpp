@@ -196,6 +196,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.srq = cfg_.use_srq;
   pd.gso = cfg_.offload;
   pd.rails = rail_hooks_ != nullptr;
+  pd.rail_count = cfg_.rail_count;
   pd.busy = true;  // we understand REJ busy
   pd.overlay = cfg_.overlay;
   pd.reason = reason;
@@ -237,6 +238,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
+  c.peer_rail_count = d.data.rail_count;
   if (Peer* p = table_.find_peer(c.peer)) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
@@ -269,7 +271,7 @@ void Manager::Impl::established(Conn& c) {
   p->last_result_at = now();
   dp_.flush_queue(*p, c);
   if (rail_hooks_ != nullptr)
-    rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails);
+    rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails, c.peer_rail_count);
 }
 
 void Manager::Impl::attempt_failed(Conn& c, std::string reason) {
@@ -546,6 +548,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
+  c.peer_rail_count = d.data.rail_count;
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
   ++ctr_.accepts;

@@ -131,6 +131,11 @@ struct ManagerConfig {
   std::uint8_t min_rnr_timer = 12;
 
   std::vector<IpPrefix> allowed_peers;  // empty = any; else REQ from outside → REJ not_allowed
+  // How many rails this node has (node.address's entries), said in every
+  // REQ and REP (wire::PrivateData::rail_count) so that a peer with more
+  // rails does not dial ours that do not exist (docs/design.md "Rails").
+  // 0 = not said (the daemon always says it: config::Config::manager_for_rail).
+  std::uint8_t rail_count = 0;
 };
 
 enum class SendResult : std::uint8_t {
@@ -174,8 +179,10 @@ class RailHooks {
   virtual void link_down(const Endpoint& peer, bool failed, LinkCause cause, std::string_view why,
                          std::vector<std::vector<std::byte>>& packets, std::size_t in_flight) = 0;
   // A connection to `peer` is ESTABLISHED and in service; `overlay` from
-  // its private data; `rails_capable`: it advertised kCapRails.
-  virtual void link_up(const Endpoint& peer, const IpAddr& overlay, bool rails_capable) = 0;
+  // its private data; `rails_capable`: it advertised kCapRails;
+  // `peer_rail_count`: the rails it said it has (0: not said).
+  virtual void link_up(const Endpoint& peer, const IpAddr& overlay, bool rails_capable,
+                       std::uint8_t peer_rail_count) = 0;
   // A rail message (wire/rail_message.hpp) from `peer`, bytes valid during
   // the call.
   virtual void rail_message(const Endpoint& peer, std::span<const std::byte> msg) = 0;
@@ -311,6 +318,12 @@ class Manager final : public rdma::EventSink {
   // retry is pending (a standby link, a fail-back). No-op while sends are
   // not allowed (stopping, link down, device lost).
   void ensure_link(const Endpoint& peer);
+  // Tears down our own attempt to `peer` that is not ESTABLISHED yet
+  // (resolving, or REQ sent and unanswered: rdma_destroy_id(3), which makes
+  // the kernel's CM send REJ timeout), reporting a failed link to the rail
+  // hooks. A passive setup, a connection in service and one in teardown are
+  // left alone. false when there was nothing of ours to abandon.
+  bool abandon_attempt(const Endpoint& peer, std::string_view why);
   // The connection to `peer` is ESTABLISHED and in service.
   bool link_established(const Endpoint& peer) const;
   // Tears the connection to `peer` down at once (hard), reporting `cause`

@@ -78,6 +78,16 @@ void Manager::Impl::ensure_link(const Endpoint& peer) {
     start_connect(p);
 }
 
+bool Manager::Impl::abandon_attempt(const Endpoint& peer, std::string_view why) {
+  Peer* p = table_.find_peer(node_id_for(peer.addr));
+  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  if (c == nullptr || !c->active || !c->in_service || c->state == ConnState::kEstablished ||
+      is_teardown(c->state))
+    return false;
+  teardown(*c, TeardownKind::kHard, std::string(why));
+  return true;
+}
+
 bool Manager::Impl::link_established(const Endpoint& peer) const {
   auto& table = const_cast<ConnTable&>(table_);  // lookups only
   Peer* p = table.find_peer(node_id_for(peer.addr));
@@ -109,6 +119,11 @@ bool Manager::send_rail_message(const Endpoint& peer, std::span<const std::byte>
 void Manager::ensure_link(const Endpoint& peer) {
   impl_->ensure_link(peer);
   impl_->settle();
+}
+bool Manager::abandon_attempt(const Endpoint& peer, std::string_view why) {
+  const bool r = impl_->abandon_attempt(peer, why);
+  impl_->settle();
+  return r;
 }
 bool Manager::link_established(const Endpoint& peer) const {
   return impl_->link_established(peer);

@@ -86,8 +86,9 @@ class RailSet::Hooks final : public RailHooks {
                  std::vector<std::vector<std::byte>>& packets, std::size_t in_flight) override {
     set_.link_down(k_, peer, failed, cause, why, packets, in_flight);
   }
-  void link_up(const Endpoint& peer, const IpAddr& overlay, bool capable) override {
-    set_.link_up(k_, peer, overlay, capable);
+  void link_up(const Endpoint& peer, const IpAddr& overlay, bool capable,
+               std::uint8_t peer_rail_count) override {
+    set_.link_up(k_, peer, overlay, capable, peer_rail_count);
   }
   void rail_message(const Endpoint& peer, std::span<const std::byte> msg) override {
     set_.rail_message(k_, peer, msg);

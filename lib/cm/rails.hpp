@@ -65,9 +65,19 @@ std::string_view to_string(RailsMode m);
 
 // Most rails a node may have (config: node.address holds at most this many).
 inline constexpr std::size_t kMaxRails = 8;
-// How often standby links are probed and failed links retried.
+// How often standby links are probed.
 inline constexpr Duration kProbeInterval = std::chrono::seconds(1);
-// A failed link is tried again after 1 s, doubling per failure up to this.
+// A failed link on a rail that is up is dialled again every kRedialInterval
+// for its first kFastRedials failures in a row, then after 1 s doubling per
+// failure up to kLinkRetryCap. A re-dial that is not ESTABLISHED within
+// max(kRedialInterval, its backoff) is abandoned: its REQ was most likely
+// lost on the path that failed (a silent drop), and rdma_cm would send it
+// again only after its CM response timeout (about 4.3 s: the lab's
+// fail-backs after a silent drop took 3.3-4.4 s). So a path that heals is
+// used again within about a second, and one that stays dead costs a REQ per
+// link every 0.5 s for the first 10 s, then ever fewer.
+inline constexpr Duration kRedialInterval = std::chrono::milliseconds(500);
+inline constexpr std::uint32_t kFastRedials = 20;
 inline constexpr Duration kLinkRetryCap = std::chrono::seconds(30);
 // The span over which a rail's failures count as flapping (see above).
 inline constexpr Duration kFlapMemory = std::chrono::seconds(60);
@@ -145,13 +155,20 @@ class RailSet {
     bool routed = false;  // the rail maps the peer (ep valid)
     bool up = false;      // ESTABLISHED and in service
     bool failed = false;  // failed since it was last up: chosen only as a last resort
-    // The peer said its end is down (rail message): not used nor dialled
-    // until it says the rail is up again, or kPeerHoldMax passed.
+    // The peer said its rail is down (rail message with a port, carrier or
+    // device cause): not used nor dialled until it says the rail is up
+    // again, or kPeerHoldMax passed.
     bool held = false;
     TimePoint held_until{};
+    // The peer said its end is down (any cause) and has not said "up" nor
+    // made the link again: a graceful end of it is a failure too.
+    bool peer_down = false;
     bool rails_capable = false;
-    TimePoint retry_at{};  // a failed link is tried again from then (probe tick)
+    TimePoint retry_at{};  // a failed link is tried again from then (redial_tick)
     Duration backoff{};
+    std::uint32_t failures = 0;  // in a row, since it was last up
+    // A re-dial of this failed link is under way since then (max: none).
+    TimePoint dialled_at = TimePoint::max();
   };
   struct PeerLinks {
     IpAddr overlay;
@@ -188,7 +205,8 @@ class RailSet {
   void link_down(std::size_t k, const Endpoint& peer, bool failed, LinkCause cause,
                  std::string_view why, std::vector<std::vector<std::byte>>& packets,
                  std::size_t in_flight);
-  void link_up(std::size_t k, const Endpoint& peer, const IpAddr& overlay, bool capable);
+  void link_up(std::size_t k, const Endpoint& peer, const IpAddr& overlay, bool capable,
+               std::uint8_t peer_rail_count);
   void rail_message(std::size_t k, const Endpoint& peer, std::span<const std::byte> msg);
   void rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why);
 
@@ -205,6 +223,10 @@ class RailSet {
   std::size_t stripe_pick(const PeerLinks& p, std::span<const std::byte> packet) const;
   void flush_pending(PeerLinks& p);
   void probe_tick(TimePoint t);
+  void redial_tick(TimePoint t);
+  // The peer said it has `count` rails: links on rails it lacks are not
+  // routed (never dialled), and those it has again are.
+  void apply_rail_count(PeerLinks& p, std::uint8_t count);
   void set_rail_state(std::size_t k, RailState s, std::string_view cause);
   void emit_failover(const PeerLinks& p, int from, int to, std::string_view reason,
                      std::string_view cause);
@@ -220,6 +242,7 @@ class RailSet {
   bool flush_wanted_ = false;
   bool stopping_ = false;
   TimePoint next_probe_ = TimePoint::max();
+  TimePoint next_redial_ = TimePoint::max();  // while any link is failed
   std::optional<std::size_t> lent_from_;
   Counters ctr_;  // only the RCNET_RAIL_COUNTERS are counted here
   EventObserver observer_;

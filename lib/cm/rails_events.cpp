@@ -27,7 +27,7 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   }
   Link& l = p->links[k];
   l.up = false;
-  if (!failed && l.held) {
+  if (!failed && l.peer_down) {
     // The peer said its end of this link is down, and the link ended
     // gracefully (its DREQ) before our kFailLink ran: still a failure, or
     // the peer's traffic would wait on this rail for a reconnect that
@@ -42,9 +42,14 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
     return;
   }
   l.failed = true;
-  l.backoff = l.backoff == Duration::zero() ? kProbeInterval
-                                            : std::min<Duration>(l.backoff * 2, kLinkRetryCap);
+  l.dialled_at = TimePoint::max();
+  ++l.failures;
+  l.backoff = l.failures <= kFastRedials
+                  ? kRedialInterval
+                  : std::min<Duration>(std::max<Duration>(l.backoff * 2, std::chrono::seconds(1)),
+                                       kLinkRetryCap);
   l.retry_at = timers_.now() + l.backoff;
+  next_redial_ = std::min(next_redial_, l.retry_at);
   const int was = p->carrier;
   choose(*p, cause);
   spdlog::debug("peer {}: link on rail {} failed ({}: {}), {} packets to move", p->overlay, k,
@@ -69,7 +74,8 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
   wake_now();
 }
 
-void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& overlay, bool capable) {
+void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& overlay, bool capable,
+                      std::uint8_t peer_rail_count) {
   if (stopping_)
     return;
   IpAddr o = overlay;
@@ -91,8 +97,24 @@ void RailSet::link_up(std::size_t k, const Endpoint& peer_ep, const IpAddr& over
   const bool was_failed = l.failed;
   l.up = true;
   l.failed = false;
+  l.peer_down = false;
   l.backoff = Duration::zero();
+  l.failures = 0;
+  l.dialled_at = TimePoint::max();
   l.rails_capable = capable;
+  if (was_failed) {
+    // This rail's path works again: its other failed links need not wait
+    // out their backoff (after a long outage, one link that comes back,
+    // either end's, brings the rest at once).
+    const TimePoint t = timers_.now();
+    for (auto& [o2, q] : peers_) {
+      Link& m = q.links[k];
+      if (m.failed && !m.up && m.dialled_at == TimePoint::max())
+        m.retry_at = std::min(m.retry_at, t);
+    }
+    next_redial_ = t;
+  }
+  apply_rail_count(p, peer_rail_count);
   // We told the peer this link was down (its failure): now that it works
   // again on a rail that carries traffic, say so, or the peer keeps holding
   // it. A rail in holddown says so when the holddown ends (on_timer()).
@@ -120,6 +142,7 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
   if (m->type == wire::RailMsgType::kUp) {
     Link& l = p->links[m->rail];
     l.held = false;
+    l.peer_down = false;
     l.failed = false;  // dialled again by the probe tick if not up
     choose(*p, std::nullopt);
     next_probe_ = timers_.now();
@@ -128,18 +151,32 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
   }
   if (m->type != wire::RailMsgType::kDown || m->rail == k)
     return;
-  spdlog::info("peer {}: says its rail {} is down ({})", p->overlay, m->rail,
-               to_string(static_cast<LinkCause>(std::min<std::uint8_t>(m->cause, 5))));
+  const auto cause = static_cast<LinkCause>(std::min<std::uint8_t>(m->cause, 5));
+  spdlog::info("peer {}: says its rail {} is down ({})", p->overlay, m->rail, to_string(cause));
   Link& l = p->links[m->rail];
-  l.held = true;
-  l.held_until = timers_.now() + kPeerHoldMax;
+  l.peer_down = true;
+  // The peer's rail itself is down (port, carrier, device): it says "up"
+  // when it carries traffic again; until then the link is neither used nor
+  // dialled. A path that failed (retry exceeded, a lost link) is no state
+  // of the peer's rail: both ends may have seen it and told each other, and
+  // a hold on both would leave the link to kPeerHoldMax. Only failed, then:
+  // re-dialled as any failed link is, which finds the path healed.
+  if (cause == LinkCause::kPortError || cause == LinkCause::kCarrier ||
+      cause == LinkCause::kDeviceLost) {
+    l.held = true;
+    l.held_until = timers_.now() + kPeerHoldMax;
+  }
   if (l.up) {
     // Our end of that link would find out by its own RC retries: fail it
     // now, from the timer path (its packets then move to this link).
     actions_.push_back({Action::kFailLink, p->overlay, m->rail, m->rail, LinkCause::kPeerNotice});
     wake_now();
   } else {
-    l.failed = true;
+    if (!l.failed) {
+      l.failed = true;
+      l.retry_at = timers_.now() + kRedialInterval;
+      next_redial_ = std::min(next_redial_, l.retry_at);
+    }
     choose(*p, LinkCause::kPeerNotice);
   }
 }
@@ -166,6 +203,7 @@ void RailSet::rail_changed(std::size_t k, bool up, LinkCause cause, std::string_
   } else {
     r.holddown_until = t + r.holddown;
     set_rail_state(k, RailState::kHolddown, why);
+    next_redial_ = t;  // its failed links are dialled during the holddown
     reschedule();
   }
 }
@@ -266,6 +304,8 @@ void RailSet::on_timer() {
   }
   if (t >= next_probe_)
     probe_tick(t);
+  if (t >= next_redial_)
+    redial_tick(t);
   reschedule();
 }
 
@@ -297,8 +337,8 @@ void RailSet::probe_tick(TimePoint t) {
           if (m.send_rail_message(l.ep, msg))
             ++ctr_.rail_probes_sent;
         }
-      } else if (!l.failed || t >= l.retry_at) {
-        m.ensure_link(l.ep);
+      } else if (!l.failed) {
+        m.ensure_link(l.ep);  // failed ones: redial_tick()
       }
     }
     if (!active && !any_up && p.pending.empty()) {
@@ -313,8 +353,81 @@ void RailSet::probe_tick(TimePoint t) {
   }
 }
 
+void RailSet::redial_tick(TimePoint t) {
+  next_redial_ = TimePoint::max();
+  // Re-dials not answered in time: abandoned (see kRedialInterval), and in
+  // the fast phase dialled again at once, so a path that heals is found
+  // within about kRedialInterval.
+  struct Stale {
+    IpAddr overlay;
+    std::size_t k;
+    Endpoint ep;
+    Duration bound;
+  };
+  std::vector<Stale> stale;
+  for (auto& [o, p] : peers_) {
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      const Link& l = p.links[k];
+      const Duration bound = std::max(kRedialInterval, l.backoff);
+      if (l.failed && !l.up && l.dialled_at != TimePoint::max() && t - l.dialled_at >= bound)
+        stale.push_back({o, k, l.ep, bound});
+    }
+  }
+  for (const Stale& st : stale) {
+    (void)rails_[st.k].rail.manager->abandon_attempt(
+        st.ep,
+        fmt::format("re-dial of a failed link not ESTABLISHED within {:.0f} ms", to_ms(st.bound)));
+    auto it = peers_.find(st.overlay);
+    if (it == peers_.end())
+      continue;
+    Link& l = it->second.links[st.k];
+    l.dialled_at = TimePoint::max();  // also when no attempt was ours to abandon
+    if (l.failures <= kFastRedials)
+      l.retry_at = t;
+  }
+  bool any_failed = false;
+  for (auto& [o, p] : peers_) {
+    const bool active = t - p.last_tx < cfg_.idle_timeout;
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      Link& l = p.links[k];
+      if (!l.failed || l.up || !l.routed)
+        continue;
+      any_failed = true;
+      const RailState st = rails_[k].state;
+      if (!active || l.held || l.dialled_at != TimePoint::max() || t < l.retry_at ||
+          (st != RailState::kUp && st != RailState::kHolddown))
+        continue;
+      l.dialled_at = t;
+      rails_[k].rail.manager->ensure_link(l.ep);
+    }
+  }
+  if (any_failed)
+    next_redial_ = t + kRedialInterval;
+}
+
+void RailSet::apply_rail_count(PeerLinks& p, std::uint8_t count) {
+  if (count == 0)
+    return;  // not said: an older peer
+  for (std::size_t j = 0; j < rails_.size(); ++j) {
+    Link& l = p.links[j];
+    if (j >= count && l.routed && !l.up) {
+      // The peer has no rail j: nothing to dial there. It still counts as
+      // a peer without a redundant link (snapshot()).
+      rails_[j].overlay_of.erase(l.ep.addr);
+      l = Link{};
+    } else if (j < count && !l.routed) {
+      if (auto ep = rails_[j].rail.route(p.overlay)) {
+        l.ep = *ep;
+        l.routed = true;
+        rails_[j].overlay_of[ep->addr] = p.overlay;
+      }
+    }
+  }
+}
+
 void RailSet::reschedule() {
   TimePoint due = peers_.empty() ? TimePoint::max() : next_probe_;
+  due = std::min(due, next_redial_);
   if (next_probe_ == TimePoint::max() && !peers_.empty())
     due = next_probe_ = timers_.now() + kProbeInterval;
   for (const auto& r : rails_)

@@ -212,6 +212,7 @@ cm::ManagerConfig Config::manager_for_rail(std::size_t rail) const {
   cm::ManagerConfig out = manager;
   if (rail != 0 && rail < rails.size())
     out.local = rails[rail].local;
+  out.rail_count = static_cast<std::uint8_t>(std::max<std::size_t>(rails.size(), 1));
   return out;
 }
 

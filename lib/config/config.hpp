@@ -174,9 +174,9 @@ struct Config {
 
   // The rails (1..kMaxRails after parse()).
   std::size_t rail_count() const { return rails.size(); }
-  // `manager` with local = rail `rail`'s address and node.port: what a
-  // cm::Manager of that rail binds to. `rail` < rail_count(); a larger one
-  // gets `manager` unchanged (rail 0's).
+  // `manager` with local = rail `rail`'s address and node.port and
+  // rail_count = rail_count(): what a cm::Manager of that rail binds to. `rail` < rail_count(); a
+  // larger one gets `manager` unchanged (rail 0's).
   cm::ManagerConfig manager_for_rail(std::size_t rail) const;
   // underlay_for() on rail `rail`: a static peer's rail_underlays[rail] (a
   // static peer with fewer entries has no link on that rail: nullopt, the

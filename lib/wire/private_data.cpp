@@ -22,8 +22,10 @@ constexpr std::size_t kOffOverlay = 26;
 constexpr std::size_t kOffReason = 42;
 constexpr std::size_t kOffCaps = 43;
 constexpr std::size_t kOffRetryAfter = 44;
+constexpr std::size_t kOffRailCount = 46;
 static_assert(kOffReason + 1 == kBaseSize);
-static_assert(kOffRetryAfter + 2 == kEncodedSize);
+static_assert(kOffRetryAfter + 2 == kOffRailCount);
+static_assert(kOffRailCount + 1 == kEncodedSize);
 static_assert(kEncodedSize <= kMaxReqSize);
 
 constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
@@ -130,6 +132,8 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
                                             (pd.busy ? kCapBusy : 0));
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
     put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
+  if (pd.kind != Kind::kRej)
+    out[kOffRailCount] = pd.rail_count;
   return out;
 }
 
@@ -219,6 +223,9 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
     pd.retry_after_ms =
         static_cast<std::uint16_t>(at(kOffRetryAfter) << 8 | at(kOffRetryAfter + 1));
   }
+  // The rail count means something in a REQ or REP only.
+  if (pd.kind != Kind::kRej && bytes.size() > kOffRailCount)
+    pd.rail_count = bytes[kOffRailCount];
   d.ok = true;
   return d;
 }

@@ -28,7 +28,11 @@
 //                            active side to wait before its next REQ, 0 = not
 //                            said; sent as 0 and not interpreted in anything
 //                            else; absent = 0)
-//    46     = kEncodedSize
+//    46   1 rail count       (REQ/REP: how many rails, underlay addresses
+//                            paired by index, the sender has: 1..255 as
+//                            said, 0 = not said (an older peer); sent as 0
+//                            in a REJ; absent = 0)
+//    47     = kEncodedSize
 //
 // Capabilities sit in a byte of their own because v1 receivers refuse any
 // unknown bit in the flags byte (kBadFlags, REJ malformed), while they do not
@@ -55,7 +59,7 @@ namespace rcnet::wire {
 
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kBaseSize = 43;     // v1 without capabilities (the minimum)
-inline constexpr std::size_t kEncodedSize = 46;  // what encode() writes
+inline constexpr std::size_t kEncodedSize = 47;  // what encode() writes
 inline constexpr std::size_t kMaxReqSize = 56;
 inline constexpr std::size_t kMaxRepSize = 196;
 inline constexpr std::size_t kMaxRejSize = 148;
@@ -115,6 +119,12 @@ struct PrivateData {
   // REJ busy only (0 in anything else): how long the active side should wait
   // before its next REQ, in milliseconds; 0 = not said.
   std::uint16_t retry_after_ms = 0;
+  // REQ/REP: the sender's rail count (docs/design.md "Rails"): its rail k
+  // exists for k below it, so a link on a higher rail cannot be made and
+  // is not dialled. 0 = not said (a peer from before the field). Not
+  // checked against any maximum: a receiver with fewer rails ignores the
+  // rest.
+  std::uint8_t rail_count = 0;
   bool operator==(const PrivateData&) const = default;
 };
 

@@ -64,10 +64,12 @@ void decode_side(Kind expected, std::span<const std::uint8_t> in) {
   const std::uint8_t caps = in.size() > kBaseSize ? in[kBaseSize] : 0;
   FUZZ_CHECK(enc[kBaseSize] == (caps & kKnownCaps));
   // The retry-after (bytes kBaseSize + 1, + 2) is interpreted in a REJ busy
-  // only, missing bytes read as rdma_cm's zero padding.
+  // only, the rail count (kBaseSize + 3) in a REQ or REP only; missing bytes
+  // read as rdma_cm's zero padding.
   for (std::size_t i = kBaseSize + 1; i < kEncodedSize; ++i) {
     const bool busy = expected == Kind::kRej && d.data.reason == RejectReason::kBusy;
-    FUZZ_CHECK(enc[i] == (busy && i < in.size() ? in[i] : 0));
+    const bool kept = i == kBaseSize + 3 ? expected != Kind::kRej : busy;
+    FUZZ_CHECK(enc[i] == (kept && i < in.size() ? in[i] : 0));
   }
 
   const Decoded again = decode(enc, expected);
@@ -128,6 +130,9 @@ void encode_side(std::span<const std::uint8_t> in) {
   // A retry-after exists in a REJ busy only (encode writes it nowhere else).
   if (x.kind == Kind::kRej && x.reason == RejectReason::kBusy)
     x.retry_after_ms = b.get<std::uint16_t>();
+  // A rail count exists in a REQ or REP only.
+  if (x.kind != Kind::kRej)
+    x.rail_count = b.u8();
 
   const bool valid_reason = x.kind == Kind::kRej
                                 ? (x.reason != RejectReason::kNone && x.reason <= kMaxRejectReason)

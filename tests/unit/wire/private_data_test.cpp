@@ -23,6 +23,7 @@ PrivateData sample(Kind kind) {
   pd.srq = true;
   pd.overlay = *IpAddr::parse("10.100.0.1");
   pd.reason = kind == Kind::kRej ? RejectReason::kCollision : RejectReason::kNone;
+  pd.rail_count = kind == Kind::kRej ? 0 : 2;
   return pd;
 }
 
@@ -306,7 +307,12 @@ TEST_CASE("wire: a first-version peer without capabilities is understood both wa
   // bytes (the flags byte among them) and treats the rest as padding. Our
   // flags byte must therefore never carry the capability.
   CHECK((ours[24] & ~0x01) == 0);
-  CHECK(std::all_of(ours.begin() + kBaseSize + 1, ours.end(), [](auto x) { return x == 0; }));
+  // Past the capabilities, a REP carries only its rail count (a REJ busy's
+  // retry-after is not written).
+  CHECK(ours[kBaseSize + 1] == 0);
+  CHECK(ours[kBaseSize + 2] == 0);
+  CHECK(ours[kBaseSize + 3] == pd.rail_count);
+  CHECK(ours.size() == kBaseSize + 4);
 }
 
 TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso]") {
@@ -398,4 +404,38 @@ TEST_CASE("wire: REJ busy carries its retry-after; nothing else does", "[wire][a
   CHECK(r[kBaseSize] == kCapBusy);
   CHECK(decode(r, Kind::kReq).data.busy);
   CHECK(decode(std::span(r).first(kBaseSize), Kind::kReq).data.busy == false);
+}
+
+TEST_CASE("wire: the rail count rides in REQ and REP byte 46; older and REJ read 0",
+          "[wire][rails]") {
+  for (Kind kind : {Kind::kReq, Kind::kRep}) {
+    PrivateData pd = sample(kind);
+    pd.rail_count = 3;
+    const auto b = encode(pd);
+    CHECK(b[kBaseSize + 3] == 3);
+    Decoded d = decode(b, kind);
+    REQUIRE(d.ok);
+    CHECK(d.data.rail_count == 3);
+    // A peer from before the field: its 46 bytes (or 43) say nothing.
+    d = decode(std::span(b).first(kBaseSize + 3), kind);
+    REQUIRE(d.ok);
+    CHECK(d.data.rail_count == 0);
+    // Any value is taken as said, none refused: a receiver with fewer rails
+    // ignores the rest.
+    auto many = std::vector<std::uint8_t>(b.begin(), b.end());
+    many[kBaseSize + 3] = 200;
+    d = decode(many, kind);
+    REQUIRE(d.ok);
+    CHECK(d.data.rail_count == 200);
+  }
+  // A REJ neither writes nor reads it.
+  PrivateData rej = sample(Kind::kRej);
+  rej.rail_count = 3;
+  auto b = encode(rej);
+  CHECK(b[kBaseSize + 3] == 0);
+  auto set = std::vector<std::uint8_t>(b.begin(), b.end());
+  set[kBaseSize + 3] = 4;
+  const Decoded d = decode(set, Kind::kRej);
+  REQUIRE(d.ok);
+  CHECK(d.data.rail_count == 0);
 }
