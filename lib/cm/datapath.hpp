@@ -250,6 +250,9 @@ class DataPath {
   void on_qp_recv(const rdma::WorkCompletion& wc);
   // `buf` is the receive buffer's first byte (before its headroom).
   void receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf);
+  // A receive WR completed in error (not flushed): counted, and its status
+  // logged once per connection (a peer's bad SEND repeats).
+  void recv_error(Conn* c, const rdma::WorkCompletion& wc);
   void flush_srq_reposts();
 
   const ManagerConfig& cfg_;

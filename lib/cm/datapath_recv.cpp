@@ -81,7 +81,7 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
       if (wc.status == rdma::WcStatus::kSuccess) {
         receive(table_.by_qpn(wc.qpn), wc, srq_pool_.data(idx));
       } else if (wc.status != rdma::WcStatus::kFlushErr) {
-        ++ctr_.recv_errors;
+        recv_error(table_.by_qpn(wc.qpn), wc);
       }
       srq_reposts_.push_back(idx);
       return;
@@ -159,10 +159,27 @@ void DataPath::on_qp_recv(const rdma::WorkCompletion& wc) {
   } else if (wc.status == rdma::WcStatus::kFlushErr) {
     ++ctr_.flushed_recvs_counted;
   } else {
-    ++ctr_.recv_errors;
+    recv_error(c, wc);
   }
   if (c->state == ConnState::kAwaitLastWqe && c->rq_posted == 0)
     hooks_.post_drain(*c);
+}
+
+void DataPath::recv_error(Conn* c, const rdma::WorkCompletion& wc) {
+  ++ctr_.recv_errors;
+  if (c == nullptr) {
+    spdlog::debug("receive completion error on QPN {} (no connection): {}", wc.qpn,
+                  rdma::to_string(wc.status));
+    return;
+  }
+  if (c->recv_error_logged)
+    return;
+  c->recv_error_logged = true;
+  auto f = hooks_.fields(*c);
+  log::event(spdlog::level::warn, f,
+             "receive completion error on QPN {} from {}: {} (counted in recv_errors; logged "
+             "once per connection)",
+             c->qpn, c->peer_addr, rdma::to_string(wc.status));
 }
 
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {

@@ -3,6 +3,8 @@
 // test plays the HCA (completions, received bytes) and the conn table holds
 // hand-made ESTABLISHED connections. Slot accounting, doorbell chains, the
 // back-pressure edges, SRQ reposts and the hooks it calls.
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -339,6 +341,39 @@ TEST_CASE("datapath: back-pressure goes off once when slots run out, on once whe
   r.dp.settle();
   CHECK(r.sink.on == 1);
   CHECK(r.sink.off == 1);
+}
+
+TEST_CASE("datapath: a receive completion error is counted and its status logged once per QP",
+          "[cm][datapath][srq]") {
+  Rig r;
+  Conn& c = r.connect(2);
+  REQUIRE(r.seam.srq_posts.size() == 1);
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto logger = std::make_shared<spdlog::logger>("capture", ring);
+  logger->set_level(spdlog::level::warn);
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  std::vector<rdma::WorkCompletion> wcs;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    rdma::WorkCompletion wc;
+    wc.wr_id = r.seam.srq_posts[0][i];
+    wc.status = rdma::WcStatus::kRemoteOpErr;
+    wc.opcode = rdma::WcOpcode::kRecv;
+    wc.qpn = c.qpn;
+    wcs.push_back(wc);
+  }
+  r.dp.on_completions(wcs);
+  spdlog::set_default_logger(old);
+  CHECK(r.ctr.recv_errors == 3);
+  CHECK(r.sink.delivered.empty());
+  const auto lines = ring->last_formatted();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find(std::string(rdma::to_string(rdma::WcStatus::kRemoteOpErr))) !=
+        std::string::npos);
+  CHECK(lines[0].find("QPN " + std::to_string(c.qpn)) != std::string::npos);
+  // The buffers go back to the SRQ all the same.
+  REQUIRE(r.seam.srq_posts.size() == 2);
+  CHECK(r.seam.srq_posts[1].size() == 3);
 }
 
 TEST_CASE("datapath: SRQ receives are delivered and reposted in one call per batch",
