@@ -316,8 +316,9 @@ class Manager final : public rdma::EventSink {
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   // Starts a connection to `peer` without a packet when it has none and no
   // retry is pending (a standby link, a fail-back). No-op while sends are
-  // not allowed (stopping, link down, device lost).
-  void ensure_link(const Endpoint& peer);
+  // not allowed (stopping, link down, device lost). true when this call
+  // started an attempt that is still under way when it returns.
+  bool ensure_link(const Endpoint& peer);
   // Tears down our own attempt to `peer` that is not ESTABLISHED yet
   // (resolving, or REQ sent and unanswered: rdma_destroy_id(3), which makes
   // the kernel's CM send REJ timeout), reporting a failed link to the rail

@@ -99,7 +99,7 @@ class Manager::Impl final : private DataPathHooks {
   RailHooks* rail_hooks_ = nullptr;  // cm/rails.hpp; nullptr on a single-rail node
   Manager::NeighbourOps neighbour_;  // Manager::set_neighbour_ops
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
-  void ensure_link(const Endpoint& peer);
+  bool ensure_link(const Endpoint& peer);
   bool abandon_attempt(const Endpoint& peer, std::string_view why);
   bool link_established(const Endpoint& peer) const;
   std::optional<std::uint32_t> peer_mtu(const Endpoint& peer) const;  // Manager::peer_mtu

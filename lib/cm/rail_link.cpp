@@ -67,15 +67,18 @@ bool Manager::Impl::send_rail_message(const Endpoint& peer, std::span<const std:
   return dp_.post_rail_message(*c, msg);
 }
 
-void Manager::Impl::ensure_link(const Endpoint& peer) {
+bool Manager::Impl::ensure_link(const Endpoint& peer) {
   if (!sends_allowed())
-    return;
+    return false;
   const NodeId node = node_id_for(peer.addr);
   if (node == 0 || node == self_)
-    return;
+    return false;
   Peer& p = table_.peer_for(node, peer);
-  if (table_.conn_of(p) == nullptr && p.retry_at == TimePoint::max())
-    start_connect(p);
+  if (table_.conn_of(p) != nullptr || p.retry_at != TimePoint::max())
+    return false;
+  start_connect(p);
+  const Conn* c = table_.conn_of(p);
+  return c != nullptr && c->active;
 }
 
 bool Manager::Impl::abandon_attempt(const Endpoint& peer, std::string_view why) {
@@ -116,9 +119,10 @@ bool Manager::send_rail_message(const Endpoint& peer, std::span<const std::byte>
   impl_->settle();
   return r;
 }
-void Manager::ensure_link(const Endpoint& peer) {
-  impl_->ensure_link(peer);
+bool Manager::ensure_link(const Endpoint& peer) {
+  const bool r = impl_->ensure_link(peer);
   impl_->settle();
+  return r;
 }
 bool Manager::abandon_attempt(const Endpoint& peer, std::string_view why) {
   const bool r = impl_->abandon_attempt(peer, why);

@@ -397,8 +397,12 @@ void RailSet::redial_tick(TimePoint t) {
       if (!active || l.held || l.dialled_at != TimePoint::max() || t < l.retry_at ||
           (st != RailState::kUp && st != RailState::kHolddown))
         continue;
-      l.dialled_at = t;
-      rails_[k].rail.manager->ensure_link(l.ep);
+      // Only an attempt this started is ours to abandon: one the manager
+      // made for queued packets keeps its own bounds.
+      if (rails_[k].rail.manager->ensure_link(l.ep))
+        l.dialled_at = t;
+      else
+        l.retry_at = t + kRedialInterval;
     }
   }
   if (any_failed)
