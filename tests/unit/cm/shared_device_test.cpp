@@ -371,3 +371,44 @@ TEST_CASE("sim: a port cannot open a lost device another port still holds", "[si
   CHECK(a.seam().open(Endpoint{a.address(), kPort}, dc));
   CHECK(a.device_stats().pd_allocs == 2);
 }
+
+TEST_CASE(
+    "shared device: the SRQ buffers outlive a rail that lets go of them while the other "
+    "receives",
+    "[cm][rails][shared]") {
+  // Plain managers, no RailSet: rail k of node 1 talks to rail k of node 2,
+  // each node's two rails on two ports of one device.
+  sim::Cluster c(Profile::kMlx);
+  std::array<std::array<Node*, 2>, 2> n{};
+  for (int i = 0; i < 2; ++i) {
+    n[i][0] = &c.add_node<Node>(rail_addr(0, i + 1));
+    n[i][1] = &c.add_port_node<Node>(rail_addr(0, i + 1), rail_addr(1, i + 1));
+    for (Node* p : n[i])
+      REQUIRE(c.start(*p, test_config(p->addr, 0x1000 + static_cast<std::uint64_t>(i))).ok());
+  }
+  Node& a1 = *n[0][1];
+  Node& b1 = *n[1][1];
+  for (std::uint32_t s = 1; s <= 10; ++s) {
+    n[0][0]->mgr->send(n[1][0]->ep(), packet(s));
+    a1.mgr->send(b1.ep(), packet(s));
+  }
+  c.run(100ms);
+  REQUIRE(b1.sink.packets.size() == 10);
+  REQUIRE(n[1][0]->sink.packets.size() == 10);
+  REQUIRE(n[1][0]->sim->srq_posted() == n[1][0]->cfg.srq_size);
+
+  // Rail 0 of node 2 goes away (its manager destroyed, as a daemon's rail
+  // that stops); rail 1 still receives into the buffers both shared.
+  n[1][0]->mgr.reset();
+  for (std::uint32_t s = 11; s <= 300; ++s) {
+    a1.mgr->send(b1.ep(), packet(s));
+    if (s % 10 == 0)
+      c.run(10ms);
+  }
+  c.run(100ms);
+  CHECK(b1.sink.packets.size() == 300);
+  CHECK(b1.ctr().recv_errors == 0);
+  CHECK(b1.sim->stats().protection_errors == 0);
+  CHECK(b1.sim->srq_posted() == b1.cfg.srq_size);
+  CHECK(b1.sim->registered_regions() == 2);  // the SRQ buffers and rail 1's send slots
+}
