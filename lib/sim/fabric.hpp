@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// The simulated HCA and fabric: many nodes (one HCA + its rdma_cm each) in
-// one process, on a virtual clock, deterministically. Tests drive the
+// The simulated HCA and fabric: many nodes (one HCA port + its rdma_cm
+// each; a node is port 1 of an HCA of its own, or another port of one
+// through Fabric::add_port) in one process, on a virtual clock,
+// deterministically. Tests drive the
 // connection manager through each node's rdma::Seam and TimerService.
 //
 // Determinism: one event queue ordered by (virtual time, sequence number) and
