@@ -226,9 +226,9 @@ class Seam {
 
   // Binds `local` (which selects the device), listens, and creates the
   // device-wide objects: PD, completion channel, the shared CQ, the SRQ when
-  // cfg.srq_size > 0 (the PD and SRQ those of another seam on a port of the
-  // same device, where they are shared: "ports of one device" below). Errors: EADDRNOTAVAIL (no
-  // device owns the address), ENODEV, and whatever rdma_bind_addr/ibv_create_* report.
+  // cfg.srq_size > 0 (where ports of one device share them, below, the PD
+  // and SRQ are the first seam's). Errors: EADDRNOTAVAIL (no device owns
+  // the address), ENODEV, and whatever rdma_bind_addr/ibv_create_* report.
   virtual Result<DeviceInfo> open(const Endpoint& local, const DeviceConfig& cfg) = 0;
 
   virtual Result<MemoryRegion> register_memory(std::span<std::byte> mem) = 0;
