@@ -412,3 +412,23 @@ TEST_CASE(
   CHECK(b1.sim->srq_posted() == b1.cfg.srq_size);
   CHECK(b1.sim->registered_regions() == 2);  // the SRQ buffers and rail 1's send slots
 }
+
+TEST_CASE("shared device: the SRQ limit is the device's, whichever rail hears its event",
+          "[cm][rails][shared]") {
+  SharedCluster c;
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  std::uint32_t seq = 1;
+  c.exchange(a, b, seq, 2s);
+  // The simulated HCA reposts faster than a sender drains the SRQ, so the
+  // event is handed over as the seam would: to rail 0's manager.
+  b.mgr(0).on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
+  CHECK(b.mgr(0).counters().srq_limit_events == 1);
+  CHECK(b.mgr(1).counters().srq_limit_events == 0);
+  // One SRQ, one limit: both rails' snapshots show the event.
+  CHECK(b.mgr(0).snapshot().srq.limit_events == 1);
+  CHECK(b.mgr(1).snapshot().srq.limit_events == 1);
+  c.exchange(a, b, seq, 1s);
+  CHECK(b.got(seq - 1));
+  CHECK(b.sim(1).srq_posted() == b.mgr(1).config().srq_size);
+}
