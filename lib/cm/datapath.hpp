@@ -134,9 +134,6 @@ class DataPath {
     srq_reposts_.clear();
   }
   ~DataPath() { drop_srq(); }
-  // The SRQ buffers are shared with another rail's data path (both started
-  // on ports of one device).
-  bool srq_shared() const { return srq_ && srq_.use_count() > 1; }
   // Bytes of every receive buffer and send slot; 0 before start().
   std::uint32_t buffer_size() const { return buf_size_; }
   // Without SRQ, once `c`'s QP exists: registers its own receive ring
