@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
+#include <cerrno>
+
 namespace rcnet::daemon {
 
 Result<std::unique_ptr<RailRuntime>> RailRuntime::create(EventLoop& loop, std::size_t index,
@@ -94,6 +96,15 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
 Result<void> RailRuntime::watch_device() {
   auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
                                 [this](std::uint32_t) { pump_->on_async_readable(); });
+  if (!async_src && async_src.error().code.value() == EEXIST) {
+    // librdmacm gives every port of a device one ibv_context, and so one
+    // async fd: another rail is on a port of this device. The verbs seam
+    // does not share a device between rails yet (docs/design.md "Rails").
+    return Error{async_src.error().code,
+                 "RDMA device " + manager_->snapshot().device +
+                     " already serves another rail: rails on two ports of one device are not "
+                     "supported by rcnetd yet (give each rail its own device)"};
+  }
   if (!async_src)
     return async_src.error();
   async_src_ = std::move(*async_src);

@@ -41,7 +41,9 @@ class RailRuntime {
   // `fatal`: called when the rail cannot go on (an adopted device whose
   // fds cannot be watched); the daemon exits. Errors, one line each for
   // the operator: no interface holds the address (EADDRNOTAVAIL), no RDMA
-  // device or rdma_cm (ENODEV, ENOENT), the listener cannot bind.
+  // device or rdma_cm (ENODEV, ENOENT), the listener cannot bind, the
+  // device already serves another rail (EEXIST: a port of the same device;
+  // the verbs seam does not share a device between rails yet).
   static Result<std::unique_ptr<RailRuntime>> create(EventLoop& loop, std::size_t index,
                                                      const cm::ManagerConfig& mc,
                                                      cm::PacketSink& sink,

@@ -31,9 +31,13 @@ class BufferPool {
   // A pool already initialised is released first.
   Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
                     std::uint32_t headroom = 0);
-  // Unregisters the memory (through the seam given to init) and frees it;
-  // the pool is empty afterwards. Idempotent.
+  // Unregisters the memory (through the seam given to init, or to rebind)
+  // and frees it; the pool is empty afterwards. Idempotent.
   void release();
+  // Unregisters through `seam` from now on: another seam of the device the
+  // memory was registered on (rdma::Seam::device_share), which must outlive
+  // the pool; for a pool whose registering seam may go first.
+  void rebind(rdma::Seam& seam) { seam_ = &seam; }
 
   std::uint32_t count() const { return count_; }
   std::uint32_t buffer_size() const { return size_; }
@@ -62,6 +66,19 @@ class BufferPool {
   std::uint32_t headroom_ = 0;
   std::vector<std::uint32_t> free_;
   std::vector<bool> in_free_;
+};
+
+// The SRQ's receive buffers and what is known of them, kept once per
+// device (rdma::Seam::device_share): rails that are ports of one device
+// share its SRQ, so a receive WR one rail's data path posted may complete
+// on the other's CQ, which must find the buffer its wr_id names. Shared by
+// the data paths of those rails (cm/datapath.hpp); the last one to let go
+// unregisters it.
+struct SrqBuffers final : rdma::DeviceShare {
+  BufferPool pool;
+  std::uint32_t posted = 0;  // receive WRs on the SRQ now
+  bool limit_armed = false;  // IBV_SRQ_LIMIT armed, its one event not seen yet
+  std::uint64_t limit_events = 0;
 };
 
 }  // namespace rcnet::cm

@@ -170,9 +170,9 @@ void DataPath::snapshot(Snapshot& s) const {
   s.send_slots_free = send_pool_.free_count();
   s.srq = {.enabled = cfg_.use_srq,
            .size = cfg_.use_srq ? cfg_.srq_size : 0,
-           .posted = srq_posted_,
+           .posted = srq_ ? srq_->posted : 0,
            .limit = cfg_.use_srq ? cfg_.srq_limit : 0,
-           .limit_events = srq_limit_events_,
+           .limit_events = srq_ ? srq_->limit_events : 0,
            .buffer_size = buf_size_};
 }
 

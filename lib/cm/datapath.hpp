@@ -21,9 +21,13 @@
 // verifies its checksum as for any packet) written into the buffer's
 // headroom in front of it.
 //
-// Ownership: DataPath owns the registered send slots and SRQ buffers and the
-// bookkeeping around them (which conn holds each send slot, the lent buffer,
-// the unposted chains, the blocked peers, the SRQ's reposts and limit). It
+// Ownership: DataPath owns the registered send slots and the bookkeeping
+// around them (which conn holds each send slot, the lent buffer, the
+// unposted chains, the blocked peers, the SRQ's reposts). The SRQ buffers
+// and their count and limit (SrqBuffers) it shares with the data paths of
+// the other rails on ports of the same device (rdma::Seam::device_share),
+// the last one to stop releases them; alone on its device it is their only
+// owner, as before. It
 // writes the data-path fields of Conn (sends, unsignaled_run, rq, rq_posted,
 // tx and rx figures) and Peer (queue, blocked); the conns and peers
 // themselves belong to the ConnTable. It borrows the config, counters, seam,
@@ -36,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -116,18 +121,19 @@ class DataPath {
   // seam's (ibv_post_srq_recv).
   Result<void> start();
   // The device is gone (Manager::device_present): unregisters and frees the
-  // send slots and the SRQ buffers, forgets what was posted; sending is
-  // refused until start() succeeds again. Every QP must be gone already.
+  // send slots and (unless another rail on the device still uses them) the
+  // SRQ buffers, forgets what was posted; sending is refused until start()
+  // succeeds again. Every QP must be gone already.
   void stop() {
-    started_ = srq_limit_armed_ = false;
+    started_ = false;
     lent_slot_.reset();
     chains_used_ = 0;
     send_pool_.release();
     slot_owner_.clear();
-    srq_pool_.release();
+    drop_srq();
     srq_reposts_.clear();
-    srq_posted_ = 0;
   }
+  ~DataPath() { drop_srq(); }
   // Bytes of every receive buffer and send slot; 0 before start().
   std::uint32_t buffer_size() const { return buf_size_; }
   // Without SRQ, once `c`'s QP exists: registers its own receive ring
@@ -208,7 +214,18 @@ class DataPath {
   void snapshot(Snapshot& s) const;
 
  private:
+  // Fills the SRQ, or takes the buffers another rail on the device filled
+  // it with (their geometry must be ours: EINVAL otherwise).
   Result<void> fill_srq();
+  // Lets go of the SRQ buffers; the last user unregisters them through its
+  // own seam (the first user's may be gone).
+  void drop_srq() {
+    if (srq_ && srq_.use_count() == 1) {
+      srq_->pool.rebind(seam_);
+      srq_->pool.release();
+    }
+    srq_.reset();
+  }
   void arm_srq_limit();
   // Returns true when the oldest packet had to be dropped.
   bool enqueue(Peer& p, std::span<const std::byte> packet);
@@ -282,13 +299,10 @@ class DataPath {
   std::size_t chains_used_ = 0;
   bool capacity_ = true;  // the last edge told to sink_.send_capacity()
   std::deque<NodeId> blocked_;
-  BufferPool srq_pool_;
+  std::shared_ptr<SrqBuffers> srq_;  // with use_srq, from start() to stop()
   std::vector<std::uint32_t> srq_reposts_;
   std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
   std::vector<rdma::Sge> repost_sges_;
-  std::uint32_t srq_posted_ = 0;
-  bool srq_limit_armed_ = false;
-  std::uint64_t srq_limit_events_ = 0;
 };
 
 }  // namespace rcnet::cm

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <utility>
 
 #include "cm/datapath.hpp"
@@ -31,26 +32,49 @@ Result<void> DataPath::fill_rq(Conn& c) {
 }
 
 Result<void> DataPath::fill_srq() {
-  if (auto r = srq_pool_.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
+  std::weak_ptr<rdma::DeviceShare>& slot = seam_.device_share();
+  if (auto shared = std::dynamic_pointer_cast<SrqBuffers>(slot.lock())) {
+    // Another rail on a port of this device filled the SRQ we share: its
+    // buffers are ours too, as long as they fit what we receive.
+    const BufferPool& p = shared->pool;
+    if (p.count() != cfg_.srq_size || p.buffer_size() != buf_size_ ||
+        p.headroom() != (headroom_ < buf_size_ ? headroom_ : 0)) {
+      return Error::from_errno(
+          EINVAL, fmt::format("the SRQ of this device holds {} buffers of {} bytes, this rail "
+                              "wants {} of {}: rails on one device need the same srq_size, mtu "
+                              "and offload",
+                              p.count(), p.buffer_size(), cfg_.srq_size, buf_size_));
+    }
+    srq_ = std::move(shared);
+    spdlog::info("{}: sharing the device's SRQ and its {} receive buffers with another rail",
+                 cfg_.local, srq_->pool.count());
+    return {};
+  }
+  auto own = std::make_shared<SrqBuffers>();
+  if (auto r = own->pool.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
     return r;
   std::vector<std::uint64_t> ids;
   std::vector<rdma::Sge> sges;
-  while (auto i = srq_pool_.take()) {
+  while (auto i = own->pool.take()) {
     ids.push_back(make_wr(kTagSrqRecv, *i));
-    sges.push_back(srq_pool_.sge(*i));
+    sges.push_back(own->pool.sge(*i));
   }
   if (auto r = seam_.post_srq_recv(ids, sges); !r)
     return r;
-  srq_posted_ = static_cast<std::uint32_t>(ids.size());
+  own->posted = static_cast<std::uint32_t>(ids.size());
+  srq_ = own;
+  slot = own;
   arm_srq_limit();
   return {};
 }
 
 void DataPath::srq_limit_reached() {
   ++ctr_.srq_limit_events;
-  ++srq_limit_events_;
-  srq_limit_armed_ = false;
-  spdlog::warn("SRQ limit reached: {} of {} receive WRs posted (limit {})", srq_posted_,
+  if (!srq_)
+    return;
+  ++srq_->limit_events;
+  srq_->limit_armed = false;
+  spdlog::warn("SRQ limit reached: {} of {} receive WRs posted (limit {})", srq_->posted,
                cfg_.srq_size, cfg_.srq_limit);
 }
 
@@ -59,7 +83,7 @@ void DataPath::arm_srq_limit() {
     spdlog::warn("arming the SRQ limit: {}", r.error().message());
     return;
   }
-  srq_limit_armed_ = true;
+  srq_->limit_armed = true;
 }
 
 void DataPath::on_completions(std::span<const rdma::WorkCompletion> wcs) {
@@ -73,13 +97,13 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
   switch (wr_tag(wc.wr_id)) {
     case kTagSrqRecv: {
       const auto idx = static_cast<std::uint32_t>(low);
-      if (idx >= srq_pool_.count()) {
+      if (!srq_ || idx >= srq_->pool.count()) {
         ++ctr_.completions_ignored;
         return;
       }
-      --srq_posted_;
+      --srq_->posted;
       if (wc.status == rdma::WcStatus::kSuccess) {
-        receive(table_.by_qpn(wc.qpn), wc, srq_pool_.data(idx));
+        receive(table_.by_qpn(wc.qpn), wc, srq_->pool.data(idx));
       } else if (wc.status != rdma::WcStatus::kFlushErr) {
         recv_error(table_.by_qpn(wc.qpn), wc);
       }
@@ -221,21 +245,21 @@ void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) 
 }
 
 void DataPath::flush_srq_reposts() {
-  if (srq_reposts_.empty())
+  if (srq_reposts_.empty() || !srq_)
     return;
   repost_ids_.clear();
   repost_sges_.clear();
   for (auto idx : srq_reposts_) {
     repost_ids_.push_back(make_wr(kTagSrqRecv, idx));
-    repost_sges_.push_back(srq_pool_.sge(idx));
+    repost_sges_.push_back(srq_->pool.sge(idx));
   }
   if (auto r = seam_.post_srq_recv(repost_ids_, repost_sges_); !r) {
     spdlog::error("ibv_post_srq_recv of {} buffers: {}", repost_ids_.size(), r.error().message());
   } else {
-    srq_posted_ += static_cast<std::uint32_t>(repost_ids_.size());
+    srq_->posted += static_cast<std::uint32_t>(repost_ids_.size());
   }
   srq_reposts_.clear();
-  if (!srq_limit_armed_ && srq_posted_ >= cfg_.srq_limit)
+  if (!srq_->limit_armed && srq_->posted >= cfg_.srq_limit)
     arm_srq_limit();
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -212,14 +213,22 @@ struct PostSendsResult {
   std::optional<Error> error;
 };
 
+// What the seam's user keeps once per device rather than once per seam
+// (Seam::device_share; cm::SrqBuffers).
+class DeviceShare {
+ public:
+  virtual ~DeviceShare() = default;
+};
+
 class Seam {
  public:
   virtual ~Seam() = default;
 
   // Binds `local` (which selects the device), listens, and creates the
   // device-wide objects: PD, completion channel, the shared CQ, the SRQ when
-  // cfg.srq_size > 0. Errors: EADDRNOTAVAIL (no device owns the address),
-  // ENODEV, and whatever rdma_bind_addr/ibv_create_* report.
+  // cfg.srq_size > 0 (where ports of one device share them, below, the PD
+  // and SRQ are the first seam's). Errors: EADDRNOTAVAIL (no device owns
+  // the address), ENODEV, and whatever rdma_bind_addr/ibv_create_* report.
   virtual Result<DeviceInfo> open(const Endpoint& local, const DeviceConfig& cfg) = 0;
 
   virtual Result<MemoryRegion> register_memory(std::span<std::byte> mem) = 0;
@@ -296,6 +305,26 @@ class Seam {
   // may then be called again, and fails until a device owns the address
   // again. Idempotent. The default does nothing (seams with no device).
   virtual void close_device() {}
+
+  // --- ports of one device -----------------------------------------------------
+  // Seams on ports of one device (rails on two ports of one HCA: librdmacm
+  // gives every cm id of a device the one ibv_context) may share its PD and
+  // SRQ (docs/design.md "Rails"). Then the first open() creates them and the
+  // next ones reuse them; an MR registered through any of the seams is valid
+  // on all and may be unregistered through any; post_srq_recv and
+  // arm_srq_limit of any reach the one SRQ, a receive WR completes on the CQ
+  // of the QP that consumed it (each seam keeps its own CQ), and the SRQ
+  // limit event goes to the seam that armed it last; the PD and the SRQ go
+  // with the last seam's close_device(). The seams outlive every user.
+  // This slot is where their users keep what they share in turn (the SRQ's
+  // buffers: a wr_id one posted is completed to the other): the same slot
+  // for every seam of one device and open, empty again after the device was
+  // lost. It holds no reference: the users do. The default is a slot of this
+  // seam alone: nothing is shared.
+  virtual std::weak_ptr<DeviceShare>& device_share() { return own_share_; }
+
+ private:
+  std::weak_ptr<DeviceShare> own_share_;
 };
 
 }  // namespace rcnet::rdma

@@ -29,9 +29,9 @@ SimNode& Cluster::add_host(const IpAddr& addr) {
   return fabric.add_node(addr, profile_);
 }
 
-void Cluster::attach(std::unique_ptr<ClusterNode> n, const IpAddr& addr) {
+void Cluster::attach(std::unique_ptr<ClusterNode> n, const IpAddr& addr, SimNode& host) {
   n->addr = addr;
-  n->sim = &add_host(addr);
+  n->sim = &host;
   nodes_.push_back(std::move(n));
 }
 

@@ -87,7 +87,16 @@ class Cluster {
   NodeT& add_node(const IpAddr& addr, Args&&... args) {
     auto n = std::make_unique<NodeT>(std::forward<Args>(args)...);
     NodeT& ref = *n;
-    attach(std::move(n), addr);
+    attach(std::move(n), addr, add_host(addr));
+    return ref;
+  }
+  // Likewise, a host that is another port of the HCA of the node at
+  // `device` (Fabric::add_port): rails that are ports of one device.
+  template <class NodeT, class... Args>
+  NodeT& add_port_node(const IpAddr& device, const IpAddr& addr, Args&&... args) {
+    auto n = std::make_unique<NodeT>(std::forward<Args>(args)...);
+    NodeT& ref = *n;
+    attach(std::move(n), addr, fabric.add_port(device, addr));
     return ref;
   }
   // Room for `n` nodes, so that adding them allocates nothing here.
@@ -120,7 +129,7 @@ class Cluster {
   virtual SimNode& add_host(const IpAddr& addr);
 
  private:
-  void attach(std::unique_ptr<ClusterNode> n, const IpAddr& addr);
+  void attach(std::unique_ptr<ClusterNode> n, const IpAddr& addr, SimNode& host);
 
   Profile profile_;
   std::vector<std::unique_ptr<ClusterNode>> nodes_;

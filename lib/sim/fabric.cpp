@@ -60,8 +60,23 @@ void Fabric::set_tracer(std::function<void(const std::string&)> tracer) {
 SimNode& Fabric::add_node(const IpAddr& underlay, Profile profile) {
   if (auto* n = node(underlay))
     return *n;
-  impl_->nodes.push_back(
-      std::unique_ptr<SimNode>(new SimNode(*this, underlay, profile, impl_->nodes.size())));
+  impl_->nodes.push_back(std::unique_ptr<SimNode>(
+      new SimNode(*this, underlay, profile, impl_->nodes.size(), nullptr)));
+  SimNode* n = impl_->nodes.back().get();
+  impl_->by_addr[underlay] = n;
+  return *n;
+}
+
+SimNode& Fabric::add_port(const IpAddr& device, const IpAddr& underlay) {
+  if (auto* n = node(underlay))
+    return *n;
+  // No such node: the new port is the first of its HCA (a caller's slip
+  // that the tests of sharing would see in device_ports()).
+  SimNode* d = node(device);
+  if (d == nullptr)
+    return add_node(underlay, Profile::kMlx);
+  impl_->nodes.push_back(std::unique_ptr<SimNode>(
+      new SimNode(*this, underlay, d->profile(), impl_->nodes.size(), d->impl().dev)));
   SimNode* n = impl_->nodes.back().get();
   impl_->by_addr[underlay] = n;
   return *n;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// The simulated HCA and fabric: many nodes (one HCA + its rdma_cm each) in
-// one process, on a virtual clock, deterministically. Tests drive the
+// The simulated HCA and fabric: many nodes (one HCA port + its rdma_cm
+// each; a node is port 1 of an HCA of its own, or another port of one
+// through Fabric::add_port) in one process, on a virtual clock,
+// deterministically. Tests drive the
 // connection manager through each node's rdma::Seam and TimerService.
 //
 // Determinism: one event queue ordered by (virtual time, sequence number) and
@@ -159,6 +161,15 @@ struct SimStats {
   std::uint64_t cqes_lost = 0;  // generated after the CQ overflowed
 };
 
+// What one simulated HCA allocated, over every port and every life of it
+// (SimNode::device_stats): ports of one device (Fabric::add_port) share one
+// PD, its MRs and one SRQ, so a second port's open() adds nothing here.
+struct DeviceStats {
+  std::uint64_t pd_allocs = 0;         // ibv_alloc_pd: the first port's open()
+  std::uint64_t srq_creates = 0;       // ibv_create_srq: likewise, with srq_size
+  std::uint64_t mr_registrations = 0;  // ibv_reg_mr through any port
+};
+
 enum class FaultAction : std::uint8_t {
   kDrop,       // the event is never delivered
   kDuplicate,  // delivered twice
@@ -168,6 +179,7 @@ enum class FaultAction : std::uint8_t {
 };
 
 class Fabric;
+struct SimDevice;
 
 inline constexpr std::size_t kCompletionBatch = 64;
 
@@ -188,10 +200,12 @@ class SimNode {
 
   // The host dies: no DREQ, every id, QP, SRQ, CQ and pending event is gone,
   // the sink and timer callback are dropped, calls fail with ENODEV. Peers
-  // see it only through timeouts (retry exceeded, UNREACHABLE).
+  // see it only through timeouts (retry exceeded, UNREACHABLE). Every port
+  // of the node's device goes with it (one host).
   void crash();
   // The host is back at the same address with a fresh device and nothing
-  // open. QPNs and handles continue from before (never reused in a run).
+  // open, every port of the device with it. QPNs and handles continue from
+  // before (never reused in a run).
   void restart();
   bool is_up() const;
 
@@ -206,12 +220,23 @@ class SimNode {
   // Every live QPN with its state, ascending: the device's own view, as
   // `rdma resource show qp` prints it (for audit tests).
   std::vector<std::pair<rdma::Qpn, QpStateSim>> qp_table() const;
-  std::size_t live_cm_ids() const;         // excluding the listener
-  std::size_t registered_regions() const;  // MRs (ibv_reg_mr) not unregistered
+  std::size_t live_cm_ids() const;  // excluding the listener
+  // MRs (ibv_reg_mr) not unregistered, and their bytes: the device's, so
+  // every port of one device reports the same.
+  std::size_t registered_regions() const;
+  std::size_t registered_bytes() const;
   // open() succeeded and close_device() was not called since: the listener,
-  // the PD, the CQ and (with srq_size) the SRQ exist.
+  // the CQ, and the device's PD and (with srq_size) SRQ exist.
   bool device_open() const;
-  std::uint32_t srq_posted() const;
+  std::uint32_t srq_posted() const;  // the device's SRQ
+  // The device this node is a port of: its number of ports, this node's
+  // port number (1 for a node of Fabric::add_node), what it allocated, and
+  // whether its PD and SRQ exist now (some port is open).
+  std::size_t device_ports() const;
+  std::uint8_t port_num() const;
+  const DeviceStats& device_stats() const;
+  bool device_pd() const;
+  bool device_srq() const;
   std::size_t rq_posted(rdma::Qpn qpn) const;  // per-QP RQ (non-SRQ QPs)
   std::size_t sends_outstanding(rdma::Qpn qpn) const;
   std::optional<QpStateSim> qp_state(rdma::Qpn qpn) const;  // nullopt: no such QP
@@ -225,7 +250,9 @@ class SimNode {
 
  private:
   friend class Fabric;
-  SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index);
+  // `device`: the HCA this node is another port of; nullptr: a new one.
+  SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index,
+          std::shared_ptr<SimDevice> device);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -253,7 +280,7 @@ class Faults {
   // IBV_EVENT_DEVICE_FATAL (an unaffiliated async event) on `node`, on any
   // profile, with every QP moved to ERR as a dead device leaves them. The
   // device itself stays usable, so the owner can open it again at once.
-  // false if the node is down.
+  // Every port of the node's device gets it. false if the node is down.
   bool inject_device_fatal(const IpAddr& node);
   // While on, incoming SENDs at `node` find no receive WR (RNR NAK).
   void starve_receives(const IpAddr& node, bool on = true);
@@ -273,7 +300,10 @@ class Faults {
   // their state, as on a real port whose cable was pulled (their sends end
   // in retry exceeded). Up: the isolation lifted and IBV_EVENT_PORT_ACTIVE.
   // false if the node is down. `port` other than 1: the event a second port
-  // of the same HCA raises (the host's traffic is not touched).
+  // of the same HCA raises (the host's traffic is not touched). On a device
+  // of several ports (Fabric::add_port), `node` names the port and `port`
+  // is ignored: that port's address is isolated, and every port of the
+  // device gets the event with that port's number, as on a real HCA.
   bool port_down(const IpAddr& node, bool down = true, std::uint8_t port = 1);
   // The host dies: no DREQ, state gone (SimNode::crash()).
   void crash(const IpAddr& node);
@@ -281,10 +311,11 @@ class Faults {
   // ERR (peers' sends end in retry exceeded), every cm id of the node, the
   // listener included, gets DEVICE_REMOVAL, and every call but the releasing
   // ones fails with ENODEV (open() too) until restore_device(). The objects
-  // stay until their owner releases them (SimNode oracles).
+  // stay until their owner releases them (SimNode oracles). Every port of
+  // the node's device goes with it.
   void remove_device(const IpAddr& node);
   // A device owns the node's address again: open() works (once the owner
-  // closed the old one, Seam::close_device).
+  // closed the old one, Seam::close_device). Every port of the device.
   void restore_device(const IpAddr& node);
   // The node's CQ overflows now: kCqErr, every QP on it to ERR, later CQEs lost.
   void cq_overflow(const IpAddr& node);
@@ -328,7 +359,17 @@ class Fabric {
   // Virtual time; starts at a fixed epoch (not 0, so "unset" stays distinct).
   TimePoint now() const;
   // The fabric owns the node. Adding an address twice returns the existing node.
+  // The node is port 1 of an HCA of its own.
   SimNode& add_node(const IpAddr& underlay, Profile profile);
+  // Another port of the HCA of the node at `device` (port 2, 3, ...), at
+  // its own address, on the same host: a node of its own for rdma_cm (its
+  // listener and ids), QPs, CQ and sink, as librdmacm gives every port of a
+  // device the one ibv_context, sharing that device's PD, MRs and SRQ (what
+  // rails that are ports of one device share: docs/design.md "Rails").
+  // Removal, DEVICE_FATAL, crash and restart take every port. Adding an
+  // address twice returns the existing node; with no node at `device`, the
+  // new node is port 1 of an mlx HCA of its own.
+  SimNode& add_port(const IpAddr& device, const IpAddr& underlay);
   SimNode* node(const IpAddr& underlay);
   std::vector<SimNode*> nodes();
 

@@ -76,10 +76,15 @@ bool Faults::inject_device_fatal(const IpAddr& node) {
   SimNode::Impl* n = live(node);
   if (n == nullptr)
     return false;
-  n->fab.trace(n->addr, "DEVICE FATAL");
-  for (auto& [qpn, qp] : n->qps)
-    n->qp_to_error(qp);
-  n->emit_async(n->fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kDeviceFatal, 0});
+  // The device's: every port's QPs die and every port hears it (librdmacm
+  // gives the ports one context, one async fd).
+  n->dev->lost = n->dev->open_ports > 0;
+  for (SimNode::Impl* p : n->dev->ports) {
+    p->fab.trace(p->addr, "DEVICE FATAL");
+    for (auto& [qpn, qp] : p->qps)
+      p->qp_to_error(qp);
+    p->emit_async(p->fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kDeviceFatal, 0});
+  }
   return true;
 }
 
@@ -151,15 +156,22 @@ bool Faults::port_down(const IpAddr& node, bool down, std::uint8_t port) {
   SimNode::Impl* n = live(node);
   if (n == nullptr)
     return false;
+  const bool several = n->dev->ports.size() > 1;
+  if (several)
+    port = n->port_num;
   n->fab.trace(n->addr, "PORT {} {}", port, down ? "DOWN" : "UP");
   // Port 1 is the host's own port; another number is the event a second
   // port of the same HCA would raise: no effect on this host's traffic.
-  if (port == 1)
+  // A port of a device of several is the node itself.
+  if (port == 1 || several)
     isolate(node, down);
   rdma::AsyncEvent ev{down ? rdma::AsyncEventType::kPortError : rdma::AsyncEventType::kPortActive,
                       0};
   ev.port = port;
-  n->emit_async(n->fab.timing.async, ev);
+  for (SimNode::Impl* p : n->dev->ports) {
+    if (p->up)
+      p->emit_async(p->fab.timing.async, ev);
+  }
   return true;
 }
 
@@ -172,22 +184,28 @@ void Faults::remove_device(const IpAddr& node) {
   SimNode::Impl* n = live(node);
   if (n == nullptr || n->device_removed)
     return;
-  n->fab.trace(n->addr, "DEVICE REMOVED");
-  n->device_removed = true;
-  for (auto& [qpn, qp] : n->qps)
-    n->qp_to_error(qp);
-  for (const auto& [h, id] : n->ids) {
-    rdma::CmEvent ev;
-    ev.type = rdma::CmEventType::kDeviceRemoval;
-    ev.id = h;
-    n->emit_cm(0ns, ev);
+  // The device goes with every port of it.
+  n->dev->lost = n->dev->open_ports > 0;
+  for (SimNode::Impl* p : n->dev->ports) {
+    p->fab.trace(p->addr, "DEVICE REMOVED");
+    p->device_removed = true;
+    for (auto& [qpn, qp] : p->qps)
+      p->qp_to_error(qp);
+    for (const auto& [h, id] : p->ids) {
+      rdma::CmEvent ev;
+      ev.type = rdma::CmEventType::kDeviceRemoval;
+      ev.id = h;
+      p->emit_cm(0ns, ev);
+    }
   }
 }
 
 void Faults::restore_device(const IpAddr& node) {
   if (SimNode::Impl* n = live(node)) {
-    n->fab.trace(n->addr, "DEVICE RESTORED");
-    n->device_removed = false;
+    for (SimNode::Impl* p : n->dev->ports) {
+      p->fab.trace(p->addr, "DEVICE RESTORED");
+      p->device_removed = false;
+    }
   }
 }
 

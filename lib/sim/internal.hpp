@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -122,6 +123,49 @@ struct SendWr {
   std::uint32_t imm = 0;
 };
 
+struct Region {
+  std::uintptr_t base = 0;
+  std::size_t len = 0;
+  std::uint32_t lkey = 0;
+};
+
+// The HCA itself, shared by its ports: a node made by Fabric::add_node is
+// port 1 of a device of its own, Fabric::add_port adds ports to it. What a
+// process opens once per device (one ibv_context, whatever the port) lives
+// here: the PD and its MRs, and the SRQ; each port keeps its own rdma_cm
+// (listener, ids), QPs and CQ. The first port's open() creates the PD and
+// the SRQ, the last port's close_device() releases them.
+struct SimDevice {
+  std::vector<SimNode::Impl*> ports;  // port k + 1 is ports[k]
+  std::size_t index = 0;              // the first port's node index (name, lkeys)
+  std::size_t open_ports = 0;         // ports between open() and close_device()
+  bool pd = false;
+  bool has_srq = false;
+  std::uint32_t srq_size = 0;
+  std::deque<RecvWr> srq;
+  std::uint32_t srq_limit = 0;  // 0 = disarmed
+  // Where the SRQ limit event goes: the port that armed it last (the real
+  // one goes to the one async fd of the context).
+  SimNode::Impl* srq_limit_port = nullptr;
+  std::map<std::uint32_t, Region> regions;
+  std::uint32_t next_mr = 1;
+  DeviceStats stats;
+  // Removed or fatal while some port had it open: until the last port
+  // closed it, no port may open it again (it would share dead objects).
+  bool lost = false;
+  std::weak_ptr<rdma::DeviceShare> share;  // rdma::Seam::device_share
+  // PD and SRQ gone (the last port closed, or the host crashed).
+  void release() {
+    lost = false;
+    share.reset();
+    pd = has_srq = false;
+    srq_size = 0;
+    srq.clear();
+    srq_limit = 0;
+    srq_limit_port = nullptr;
+  }
+};
+
 struct SimQp {
   rdma::Qpn qpn = 0;
   rdma::CmIdHandle id = rdma::kNoCmId;
@@ -142,7 +186,8 @@ struct SimQp {
 };
 
 struct SimNode::Impl final : public rdma::Seam, public TimerService {
-  Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx);
+  Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx,
+       std::shared_ptr<SimDevice> device);
 
   // --- rdma::Seam (node_cm.cpp / node_verbs.cpp) ---
   Result<rdma::DeviceInfo> open(const Endpoint& local, const rdma::DeviceConfig& cfg) override;
@@ -172,6 +217,8 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
                             std::span<const rdma::Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
   bool cm_events_queued() override { return !cm_backlog.empty(); }
+  // The device's slot, one for all its ports (SimDevice).
+  std::weak_ptr<rdma::DeviceShare>& device_share() override { return dev->share; }
   // Releases what open() created (listener, SRQ, CQ, PD); ids, QPs and MRs
   // the owner left are NOT released, so the oracles show them.
   void close_device() override;
@@ -227,7 +274,13 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   bool region_ok(const rdma::Sge& sge) const;
   void srq_consumed();
   void overflow_cq();
+  // Forgets every object of this port (crash, restart); the device's own
+  // (SimDevice) are the caller's.
   void reset_device();
+  // The port's part of a crash and a restart (SimNode::crash/restart do
+  // every port of the device).
+  void crash_port();
+  void restart_port();
 
   Fabric& fabric;
   Fabric::Impl& fab;
@@ -248,19 +301,11 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   rdma::CmIdHandle listener = rdma::kNoCmId;
   std::map<rdma::CmIdHandle, CmId> ids;
   std::map<rdma::Qpn, SimQp> qps;
-  bool has_srq = false;
-  std::deque<RecvWr> srq;
-  std::uint32_t srq_limit = 0;  // 0 = disarmed
+  std::shared_ptr<SimDevice> dev;  // the HCA this node is a port of
+  std::uint8_t port_num = 1;       // this node's port on it
   std::deque<rdma::WorkCompletion> cq;
   bool cq_poll_scheduled = false;
   bool cq_broken = false;
-  struct Region {
-    std::uintptr_t base = 0;
-    std::size_t len = 0;
-    std::uint32_t lkey = 0;
-  };
-  std::map<std::uint32_t, Region> regions;
-  std::uint32_t next_mr = 1;
   rdma::CmIdHandle handle_base;  // this node's handles are [base, base + 2^32)
   rdma::CmIdHandle next_handle;
   rdma::CmIdHandle first_handle_of_life;

@@ -43,8 +43,9 @@ std::string_view to_string(QpStateSim s) {
 
 // --- SimNode --------------------------------------------------------------------
 
-SimNode::SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index)
-    : impl_(std::make_unique<Impl>(fabric, *this, underlay, profile, index)) {}
+SimNode::SimNode(Fabric& fabric, const IpAddr& underlay, Profile profile, std::size_t index,
+                 std::shared_ptr<SimDevice> device)
+    : impl_(std::make_unique<Impl>(fabric, *this, underlay, profile, index, std::move(device))) {}
 SimNode::~SimNode() = default;
 
 SimNode::Impl& SimNode::impl() {
@@ -73,28 +74,46 @@ Profile SimNode::profile() const {
 }
 
 void SimNode::crash() {
-  Impl& n = *impl_;
-  if (!n.up)
+  if (!impl_->up)
     return;
-  n.fab.trace(n.addr, "CRASH");
-  n.up = false;
-  ++n.life;  // every closure scheduled for the old life is now void
-  n.reset_device();
-  n.sink = nullptr;
-  n.timer_cb = nullptr;
-  n.timer_deadline = TimePoint::max();
-  ++n.timer_gen;
+  for (Impl* p : impl_->dev->ports)
+    p->crash_port();
+  impl_->dev->release();
+  impl_->dev->regions.clear();
+  impl_->dev->open_ports = 0;
 }
 
 void SimNode::restart() {
-  Impl& n = *impl_;
-  if (n.up)
+  if (impl_->up)
     return;
-  n.fab.trace(n.addr, "RESTART");
-  n.up = true;
-  ++n.life;
-  n.reset_device();
-  n.first_handle_of_life = n.next_handle;
+  for (Impl* p : impl_->dev->ports)
+    p->restart_port();
+  impl_->dev->release();
+  impl_->dev->regions.clear();
+  impl_->dev->open_ports = 0;
+}
+
+void SimNode::Impl::crash_port() {
+  if (!up)
+    return;
+  fab.trace(addr, "CRASH");
+  up = false;
+  ++life;  // every closure scheduled for the old life is now void
+  reset_device();
+  sink = nullptr;
+  timer_cb = nullptr;
+  timer_deadline = TimePoint::max();
+  ++timer_gen;
+}
+
+void SimNode::Impl::restart_port() {
+  if (up)
+    return;
+  fab.trace(addr, "RESTART");
+  up = true;
+  ++life;
+  reset_device();
+  first_handle_of_life = next_handle;
 }
 
 TimePoint SimNode::timer_deadline() const {
@@ -113,13 +132,34 @@ std::size_t SimNode::live_cm_ids() const {
   return impl_->ids.size() - (impl_->ids.contains(impl_->listener) ? 1 : 0);
 }
 std::size_t SimNode::registered_regions() const {
-  return impl_->regions.size();
+  return impl_->dev->regions.size();
+}
+std::size_t SimNode::registered_bytes() const {
+  std::size_t n = 0;
+  for (const auto& [h, r] : impl_->dev->regions)
+    n += r.len;
+  return n;
 }
 bool SimNode::device_open() const {
   return impl_->opened;
 }
 std::uint32_t SimNode::srq_posted() const {
-  return static_cast<std::uint32_t>(impl_->srq.size());
+  return static_cast<std::uint32_t>(impl_->dev->srq.size());
+}
+std::size_t SimNode::device_ports() const {
+  return impl_->dev->ports.size();
+}
+std::uint8_t SimNode::port_num() const {
+  return impl_->port_num;
+}
+const DeviceStats& SimNode::device_stats() const {
+  return impl_->dev->stats;
+}
+bool SimNode::device_pd() const {
+  return impl_->dev->pd;
+}
+bool SimNode::device_srq() const {
+  return impl_->dev->has_srq;
 }
 std::size_t SimNode::rq_posted(rdma::Qpn qpn) const {
   auto it = impl_->qps.find(qpn);
@@ -147,7 +187,8 @@ const std::vector<std::string>& SimNode::misuse_log() const {
 
 // --- SimNode::Impl: plumbing shared by the CM and verbs halves ------------------
 
-SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx)
+SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size_t idx,
+                    std::shared_ptr<SimDevice> device)
     : fabric(f),
       fab(f.impl()),
       self(s),
@@ -161,7 +202,15 @@ SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size
       first_handle_of_life(handle_base),
       max_qp(p == Profile::kRxe   ? 1048560
              : p == Profile::kMlx ? 262144
-                                  : 16384) {}
+                                  : 16384) {
+  if (!device) {
+    device = std::make_shared<SimDevice>();
+    device->index = idx;
+  }
+  dev = std::move(device);
+  dev->ports.push_back(this);
+  port_num = static_cast<std::uint8_t>(dev->ports.size());
+}
 
 void SimNode::Impl::close_device() {
   if (!opened)
@@ -170,11 +219,14 @@ void SimNode::Impl::close_device() {
   opened = false;
   ids.erase(listener);
   listener = rdma::kNoCmId;
-  has_srq = false;
-  srq.clear();
-  srq_limit = 0;
   cq.clear();
   cq_broken = false;
+  // The device's PD and SRQ go with its last open port; MRs the owner left
+  // stay registered (the oracles show them).
+  if (dev->open_ports > 0 && --dev->open_ports == 0)
+    dev->release();
+  else if (dev->srq_limit_port == this)
+    dev->srq_limit_port = nullptr;
 }
 
 void SimNode::Impl::reset_device() {
@@ -185,13 +237,9 @@ void SimNode::Impl::reset_device() {
   listener = rdma::kNoCmId;
   ids.clear();
   qps.clear();
-  has_srq = false;
-  srq.clear();
-  srq_limit = 0;
   cq.clear();
   cq_poll_scheduled = false;
   cq_broken = false;
-  regions.clear();
   dispatching = dispatching_listen = rdma::kNoCmId;
   starved = false;
   drop_drain.clear();

@@ -73,8 +73,8 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
   if (opened)
     return Error::from_errno(EADDRINUSE, "sim rdma_bind_addr: already open");
   rdma::DeviceInfo info;
-  info.name = fmt::format("sim{}-{}", index, to_string(profile));
-  info.port = 1;  // every simulated HCA has one port
+  info.name = fmt::format("sim{}-{}", dev->index, to_string(profile));
+  info.port = port_num;
   info.max_qp = max_qp;
   info.max_qp_wr = profile == Profile::kEhca ? 16384 : 32768;
   info.max_srq_wr = profile == Profile::kRxe ? 1048576 : 32767;
@@ -83,6 +83,19 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
     return fail(EINVAL, "ibv_create_cq: cq_size");
   if (c.srq_size > info.max_srq_wr)
     return fail(EINVAL, "ibv_create_srq: srq_size");
+  if (dev->lost && dev->open_ports > 0)
+    return Error::from_errno(EBUSY, "sim open: another port still holds the lost device");
+  if (dev->open_ports > 0 && dev->has_srq != (c.srq_size > 0))
+    return fail(EINVAL, "open: another port of the device opened it with(out) an SRQ");
+  if (dev->open_ports++ == 0) {
+    // The first port: the device's PD and SRQ (the others share them).
+    dev->pd = true;
+    ++dev->stats.pd_allocs;
+    dev->has_srq = c.srq_size > 0;
+    dev->srq_size = c.srq_size;
+    if (dev->has_srq)
+      ++dev->stats.srq_creates;
+  }
   opened = true;
   cfg = c;
   local_ep = local;
@@ -92,7 +105,6 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
   l.state = IdState::kListening;
   l.local = local;
   ids.emplace(listener, l);
-  has_srq = c.srq_size > 0;
   return info;
 }
 

@@ -24,21 +24,24 @@ Result<rdma::MemoryRegion> SimNode::Impl::register_memory(std::span<std::byte> m
     return Error::from_errno(ENODEV, "sim ibv_reg_mr: device removed");
   if (!opened)
     return fail(EINVAL, "ibv_reg_mr before open");
-  const std::uint32_t h = next_mr++;
+  // On the device's PD: every port of the device can use it.
+  const std::uint32_t h = dev->next_mr++;
+  ++dev->stats.mr_registrations;
   // Distinct, recognisable lkeys: a key from another region fails the check.
-  const std::uint32_t lkey = (static_cast<std::uint32_t>(index) << 20) ^ (h * 0x9e37U + 0x100U);
-  regions[h] = Region{reinterpret_cast<std::uintptr_t>(mem.data()), mem.size(), lkey};
+  const std::uint32_t lkey =
+      (static_cast<std::uint32_t>(dev->index) << 20) ^ (h * 0x9e37U + 0x100U);
+  dev->regions[h] = Region{reinterpret_cast<std::uintptr_t>(mem.data()), mem.size(), lkey};
   return rdma::MemoryRegion{h, lkey};
 }
 
 void SimNode::Impl::unregister_memory(const rdma::MemoryRegion& mr) {
-  regions.erase(mr.handle);
+  dev->regions.erase(mr.handle);
 }
 
 bool SimNode::Impl::region_ok(const rdma::Sge& sge) const {
   if (sge.length == 0)
     return true;
-  for (const auto& [h, r] : regions) {
+  for (const auto& [h, r] : dev->regions) {
     if (r.lkey == sge.lkey && sge.addr >= r.base && sge.addr + sge.length <= r.base + r.len) {
       return true;
     }
@@ -62,7 +65,7 @@ Result<rdma::Qpn> SimNode::Impl::create_qp(rdma::CmIdHandle h, const rdma::QpCap
   }
   if (id.qpn)
     return fail(EINVAL, "rdma_create_qp: id already has a QP");
-  if (caps.use_srq && !has_srq)
+  if (caps.use_srq && !dev->has_srq)
     return fail(EINVAL, "rdma_create_qp: no SRQ");
   if (caps.max_send_wr == 0 || caps.max_send_wr > 32768 || caps.max_recv_wr > 32768) {
     return fail(EINVAL, "rdma_create_qp: caps");
@@ -254,7 +257,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
     return;
   }
 
-  std::deque<RecvWr>& source = rqp->use_srq ? r->srq : rqp->rq;
+  std::deque<RecvWr>& source = rqp->use_srq ? r->dev->srq : rqp->rq;
   if (r->starved || source.empty()) {
     ++stats.rnr_naks;
     if (qp.rnr_retry_count != kInfiniteRetry && ++qp.rnr_tries > qp.rnr_retry_count) {
@@ -364,16 +367,16 @@ Result<void> SimNode::Impl::post_srq_recv(std::span<const std::uint64_t> wr_ids,
   }
   if (device_removed)
     return Error::from_errno(ENODEV, "sim ibv_post_srq_recv: device removed");
-  if (!has_srq)
+  if (!opened || !dev->has_srq)
     return fail(EINVAL, "ibv_post_srq_recv: no SRQ");
   if (wr_ids.size() != sges.size())
     return fail(EINVAL, "ibv_post_srq_recv: wr_ids/sges");
   // All or nothing (the real call posts up to bad_wr; callers size batches).
-  if (srq.size() + wr_ids.size() > cfg.srq_size) {
+  if (dev->srq.size() + wr_ids.size() > dev->srq_size) {
     return Error::from_errno(ENOMEM, "sim ibv_post_srq_recv: SRQ full");
   }
   for (std::size_t i = 0; i < wr_ids.size(); ++i)
-    srq.push_back(RecvWr{wr_ids[i], sges[i]});
+    dev->srq.push_back(RecvWr{wr_ids[i], sges[i]});
   return {};
 }
 
@@ -408,22 +411,24 @@ Result<void> SimNode::Impl::arm_srq_limit(std::uint32_t limit) {
   }
   if (device_removed)
     return Error::from_errno(ENODEV, "sim ibv_modify_srq: device removed");
-  if (!has_srq)
+  if (!opened || !dev->has_srq)
     return fail(EINVAL, "ibv_modify_srq: no SRQ");
-  if (limit > cfg.srq_size)
+  if (limit > dev->srq_size)
     return fail(EINVAL, "ibv_modify_srq: limit > SRQ size");
-  srq_limit = limit;
+  dev->srq_limit = limit;
+  dev->srq_limit_port = this;
   return {};
 }
 
 void SimNode::Impl::srq_consumed() {
-  if (srq_limit == 0 || srq.size() >= srq_limit)
+  if (dev->srq_limit == 0 || dev->srq.size() >= dev->srq_limit)
     return;
-  srq_limit = 0;  // one event per arming (ibv_modify_srq(3))
+  dev->srq_limit = 0;  // one event per arming (ibv_modify_srq(3))
   // rxe reports no async events at all (docs/lab.md).
   if (profile == Profile::kRxe)
     return;
-  emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
+  Impl* to = dev->srq_limit_port != nullptr ? dev->srq_limit_port : this;
+  to->emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
 }
 
 void SimNode::Impl::push_cqe(const rdma::WorkCompletion& wc) {

@@ -5,8 +5,10 @@
 // manager, and a RailSet over the two managers on a timer of its own
 // (sim/timer.hpp), as rcnetd runs them. Overlay 10.100.0.i is node i.
 //
-// Input: a header (kHeaderSize bytes: quirk profile, fabric seed, rails
-// mode, holddown, idle timeout, pool sizes), then 4-byte steps {op, a, b, x}:
+// Input: a header (kHeaderSize bytes: quirk profile and, in its top bit,
+// whether a node's two rails are two ports of one device (sim::Fabric::
+// add_port: one PD and SRQ, removed together); fabric seed, rails mode,
+// holddown, idle timeout, pool sizes), then 4-byte steps {op, a, b, x}:
 // numbered packets A -> B or B -> A (bursts, flows, send batches, lent
 // send buffers), clock advances (with the daemon's once-a-second
 // Manager::readopt() of a lost device), silent
@@ -164,7 +166,7 @@ class Rails {
  public:
   explicit Rails(Input& in)
       : cluster_(static_cast<Profile>(in.bytes[0] % 3), 1 + std::uint64_t{in.bytes[1]}) {
-    in.u8();
+    shared_ = (in.u8() & 0x80) != 0;
     in.u8();
     const std::uint8_t h2 = in.u8(), h3 = in.u8(), h4 = in.u8(), h5 = in.u8();
     cm::RailSetConfig rc;
@@ -255,20 +257,30 @@ class Rails {
     fabric().faults().partition(nodes_[0]->hosts[k]->addr, nodes_[1]->hosts[k]->addr, on);
   }
 
+  // The hosts on h's device: with shared devices, both of its node's.
+  std::vector<Host*> device_of(Host& h) const {
+    if (!shared_)
+      return {&h};
+    return {h.owner->hosts.begin(), h.owner->hosts.end()};
+  }
   void remove(Host& h) {
     if (h.removed)
       return;
     fabric().faults().remove_device(h.addr);
-    h.removed = true;
-    h.restored = false;
-    h.removed_at = fabric().now();
+    for (Host* d : device_of(h)) {
+      d->removed = true;
+      d->restored = false;
+      d->removed_at = fabric().now();
+    }
   }
   void restore(Host& h) {
     if (!h.removed || h.restored)
       return;
     fabric().faults().restore_device(h.addr);
-    h.restored = true;
-    readopt(h);
+    for (Host* d : device_of(h))
+      d->restored = d->removed;
+    for (Host* d : device_of(h))
+      readopt(*d);
   }
   // What the daemon does every second for a device its manager lost
   // (readopt() is a no-op before the manager has seen DEVICE_REMOVAL).
@@ -314,7 +326,8 @@ class Rails {
     n->timer = std::make_unique<sim::FabricTimer>(cluster_.fabric);
     std::vector<cm::RailSet::Rail> rails;
     for (std::size_t k = 0; k < kRails; ++k) {
-      Host& h = cluster_.add_node<Host>(rail_addr(k, i));
+      Host& h = k == 1 && shared_ ? cluster_.add_port_node<Host>(rail_addr(0, i), rail_addr(1, i))
+                                  : cluster_.add_node<Host>(rail_addr(k, i));
       h.rails = this;
       h.owner = n.get();
       h.rail = k;
@@ -346,6 +359,7 @@ class Rails {
   }
 
   sim::Cluster cluster_;
+  bool shared_ = false;  // rail 1 of a node is port 2 of rail 0's device
   cm::ManagerConfig base_;
   std::vector<std::unique_ptr<RailNode>> nodes_;
   std::array<bool, kRails> cut_{};
@@ -374,7 +388,14 @@ void check_step(Rails& r) {
     FUZZ_CHECK_MSG(h->sim->live_qps() == h->mgr->live_qpns().size(),
                    where(*h, "HCA and manager disagree on the QPs"));
     if (h->removed && now - h->removed_at >= kReleaseBound) {
-      FUZZ_CHECK_MSG(h->sim->registered_regions() == 0, where(*h, "removed device keeps an MR"));
+      // MRs are the device's: none once every port of it is released.
+      bool all = true;
+      for (Host* d : r.device_of(*h))
+        all = all && d->removed && now - d->removed_at >= kReleaseBound;
+      FUZZ_CHECK_MSG(!all || h->sim->registered_regions() == 0,
+                     where(*h, "removed device keeps an MR"));
+      FUZZ_CHECK_MSG(!all || !h->sim->device_pd(), where(*h, "removed device keeps its PD"));
+      FUZZ_CHECK_MSG(!all || !h->sim->device_srq(), where(*h, "removed device keeps its SRQ"));
       FUZZ_CHECK_MSG(!h->sim->device_open(), where(*h, "removed device kept open"));
       FUZZ_CHECK_MSG(h->sim->live_qps() == 0, where(*h, "removed device keeps a QP"));
       FUZZ_CHECK_MSG(h->sim->live_cm_ids() == 0, where(*h, "removed device keeps a cm id"));
