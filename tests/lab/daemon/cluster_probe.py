@@ -11,6 +11,8 @@
       is sent again every RESEND_S; a failed sendto(2) is retried at the next
       tick. Writes RESULTS/cluster-pairs.txt, one line per pair:
         FROM TO answered(0/1) sends send_errors first_send_ms answer_ms rtt_ms
+        echo  (the attempt whose reply came first: 0 = the first echo, held
+        while the connection was set up, not lost; -1 = none)
       (times in epoch ms, the clock of the daemons' log timestamps).
       One process instead of one `ping` per pair: under TCG each exec
       through `ip netns exec` costs a good part of a second, and 240 of
@@ -116,7 +118,7 @@ def probe(n, results, timeout_s):
         print(f"not every rc0 came up: {sorted(set(range(1, n + 1)) - set(up))}", flush=True)
     print(f"all up, probing (last rc0 up {max(up.values(), default=0)})", flush=True)
     pairs = [(i, j) for i in range(1, n + 1) for j in range(1, n + 1) if i != j]
-    st = {p: {"sends": 0, "errs": 0, "first": 0, "answer": 0, "rtt": 0.0, "next": 0.0} for p in pairs}
+    st = {p: {"sends": 0, "errs": 0, "first": 0, "answer": 0, "rtt": 0.0, "next": 0.0, "idx": -1} for p in pairs}
     left = set(pairs)
     by_fd = {s.fileno(): i for i, s in socks.items()}
     poller = select.poll()
@@ -158,12 +160,13 @@ def probe(n, results, timeout_s):
                     left.discard(p)
                     st[p]["answer"] = now_ms()
                     st[p]["rtt"] = (time.time_ns() - sent_ns) / 1e6
+                    st[p]["idx"] = seq >> 6
     with open(f"{results}/cluster-pairs.txt", "w") as f:
         for p in pairs:
             e = st[p]
             f.write(
                 f"{p[0]} {p[1]} {int(e['answer'] > 0)} {e['sends']} {e['errs']} "
-                f"{e['first']} {e['answer']} {e['rtt']:.1f}\n"
+                f"{e['first']} {e['answer']} {e['rtt']:.1f} {e['idx']}\n"
             )
     print(f"probe done: {len(pairs) - len(left)} of {len(pairs)} answered", flush=True)
     return 0 if not left else 1
@@ -182,12 +185,19 @@ def report(n, results):
     out.append(("nodes", n))
     out.append(("pairs", n * (n - 1)))
     out.append(("rc0_up_spread_ms", last_up - first_up))
+    try:
+        with open(f"{results}/cluster-spawn-ms") as f:
+            # From the first rcnetd's fork until the last one's TUN is up:
+            # each daemon's own start (device, SRQ and buffer registration).
+            out.append(("spawn_to_last_rc0_up_ms", last_up - int(f.read())))
+    except (OSError, ValueError):
+        pass
     pairs = []
     try:
         with open(f"{results}/cluster-pairs.txt") as f:
             for line in f:
                 a = line.split()
-                pairs.append([int(x) for x in a[:7]] + [float(a[7])])
+                pairs.append([int(x) for x in a[:7]] + [float(a[7]), int(a[8])])
     except OSError:
         pass
     ans = [p for p in pairs if p[2]]
@@ -199,7 +209,7 @@ def report(n, results):
         out.append(("all_answered_ms_after_last_start", max(after)))
         out.append(("answered_ms_after_last_start_p50", pct(after, 0.5)))
         out.append(("answered_ms_after_last_start_p90", pct(after, 0.9)))
-        out.append(("answered_on_first_echo", sum(1 for p in ans if p[3] == 1)))
+        out.append(("answered_by_first_echo", sum(1 for p in ans if p[8] == 0)))
         out.append(("echoes_sent", sum(p[3] for p in pairs)))
         out.append(("echo_send_errors", sum(p[4] for p in pairs)))
         out.append(("rtt_ms_p50", round(pct([p[7] for p in ans], 0.5), 1)))
@@ -226,6 +236,14 @@ def report(n, results):
         after = [t - last_up for t in est.values()]
         out.append(("daemon_all_established_ms_after_last_start", max(after)))
         out.append(("daemon_established_ms_after_last_start_p50", pct(after, 0.5)))
+    # The probe's own share: from the later of the two daemons' ESTABLISHED
+    # for a pair until its echo was answered (TUN, queue flush, ICMP reply,
+    # the prober's poll loop).
+    lag = [p[6] - max(est[(p[0], p[1])], est[(p[1], p[0])]) for p in ans
+           if (p[0], p[1]) in est and (p[1], p[0]) in est]
+    if lag:
+        out.append(("answer_ms_after_both_established_p50", pct(lag, 0.5)))
+        out.append(("answer_ms_after_both_established_max", max(lag)))
     if setup:
         out.append(("setup_ms_p50", round(pct(setup, 0.5), 1)))
         out.append(("setup_ms_max", round(max(setup), 1)))
