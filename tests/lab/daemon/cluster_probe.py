@@ -35,7 +35,7 @@ import sys
 import time
 
 CLONE_NEWNET = 0x40000000
-RESEND_S = 0.5
+RESEND_S = 1.0  # as ping(8)
 TICK_S = 0.05
 ECHO_ID_BASE = 0x5200  # ICMP id: ECHO_ID_BASE + FROM node
 
@@ -83,6 +83,30 @@ def echo(ident, seq):
     return struct.pack("!BBHHH", 8, 0, checksum(hdr + payload), ident, seq) + payload
 
 
+def cpu_snapshot():
+    """CPU seconds so far: the whole guest busy (/proc/stat), this prober,
+    and every rcnetd (utime + stime of each /proc/PID/stat whose comm is
+    rcnetd): where the guest's CPU went while probing."""
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    busy = (sum(v[:8]) - v[3] - v[4]) / hz  # all but idle and iowait
+    t = os.times()
+    daemons = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        if st[st.index("(") + 1 : st.rindex(")")] == "rcnetd":
+            rest = st[st.rindex(")") + 2 :].split()
+            daemons += (int(rest[11]) + int(rest[12])) / hz
+    return time.monotonic(), busy, t.user + t.system, daemons
+
+
 def rc0_up_ms(results, i):
     try:
         with open(f"{results}/rcnetd-{i}.log", errors="replace") as f:
@@ -120,6 +144,7 @@ def probe(n, results, timeout_s):
     pairs = [(i, j) for i in range(1, n + 1) for j in range(1, n + 1) if i != j]
     st = {p: {"sends": 0, "errs": 0, "first": 0, "answer": 0, "rtt": 0.0, "next": 0.0, "idx": -1} for p in pairs}
     left = set(pairs)
+    cpu0 = cpu_snapshot()
     by_fd = {s.fileno(): i for i, s in socks.items()}
     poller = select.poll()
     for s in socks.values():
@@ -161,6 +186,13 @@ def probe(n, results, timeout_s):
                     st[p]["answer"] = now_ms()
                     st[p]["rtt"] = (time.time_ns() - sent_ns) / 1e6
                     st[p]["idx"] = seq >> 6
+    cpu1 = cpu_snapshot()
+    with open(f"{results}/cluster-cpu.txt", "w") as f:
+        f.write(f"probe_window_ms {int((cpu1[0] - cpu0[0]) * 1000)}\n")
+        f.write(f"probe_window_cpus {os.cpu_count()}\n")
+        f.write(f"probe_window_cpu_busy_s {cpu1[1] - cpu0[1]:.2f}\n")
+        f.write(f"probe_window_cpu_prober_s {cpu1[2] - cpu0[2]:.2f}\n")
+        f.write(f"probe_window_cpu_rcnetd_s {cpu1[3] - cpu0[3]:.2f}\n")
     with open(f"{results}/cluster-pairs.txt", "w") as f:
         for p in pairs:
             e = st[p]
@@ -247,6 +279,11 @@ def report(n, results):
     if setup:
         out.append(("setup_ms_p50", round(pct(setup, 0.5), 1)))
         out.append(("setup_ms_max", round(max(setup), 1)))
+    try:
+        with open(f"{results}/cluster-cpu.txt") as f:
+            out.extend(tuple(l.split()) for l in f if l.strip())
+    except OSError:
+        pass
     counters = {}
     for i in range(1, n + 1):
         try:
