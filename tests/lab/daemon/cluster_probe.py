@@ -249,12 +249,17 @@ def report(n, results):
     # time), and the CONNECTING -> ESTABLISHED times they logged.
     est = {}
     setup = []
+    retry_exc = 0
     addr_re = re.compile(r"connected to peer 10\.99\.0\.(\d+):")
     setup_re = re.compile(r"-> ESTABLISHED after ([0-9.]+) ms")
     for i in range(1, n + 1):
         try:
             with open(f"{results}/rcnetd-{i}.log", errors="replace") as f:
                 for line in f:
+                    if "SIGTERM: stopping" in line:
+                        break
+                    if "send completion RETRY_EXC_ERR" in line:
+                        retry_exc += 1
                     m = addr_re.search(line)
                     if m:
                         est.setdefault((i, int(m.group(1))), log_ms(line))
@@ -264,6 +269,9 @@ def report(n, results):
         except OSError:
             pass
     out.append(("daemon_pairs_established", len(est)))
+    # ESTABLISHED QPs torn down before the stop because the transport gave
+    # up (no ACK within ack_timeout x retries): each is set up again.
+    out.append(("retry_exc_teardowns", retry_exc))
     if est:
         after = [t - last_up for t in est.values()]
         out.append(("daemon_all_established_ms_after_last_start", max(after)))
@@ -302,6 +310,7 @@ def report(n, results):
         "rejects_received",
         "rejects_received_busy",
         "connects_paced",
+        "slow_destroys",
     ):
         out.append((c, counters.get(c, 0)))
     for k in sorted(counters):
