@@ -221,9 +221,10 @@ def report(n, results):
         with open(f"{results}/cluster-spawn-ms") as f:
             # From the first rcnetd's fork until the last one's TUN is up:
             # each daemon's own start (device, SRQ and buffer registration).
-            out.append(("spawn_to_last_rc0_up_ms", last_up - int(f.read())))
+            spawn = int(f.read())
+            out.append(("spawn_to_last_rc0_up_ms", last_up - spawn))
     except (OSError, ValueError):
-        pass
+        spawn = 0
     pairs = []
     try:
         with open(f"{results}/cluster-pairs.txt") as f:
@@ -239,6 +240,8 @@ def report(n, results):
         after = [p[6] - last_up for p in ans]
         out.append(("probe_first_send_ms_after_last_start", first_send - last_up))
         out.append(("all_answered_ms_after_last_start", max(after)))
+        if spawn:
+            out.append(("all_answered_ms_after_spawn", max(p[6] for p in ans) - spawn))
         out.append(("answered_ms_after_last_start_p50", pct(after, 0.5)))
         out.append(("answered_ms_after_last_start_p90", pct(after, 0.9)))
         out.append(("answered_by_first_echo", sum(1 for p in ans if p[8] == 0)))
