@@ -264,6 +264,11 @@ say "removal: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
 say "removal: fail-back seen by rcnetctl after (ms, polled, re-adopt included): ${ms_failback[*]}"
 lab_expect "rcnetd node1 still runs after $EVENTS device removals" kill -0 "${RCD_PID[1]}"
 say "rcnet node1 counters: $(rails_stats_line 1)"
+# The same fail-backs from the daemon's own log line, without rcnetctl's
+# polling cost (failback_log.py).
+for set in rcnet silent removal; do
+  say "$set: fail-back in rcnetd's log after (ms, sorted, from just before the heal): $(python3 "$RCNET_SRC/tests/lab/rails/failback_log.py" "$OUT" "$set")"
+done
 say "rcnet node1 rail 0 now: $(rails_json 1 | jq -c '.rails[0] | {state, holddown_ms, flaps}')"
 rails_qp_audit 1
 rails_qp_audit 2
