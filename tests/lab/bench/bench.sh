@@ -15,7 +15,11 @@
 #   offload; the underlay's ping and UDP RR, without its iperf3), a quick
 #   A/B of a latency change such as transport.poll_us;
 #   PROFILE "hub": perf record the hub during the N-connection connect phase,
-#   flat profile in $RCNET_RESULTS/hub-profile.txt)
+#   flat profile in $RCNET_RESULTS/hub-profile.txt; "storms": perf record -a
+#   (the whole guest) over the ucmatose storm and over the symmetric rcnet
+#   storm, flat profiles in $RCNET_RESULTS/storm-{ucmatose,rcnet}-profile.txt
+#   by process, DSO and symbol; sampling slows the guest, so the setup rows
+#   of a profiled run are not for comparison)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -46,6 +50,12 @@ PROFILE=${4:-}
 # ARG 5: transport.poll_us for every rcnetd bench_config writes (0: off).
 POLL_US=${5:-0}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
+# The setup-rate storm shaped like ucmatose's client (one process per client
+# node, one rdma_cm event channel, a small QP per connection): the setup row
+# then compares the two hubs only. rcnet-bench-load (a whole cm::Manager per
+# address) still makes the connections of the idle-scale phase, and its
+# setup figure stays in the table beside the new one, labelled.
+SYMLOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-symload
 # The clients' RC retry count: 7 (infinite on rxe), so that a hub slow to ACK
 # under TCG does not make them reap healthy connections (see load_gen.cpp).
 LOAD_RETRY=${RCNET_BENCH_LOAD_RETRY:-7}
@@ -293,6 +303,41 @@ for k in "${CLIENT_NODES[@]}"; do
 done
 lab_log "secondary addresses: ${COUNT[*]} on nodes ${CLIENT_NODES[*]}"
 
+# storm_perf_start TAG / storm_perf_stop TAG (PROFILE "storms"): perf record
+# -a of the whole guest (every process and the kernel: rxe and the CM run in
+# kernel threads and softirqs) from the storm's launch to its last
+# connection; the flat report, by process, DSO and symbol, goes to
+# storm-TAG-profile.txt and the split by process alone to storm-TAG-comm.txt.
+# perf reports in the guest, against its own kernel's symbols
+# (/proc/kallsyms): the guest runs the host's userland, so perf is the
+# host's linux-perf, whose version is recorded beside the guest's kernel.
+STORM_PERF_PID=""
+storm_perf_start() {
+  STORM_PERF_PID=""
+  [[ $PROFILE == storms ]] || return 0
+  if ! command -v perf >/dev/null; then
+    lab_log "PROFILE storms: no perf in the guest (Debian: linux-perf)"
+    return 0
+  fi
+  perf record -a -F 499 -e cpu-clock -o "$RCNET_RESULTS/storm-$1.perf" \
+    >"$RCNET_RESULTS/storm-$1-perf-record.txt" 2>&1 &
+  STORM_PERF_PID=$!
+  sleep 1 # perf opens its events on every CPU before the storm starts
+}
+storm_perf_stop() {
+  [[ -n $STORM_PERF_PID ]] || return 0
+  kill -INT "$STORM_PERF_PID" 2>/dev/null
+  wait "$STORM_PERF_PID"
+  STORM_PERF_PID=""
+  raw profile_guest_kernel "$(uname -r)"
+  raw profile_perf_version "$(perf --version 2>&1 | awk '{ print $NF }')"
+  perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm,dso,symbol \
+    --percent-limit 0.3 >"$RCNET_RESULTS/storm-$1-profile.txt" 2>&1
+  perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm \
+    >"$RCNET_RESULTS/storm-$1-comm.txt" 2>&1
+  lab_log "whole-guest profile of the $1 storm: $RCNET_RESULTS/storm-$1-profile.txt"
+}
+
 # --- setup rate: ucmatose, N connections from the same client nodes ---------
 # One server on node 1 accepting N; one client per node with its share (from
 # its primary address: ucmatose needs no node id per connection), all
@@ -306,12 +351,21 @@ ucm_srv=$!
 if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
   ucm_pids=()
   netsnap ucm-before
+  storm_perf_start ucmatose
   t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
     (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
       stamp >"$RCNET_RESULTS/ucm-client-$k.txt") &
     ucm_pids+=($!)
   done
+  if [[ -n $STORM_PERF_PID ]]; then
+    # The profile covers the connect phase only: until the server has them all.
+    for ((w = 0; w < 3000; w++)); do
+      grep -q disconnecting "$RCNET_RESULTS/ucm-server.txt" 2>/dev/null && break
+      sleep 0.1
+    done
+    storm_perf_stop ucmatose
+  fi
   rc=0
   for p in "${ucm_pids[@]}"; do wait "$p" || rc=1; done
   t1=$(rcd_now_ms)
@@ -337,7 +391,82 @@ else
   kill "$ucm_srv" 2>/dev/null
 fi
 
+# --- setup rate, symmetric: rcnet-bench-symload into a fresh rcnetd --------
+# One process per client node with its share of the addresses, as ucmatose's
+# clients; all start on one go file. Start: the earliest go; end: the last
+# ESTABLISHED of any client (ucmatose's end is its server having them all,
+# one RTU later). A failed attempt is not retried, as ucmatose's are not.
+bench_config 1 65520 600s
+if [[ ! -x $SYMLOAD ]]; then
+  lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
+elif rcd_start 1; then
+  hub=${RCD_PID[1]}
+  rm -f "$RCNET_RESULTS/go-sym"
+  sym_pids=()
+  for k in "${CLIENT_NODES[@]}"; do
+    "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --go-file "$RCNET_RESULTS/go-sym" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --summary "$RCNET_RESULTS/sym-$k.json" >"$RCNET_RESULTS/sym-$k.txt" 2>&1 &
+    sym_pids+=($!)
+  done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/sym-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  storm_perf_start rcnet
+  netsnap sym-before
+  hubcpu0=$(cpu_ticks "$hub")
+  touch "$RCNET_RESULTS/go-sym"
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 2600; w++)); do
+      grep -q '^ESTABLISHED' "$RCNET_RESULTS/sym-$k.txt" 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  storm_perf_stop rcnet
+  est=0 ins=0 end=0 start=0 fails=0
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/sym-$k.txt")
+    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/sym-$k.txt")
+    [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${last:-} =~ ^[0-9]+$ && ${s:-} =~ ^[0-9]+$ && ${f:-} =~ ^[0-9]+$ ]] || {
+      lab_fail "rcnet-bench-symload on node$k printed no ESTABLISHED/FAILURES line"
+      continue
+    }
+    est=$((est + n))
+    ins=$((ins + s))
+    fails=$((fails + f))
+    ((last > end)) && end=$last
+    ((start == 0 || go < start)) && start=$go
+  done
+  netsnap sym-after
+  raw rcnet_sym_hub_rnr_naks_sent $(($(rxe_counter sym-after rxe_1 send_rnr_err) - $(rxe_counter sym-before rxe_1 send_rnr_err)))
+  raw rcnet_sym_hub_cpu_s "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
+  raw rcnet_sym_established "$est"
+  raw rcnet_sym_in_service "$ins"
+  raw rcnet_sym_connect_failures "$fails"
+  ((end > 0 && start > 0)) && raw rcnet_sym_connect_ms $((end - start))
+  raw rcnet_sym_failures "$(cat "$RCNET_RESULTS"/sym-*.txt | awk '/^FAILURES/ { for (i = 3; i <= NF; i++) printf "%s%s", sep, $i; sep = "," }')"
+  "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-sym.json" 2>&1 || true
+  raw rcnet_sym_hub_qps "$(rcd_qps 1)"
+  lab_expect "rcnet symmetric storm: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
+  lab_expect "rcnet symmetric storm: $ins of $N still in service" [ "$ins" -eq "$N" ]
+  lab_expect "rcnet symmetric storm: $fails connect failures" [ "$fails" -eq 0 ]
+  lab_log "rcnet symmetric storm done: $est established, $ins in service, $fails failed"
+  for p in "${sym_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${sym_pids[@]}"; do wait "$p"; done
+  rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the symmetric clients' DREQs"
+  rcd_kill 1 TERM
+  rcd_wait_exit 1 30
+  unset 'RCD_PID[1]'
+else
+  lab_fail "hub rcnetd (symmetric storm) did not start"
+fi
+
 # --- setup rate + scale: N rcnet connections into one rcnetd ---------------
+# rcnet-bench-load: one cm::Manager per address (the asymmetric figure kept
+# beside the symmetric one), and the connections of the idle-scale phase.
 bench_config 1 65520 600s
 if rcd_start 1; then
   hub=${RCD_PID[1]}
