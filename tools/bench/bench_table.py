@@ -188,28 +188,57 @@ def throughput_rows(t, res, raw, anchors):
             note="netns node1 -> node2 over veth + bridge, MTU 1500, kernel TSO/GRO; reference")
 
 
-def scale_rows(t, raw):
-    """Setup rate, memory and idle CPU of the N-connection phases."""
-    if "rcnet_established" not in raw:
-        return
+def setup_rows(t, raw):
+    """The setup rate against ucmatose: the symmetric storm (the goal row) and
+    the old rcnet-bench-load figure beside it."""
     req = num(raw.get("connections_requested"))
-    n = num(raw.get("rcnet_established"))
     nodes = int(num(raw.get("client_nodes")) or 0)
-    rc_ms, uc_ms = num(raw.get("rcnet_connect_ms")), num(raw.get("ucmatose_connect_ms"))
+    uc_ms = num(raw.get("ucmatose_connect_ms"))
     uc_note = "ucmatose: first client's 'connecting' -> server's 'disconnecting' (all accepted)"
     if uc_ms is None:
         uc_ms = num(raw.get("ucmatose_total_ms"))
         uc_note = "ucmatose: whole client run (connect + disconnect)"
     if raw.get("ucmatose_ok") == "0":
         uc_note += "; ucmatose exited non-zero"
-    # A rate only when every requested connection was made.
-    rc_rate = n / rc_ms * 1000 if n and rc_ms and n == req else None
+    if raw.get("profile_guest_kernel"):
+        uc_note += ("; PROFILED RUN (perf record -a over both storms): not for comparison with "
+                    "unprofiled runs")
     uc_rate = req / uc_ms * 1000 if req and uc_ms else None
-    t.row(f"setup rate, {int(req or 0)} connections from {nodes} nodes", "conn/s", rc_rate,
-        uc_rate, "ucmatose, same count and nodes", ">= 0.9",
-        f"rcnet: go (managers up) -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+    what = f"{int(req or 0)} connections from {nodes} nodes"
+    # A rate only when every requested connection was made and none failed.
+    n = num(raw.get("rcnet_sym_established"))
+    fails = num(raw.get("rcnet_sym_connect_failures"))
+    ms = num(raw.get("rcnet_sym_connect_ms"))
+    rate = n / ms * 1000 if n and ms and n == req and not fails else None
+    t.row(f"setup rate, {what} (symmetric client)", "conn/s", rate, uc_rate,
+        "ucmatose, same count and nodes", ">= 0.9",
+        "rcnet-bench-symload, one process per client node as ucmatose's client: first go -> "
+        f"last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+        f"{raw.get('rcnet_sym_in_service', '?')} in service, "
+        f"{raw.get('rcnet_sym_connect_failures', '?')} connect failures "
+        f"({raw.get('rcnet_sym_failures') or 'none'}), hub CPU "
+        f"{raw.get('rcnet_sym_hub_cpu_s', '?')} s; " + uc_note)
+    if "rcnet_established" not in raw:
+        return
+    n = num(raw.get("rcnet_established"))
+    rc_ms = num(raw.get("rcnet_connect_ms"))
+    rc_rate = n / rc_ms * 1000 if n and rc_ms and n == req else None
+    t.row(f"setup rate, {what} (old: a cm::Manager per address)", "conn/s", rc_rate, uc_rate,
+        "ucmatose, same count and nodes",
+        note="rcnet-bench-load, one cm::Manager (PD, CQ, SRQ, buffer pools, event channel) per "
+        f"address: go (managers up) -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
         f"{raw.get('rcnet_in_service', '?')} still in service, client retry_count "
-        f"{raw.get('load_retry_count', '?')}; " + uc_note)
+        f"{raw.get('load_retry_count', '?')}; the figure before the symmetric client, kept beside "
+        "it")
+
+
+def scale_rows(t, raw):
+    """Setup rate, memory and idle CPU of the N-connection phases."""
+    if "rcnet_established" not in raw and "rcnet_sym_established" not in raw:
+        return
+    setup_rows(t, raw)
+    if "rcnet_established" not in raw:
+        return
     r0, r1 = num(raw.get("hub_vmrss_kib_idle0")), num(raw.get("hub_vmrss_kib_idle30"))
     live = num(raw.get("hub_qps_idle30"))
     per = (r1 - r0) / live if r0 is not None and r1 is not None and live else None

@@ -18,6 +18,8 @@ import tempfile
 import unittest
 
 SCRIPT, FIXTURE = sys.argv[1], sys.argv[2]
+SYM = "setup rate, 1000 connections from 4 nodes (symmetric client)"
+OLD = "setup rate, 1000 connections from 4 nodes (old: a cm::Manager per address)"
 
 
 def run_table(edit_raw=None, drop=()):
@@ -91,11 +93,20 @@ class BenchTable(unittest.TestCase):
         self.assertAlmostEqual(r["ratio"], 0.7)  # 560 / 800, exactly at the goal
         self.assertIs(r["met"], True)
         self.assertIn("20.0 KiB of TCP payload per data SEND", self.out)  # 40 MiB / 2048
-        r = self.row("setup rate, 1000 connections from 4 nodes")
+        # The goal row is the symmetric client's: 1000 in 3.125 s against
+        # ucmatose's 1000 in 2.5 s.
+        r = self.row(SYM)
+        self.assertAlmostEqual(r["rcnet"], 320.0)
+        self.assertAlmostEqual(r["anchor"], 400.0)
+        self.assertAlmostEqual(r["ratio"], 0.8)
+        self.assertIs(r["met"], False)  # >= 0.9
+        # The old figure (a cm::Manager per address) beside it, without a goal.
+        r = self.row(OLD)
         self.assertAlmostEqual(r["rcnet"], 500.0)  # 1000 in 2 s
-        self.assertAlmostEqual(r["anchor"], 400.0)  # 1000 in 2.5 s
+        self.assertAlmostEqual(r["anchor"], 400.0)
         self.assertAlmostEqual(r["ratio"], 1.25)
-        self.assertIs(r["met"], True)
+        self.assertIsNone(r["goal"])
+        self.assertIsNone(r["met"])
         r = self.row("teardown peer SIGKILL -> QP gone from rdma res")
         self.assertAlmostEqual(r["ratio"], 4200 / 4100)  # bound 3000 + 500 + 600
         self.assertIs(r["met"], False)
@@ -111,14 +122,44 @@ class BenchTable(unittest.TestCase):
         self.assertEqual(chart[0].split('"')[2].split(), ["0.75", "1"])
 
     def test_a_goal_row_not_measured_did_not_meet_it(self):
-        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_connect_ms "),
+        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_connect_ms "),
                                    drop=("sim.json",))
         try:
-            r = rows["setup rate, 1000 connections from 4 nodes"]
+            r = rows[SYM]
             self.assertIsNone(r["rcnet"])
             self.assertIsNone(r["ratio"])
             self.assertIs(r["met"], False)
+            self.assertAlmostEqual(rows[OLD]["rcnet"], 500.0)
             self.assertFalse(any("(sim)" in m for m in rows))
+        finally:
+            shutil.rmtree(res)
+
+    def test_a_failed_connect_leaves_no_setup_rate(self):
+        # Every connection made but one attempt failed on the way (not retried):
+        # no rate, so the goal is not met.
+        out, rows, res = run_table(edit_raw=lambda l: True)
+        try:
+            path = os.path.join(res, "bench-raw.txt")
+            with open(path) as f:
+                text = f.read().replace("rcnet_sym_connect_failures 0", "rcnet_sym_connect_failures 1")
+            with open(path, "w") as f:
+                f.write(text)
+            subprocess.run([sys.executable, SCRIPT, res], check=True, capture_output=True)
+            with open(os.path.join(res, "bench.json")) as f:
+                r = {x["metric"]: x for x in json.load(f)}[SYM]
+            self.assertIsNone(r["rcnet"])
+            self.assertIs(r["met"], False)
+        finally:
+            shutil.rmtree(res)
+
+    def test_results_from_before_the_symmetric_client(self):
+        # A results directory from before rcnet-bench-symload: the old row as
+        # it was, the symmetric goal row present and not met.
+        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_"))
+        try:
+            self.assertAlmostEqual(rows[OLD]["ratio"], 1.25)
+            self.assertIsNone(rows[SYM]["rcnet"])
+            self.assertIs(rows[SYM]["met"], False)
         finally:
             shutil.rmtree(res)
 
