@@ -24,12 +24,16 @@
 //   rcnet-bench-symload --peer HUB --addrs A1,...|--addr-file FILE
 //                       [--go-file F] [--connect-limit-s S] [--hold-s S]
 //                       [--retry-count N] [--recvs N] [--mtu BYTES]
-//                       [--summary FILE]
+//                       [--done-fifo PATH] [--summary FILE]
 //   1. creates the event channel and one id per address; prints READY;
 //   2. once file F exists: rdma_resolve_addr from every address (2 s, as
 //      ucmatose), then rdma_resolve_route, QP, rdma_connect, each on its
 //      event; prints ESTABLISHED when every id is ESTABLISHED or failed, or
-//      at --connect-limit-s (the same line rcnet-bench-load prints);
+//      at --connect-limit-s (the same line rcnet-bench-load prints), and
+//      writes one line to the FIFO --done-fifo: the script that started the
+//      storm blocks in a read of it instead of polling the output with
+//      grep, whose fork and exec every 100 ms took CPU from the storm it
+//      timed (a TCG guest has two vCPUs);
 //   3. holds until --hold-s passes or SIGTERM/SIGINT, answering a DREQ
 //      from the hub (counted: the hub dropped a connection);
 //   4. rdma_disconnect on every ESTABLISHED id, waits for the DISCONNECTED
@@ -99,7 +103,7 @@ struct Conn {
 };
 
 struct Args {
-  std::string peer, addrs, addr_file, summary, go_file;
+  std::string peer, addrs, addr_file, summary, go_file, done_fifo;
   std::string overlay = "192.0.2.1";  // TEST-NET-1 (RFC 5737), as rcnet-bench-load
   int connect_limit_s = 240, hold_s = 0;
   int retry_count = 7;
@@ -114,6 +118,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--overlay", a.overlay, "the overlay address every REQ advertises");
   app.add_option("--go-file", a.go_file, "start once FILE exists");
   app.add_option("--summary", a.summary, "also write the JSON summary to FILE");
+  app.add_option("--done-fifo", a.done_fifo, "write a line to this FIFO after the connect phase");
   app.add_option("--connect-limit-s", a.connect_limit_s, "give up connecting after S s")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--hold-s", a.hold_s, "hold the connections S s (0: until SIGTERM)")
@@ -309,7 +314,8 @@ class Storm {
       return false;
     for (int k = 0; k < a_.recvs; ++k) {
       ibv_sge sge{};
-      sge.addr = reinterpret_cast<std::uintptr_t>(c.buf.data() + each * static_cast<std::size_t>(k));
+      sge.addr =
+          reinterpret_cast<std::uintptr_t>(c.buf.data() + each * static_cast<std::size_t>(k));
       sge.length = static_cast<std::uint32_t>(each);
       sge.lkey = c.mr->lkey;
       ibv_recv_wr wr{};
@@ -438,6 +444,21 @@ class Storm {
   std::map<std::string, std::size_t> failures_;
 };
 
+// One line into the FIFO `path` (whose reader is already open: O_NONBLOCK
+// then fails rather than block when nobody reads).
+void notify_done(const std::string& path) {
+  if (path.empty())
+    return;
+  const int fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "rcnet-bench-symload: %s: %s\n", path.c_str(), std::strerror(errno));
+    return;
+  }
+  if (write(fd, "done\n", 5) != 5)
+    std::fprintf(stderr, "rcnet-bench-symload: write %s: %s\n", path.c_str(), std::strerror(errno));
+  close(fd);
+}
+
 void raise_fd_limit() {
   rlimit rl{};
   getrlimit(RLIMIT_NOFILE, &rl);
@@ -494,6 +515,7 @@ int main(int argc, char** argv) {
     nv += " " + n;
   std::printf("FAILURES %zu%s\nNEVER_ESTABLISHED%s\n", s.failed(), f.c_str(), nv.c_str());
   std::fflush(stdout);
+  notify_done(a.done_fifo);
 
   const double hold_end = monotonic_s() + a.hold_s;
   while (!g_stop && (a.hold_s == 0 || monotonic_s() < hold_end))

@@ -332,7 +332,8 @@ storm_perf_stop() {
   raw profile_guest_kernel "$(uname -r)"
   raw profile_perf_version "$(perf --version 2>&1 | awk '{ print $NF }')"
   perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm,dso,symbol \
-    --percent-limit 0.3 >"$RCNET_RESULTS/storm-$1-profile.txt" 2>&1
+    --fields overhead,comm,dso,symbol --percent-limit 0.3 2>&1 | sed 's/ *$//' \
+    >"$RCNET_RESULTS/storm-$1-profile.txt"
   perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm \
     >"$RCNET_RESULTS/storm-$1-comm.txt" 2>&1
   lab_log "whole-guest profile of the $1 storm: $RCNET_RESULTS/storm-$1-profile.txt"
@@ -346,7 +347,21 @@ storm_perf_stop() {
 # it disconnects them): that line ends the connect phase. The clients print
 # no such line ("connecting" ... "test complete" includes the teardown).
 stamp() { while IFS= read -r line; do echo "$(rcd_now_ms) $line"; done; }
-(timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp >"$RCNET_RESULTS/ucm-server.txt") &
+# stamp_until FIFO: stamp, and write a line into FIFO at the server's
+# "disconnecting" (all connected), so that the profiled run can stop perf
+# there without polling the output (a grep every 100 ms is a fork and an
+# exec that takes CPU from the storm in a 2-vCPU guest).
+stamp_until() {
+  while IFS= read -r line; do
+    echo "$(rcd_now_ms) $line"
+    [[ $line == *disconnecting* ]] && echo "done" >"$1"
+  done
+}
+UCM_DONE=$RCNET_RESULTS/ucm-done.fifo
+rm -f "$UCM_DONE"
+mkfifo "$UCM_DONE"
+exec {ucm_done_fd}<>"$UCM_DONE"
+(timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$UCM_DONE" >"$RCNET_RESULTS/ucm-server.txt") &
 ucm_srv=$!
 if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
   ucm_pids=()
@@ -360,10 +375,7 @@ if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
   done
   if [[ -n $STORM_PERF_PID ]]; then
     # The profile covers the connect phase only: until the server has them all.
-    for ((w = 0; w < 3000; w++)); do
-      grep -q disconnecting "$RCNET_RESULTS/ucm-server.txt" 2>/dev/null && break
-      sleep 0.1
-    done
+    read -r -t 300 -u "$ucm_done_fd" _ || lab_log "ucmatose server never printed 'disconnecting'"
     storm_perf_stop ucmatose
   fi
   rc=0
@@ -380,6 +392,7 @@ if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
     raw ucmatose_connect_from_launch_ms $((conn_end - t0))
     [[ $ucm_start =~ ^[0-9]+$ ]] && raw ucmatose_connect_ms $((conn_end - ucm_start))
   fi
+  exec {ucm_done_fd}>&-
   netsnap ucm-after
   raw ucmatose_connect_hub_rnr_naks_sent $(($(rxe_counter ucm-after rxe_1 send_rnr_err) - $(rxe_counter ucm-before rxe_1 send_rnr_err)))
   raw ucmatose_connect_softnet_drops $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-ucm-before.txt")))
@@ -402,10 +415,17 @@ if [[ ! -x $SYMLOAD ]]; then
 elif rcd_start 1; then
   hub=${RCD_PID[1]}
   rm -f "$RCNET_RESULTS/go-sym"
+  # Each client writes a line here after its connect phase: the script
+  # blocks in read, as it blocks in wait for ucmatose's clients.
+  SYM_DONE=$RCNET_RESULTS/sym-done.fifo
+  rm -f "$SYM_DONE"
+  mkfifo "$SYM_DONE"
+  exec {sym_done_fd}<>"$SYM_DONE"
   sym_pids=()
   for k in "${CLIENT_NODES[@]}"; do
     "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
       --go-file "$RCNET_RESULTS/go-sym" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$SYM_DONE" \
       --summary "$RCNET_RESULTS/sym-$k.json" >"$RCNET_RESULTS/sym-$k.txt" 2>&1 &
     sym_pids+=($!)
   done
@@ -415,17 +435,15 @@ elif rcd_start 1; then
       sleep 0.25
     done
   done
-  storm_perf_start rcnet
   netsnap sym-before
+  storm_perf_start rcnet
   hubcpu0=$(cpu_ticks "$hub")
   touch "$RCNET_RESULTS/go-sym"
   for k in "${CLIENT_NODES[@]}"; do
-    for ((w = 0; w < 2600; w++)); do
-      grep -q '^ESTABLISHED' "$RCNET_RESULTS/sym-$k.txt" 2>/dev/null && break
-      sleep 0.1
-    done
+    read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a symmetric client never finished its connect phase"; break; }
   done
   storm_perf_stop rcnet
+  exec {sym_done_fd}>&-
   est=0 ins=0 end=0 start=0 fails=0
   for k in "${CLIENT_NODES[@]}"; do
     read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/sym-$k.txt")
