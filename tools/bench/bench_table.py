@@ -205,19 +205,27 @@ def setup_rows(t, raw):
                     "unprofiled runs")
     uc_rate = req / uc_ms * 1000 if req and uc_ms else None
     what = f"{int(req or 0)} connections from {nodes} nodes"
-    # A rate only when every requested connection was made and none failed.
-    n = num(raw.get("rcnet_sym_established"))
-    fails = num(raw.get("rcnet_sym_connect_failures"))
-    ms = num(raw.get("rcnet_sym_connect_ms"))
-    rate = n / ms * 1000 if n and ms and n == req and not fails else None
-    t.row(f"setup rate, {what} (symmetric client)", "conn/s", rate, uc_rate,
-        "ucmatose, same count and nodes", ">= 0.9",
-        "rcnet-bench-symload, one process per client node as ucmatose's client: first go -> "
-        f"last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
-        f"{raw.get('rcnet_sym_in_service', '?')} in service, "
-        f"{raw.get('rcnet_sym_connect_failures', '?')} connect failures "
-        f"({raw.get('rcnet_sym_failures') or 'none'}), hub CPU "
-        f"{raw.get('rcnet_sym_hub_cpu_s', '?')} s; " + uc_note)
+    # The symmetric storm (the goal row); with a second rcnetd (bench.sh
+    # ARG 6) also its run and the first one's again (A, B, A), no goal.
+    for key, label, goal in (("sym", "symmetric client", ">= 0.9"),
+                             ("sym_b", "symmetric client, rcnetd B", None),
+                             ("sym_a2", "symmetric client, rcnetd A again", None)):
+        if key != "sym" and f"rcnet_{key}_established" not in raw:
+            continue
+        # A rate only when every requested connection was made and none failed.
+        n = num(raw.get(f"rcnet_{key}_established"))
+        fails = num(raw.get(f"rcnet_{key}_connect_failures"))
+        ms = num(raw.get(f"rcnet_{key}_connect_ms"))
+        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        binary = f" ({raw[f'rcnet_{key}_rcnetd']})" if raw.get(f"rcnet_{key}_rcnetd") else ""
+        t.row(f"setup rate, {what} ({label})", "conn/s", rate, uc_rate,
+            "ucmatose, same count and nodes", goal,
+            f"rcnet-bench-symload{binary}, one process per client node as ucmatose's client: "
+            f"first go -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+            f"{raw.get(f'rcnet_{key}_in_service', '?')} in service, "
+            f"{raw.get(f'rcnet_{key}_connect_failures', '?')} connect failures "
+            f"({raw.get(f'rcnet_{key}_failures') or 'none'}), hub CPU "
+            f"{raw.get(f'rcnet_{key}_hub_cpu_s', '?')} s; " + uc_note)
     if "rcnet_established" not in raw:
         return
     n = num(raw.get("rcnet_established"))

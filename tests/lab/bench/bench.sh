@@ -6,7 +6,8 @@
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS [RCNETD [PHASES]]] (default 1000, at most 250 per
+#   ARGS: [CONNECTIONS [RCNETD [PHASES [PROFILE [POLL_US [RCNETD_B]]]]]]
+#   (CONNECTIONS: default 1000, at most 250 per
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
 #   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
 #   rate and idle-scale phases, to find how many connections one guest holds,
@@ -19,7 +20,9 @@
 #   (the whole guest) over the ucmatose storm and over the symmetric rcnet
 #   storm, flat profiles in $RCNET_RESULTS/storm-{ucmatose,rcnet}-profile.txt
 #   by process, DSO and symbol; sampling slows the guest, so the setup rows
-#   of a profiled run are not for comparison)
+#   of a profiled run are not for comparison; POLL_US: transport.poll_us;
+#   RCNETD_B: a second rcnetd for an A/B of the symmetric setup storm in
+#   this boot, run A, B, A)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -49,6 +52,9 @@ PHASES=${3:-all}
 PROFILE=${4:-}
 # ARG 5: transport.poll_us for every rcnetd bench_config writes (0: off).
 POLL_US=${5:-0}
+# ARG 6: a second rcnetd binary: the symmetric setup storm also runs with it
+# (A, B, A in this boot), an A/B of a change to the hub's setup path.
+RCD_BIN_B=${6:-}
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 # The setup-rate storm shaped like ucmatose's client (one process per client
 # node, one rdma_cm event channel, a small QP per connection): the setup row
@@ -409,47 +415,52 @@ fi
 # clients; all start on one go file. Start: the earliest go; end: the last
 # ESTABLISHED of any client (ucmatose's end is its server having them all,
 # one RTU later). A failed attempt is not retried, as ucmatose's are not.
-bench_config 1 65520 600s
-if [[ ! -x $SYMLOAD ]]; then
-  lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
-elif rcd_start 1; then
+# sym_storm KEY BIN [PROFILE_TAG]: one storm into a fresh hub running the
+# rcnetd BIN; raw keys rcnet_KEY_*; perf record -a over it as PROFILE_TAG
+# when PROFILE is "storms".
+sym_storm() {
+  local key=$1 tag=${3:-} hub k n go last s f w est=0 ins=0 end=0 start=0 fails=0 hubcpu0 sym_done_fd
+  local -a sym_pids=()
+  bench_config 1 65520 600s
+  if ! RCD_BIN=$2 rcd_start 1; then
+    lab_fail "hub rcnetd ($key storm, $2) did not start"
+    return 1
+  fi
   hub=${RCD_PID[1]}
-  rm -f "$RCNET_RESULTS/go-sym"
+  rm -f "$RCNET_RESULTS/go-$key"
   # Each client writes a line here after its connect phase: the script
   # blocks in read, as it blocks in wait for ucmatose's clients.
-  SYM_DONE=$RCNET_RESULTS/sym-done.fifo
-  rm -f "$SYM_DONE"
-  mkfifo "$SYM_DONE"
-  exec {sym_done_fd}<>"$SYM_DONE"
-  sym_pids=()
+  local done_fifo=$RCNET_RESULTS/$key-done.fifo
+  rm -f "$done_fifo"
+  mkfifo "$done_fifo"
+  exec {sym_done_fd}<>"$done_fifo"
   for k in "${CLIENT_NODES[@]}"; do
     "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
-      --go-file "$RCNET_RESULTS/go-sym" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
-      --done-fifo "$SYM_DONE" \
-      --summary "$RCNET_RESULTS/sym-$k.json" >"$RCNET_RESULTS/sym-$k.txt" 2>&1 &
+      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$done_fifo" \
+      --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
     sym_pids+=($!)
   done
   for k in "${CLIENT_NODES[@]}"; do
     for ((w = 0; w < 1200; w++)); do
-      grep -q '^READY' "$RCNET_RESULTS/sym-$k.txt" 2>/dev/null && break
+      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
       sleep 0.25
     done
   done
-  netsnap sym-before
-  storm_perf_start rcnet
+  netsnap "$key-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
   hubcpu0=$(cpu_ticks "$hub")
-  touch "$RCNET_RESULTS/go-sym"
+  touch "$RCNET_RESULTS/go-$key"
   for k in "${CLIENT_NODES[@]}"; do
-    read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a symmetric client never finished its connect phase"; break; }
+    read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
   done
-  storm_perf_stop rcnet
+  [[ -n $tag ]] && storm_perf_stop "$tag"
   exec {sym_done_fd}>&-
-  est=0 ins=0 end=0 start=0 fails=0
   for k in "${CLIENT_NODES[@]}"; do
-    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/sym-$k.txt")
-    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/sym-$k.txt")
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/$key-$k.txt")
+    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/$key-$k.txt")
     [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${last:-} =~ ^[0-9]+$ && ${s:-} =~ ^[0-9]+$ && ${f:-} =~ ^[0-9]+$ ]] || {
-      lab_fail "rcnet-bench-symload on node$k printed no ESTABLISHED/FAILURES line"
+      lab_fail "rcnet-bench-symload ($key) on node$k printed no ESTABLISHED/FAILURES line"
       continue
     }
     est=$((est + n))
@@ -458,28 +469,39 @@ elif rcd_start 1; then
     ((last > end)) && end=$last
     ((start == 0 || go < start)) && start=$go
   done
-  netsnap sym-after
-  raw rcnet_sym_hub_rnr_naks_sent $(($(rxe_counter sym-after rxe_1 send_rnr_err) - $(rxe_counter sym-before rxe_1 send_rnr_err)))
-  raw rcnet_sym_hub_cpu_s "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
-  raw rcnet_sym_established "$est"
-  raw rcnet_sym_in_service "$ins"
-  raw rcnet_sym_connect_failures "$fails"
-  ((end > 0 && start > 0)) && raw rcnet_sym_connect_ms $((end - start))
-  raw rcnet_sym_failures "$(cat "$RCNET_RESULTS"/sym-*.txt | awk '/^FAILURES/ { for (i = 3; i <= NF; i++) printf "%s%s", sep, $i; sep = "," }')"
-  "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-sym.json" 2>&1 || true
-  raw rcnet_sym_hub_qps "$(rcd_qps 1)"
-  lab_expect "rcnet symmetric storm: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
-  lab_expect "rcnet symmetric storm: $ins of $N still in service" [ "$ins" -eq "$N" ]
-  lab_expect "rcnet symmetric storm: $fails connect failures" [ "$fails" -eq 0 ]
-  lab_log "rcnet symmetric storm done: $est established, $ins in service, $fails failed"
-  for p in "${sym_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${sym_pids[@]}"; do wait "$p"; done
-  rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the symmetric clients' DREQs"
+  netsnap "$key-after"
+  raw "rcnet_${key}_rcnetd" "$2"
+  raw "rcnet_${key}_hub_rnr_naks_sent" $(($(rxe_counter "$key-after" rxe_1 send_rnr_err) - $(rxe_counter "$key-before" rxe_1 send_rnr_err)))
+  raw "rcnet_${key}_hub_cpu_s" "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
+  raw "rcnet_${key}_established" "$est"
+  raw "rcnet_${key}_in_service" "$ins"
+  raw "rcnet_${key}_connect_failures" "$fails"
+  ((end > 0 && start > 0)) && raw "rcnet_${key}_connect_ms" $((end - start))
+  raw "rcnet_${key}_failures" "$(cat "$RCNET_RESULTS/$key"-*.txt | awk '/^FAILURES/ { for (i = 3; i <= NF; i++) printf "%s%s", sep, $i; sep = "," }')"
+  "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-$key.json" 2>&1 || true
+  raw "rcnet_${key}_hub_qps" "$(rcd_qps 1)"
+  lab_expect "rcnet $key storm: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
+  lab_expect "rcnet $key storm: $ins of $N still in service" [ "$ins" -eq "$N" ]
+  lab_expect "rcnet $key storm: $fails connect failures" [ "$fails" -eq 0 ]
+  lab_log "rcnet $key storm done: $est established, $ins in service, $fails failed"
+  for k in "${sym_pids[@]}"; do kill -TERM "$k" 2>/dev/null; done
+  for k in "${sym_pids[@]}"; do wait "$k"; done
+  rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the $key clients' DREQs"
   rcd_kill 1 TERM
   rcd_wait_exit 1 30
   unset 'RCD_PID[1]'
+}
+if [[ ! -x $SYMLOAD ]]; then
+  lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
 else
-  lab_fail "hub rcnetd (symmetric storm) did not start"
+  sym_storm sym "$RCD_BIN" "$([[ $PROFILE == storms ]] && echo rcnet)"
+  # A second rcnetd (ARG 6): the same storm again with it, in this boot,
+  # then the first once more (A B A), so that a drift of the guest over the
+  # runs shows as a difference between the two A runs.
+  if [[ -n $RCD_BIN_B ]]; then
+    sym_storm sym_b "$RCD_BIN_B"
+    sym_storm sym_a2 "$RCD_BIN"
+  fi
 fi
 
 # --- setup rate + scale: N rcnet connections into one rcnetd ---------------
