@@ -360,12 +360,14 @@ stamp() { while IFS= read -r line; do echo "$(rcd_now_ms) $line"; done; }
 stamp_until() {
   while IFS= read -r line; do
     echo "$(rcd_now_ms) $line"
-    [[ $line == *disconnecting* ]] && echo "done" >"$1"
+    if [[ $line == *disconnecting* ]]; then echo "done" >"$1"; fi
   done
 }
-UCM_DONE=$RCNET_RESULTS/ucm-done.fifo
-rm -f "$UCM_DONE"
-mkfifo "$UCM_DONE"
+# The FIFOs live in the guest's own file system: the results folder is a 9p
+# share, where mkfifo fails (ENXIO).
+FIFO_DIR=$(mktemp -d /run/rcnet-bench.XXXXXX) || lab_die "mktemp -d /run/rcnet-bench.XXXXXX"
+UCM_DONE=$FIFO_DIR/ucm-done
+mkfifo "$UCM_DONE" || lab_die "mkfifo $UCM_DONE"
 exec {ucm_done_fd}<>"$UCM_DONE"
 (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$UCM_DONE" >"$RCNET_RESULTS/ucm-server.txt") &
 ucm_srv=$!
@@ -421,6 +423,14 @@ fi
 sym_storm() {
   local key=$1 tag=${3:-} hub k n go last s f w est=0 ins=0 end=0 start=0 fails=0 hubcpu0 sym_done_fd
   local -a sym_pids=()
+  # Each client writes a line here after its connect phase: the script
+  # blocks in read, as it blocks in wait for ucmatose's clients.
+  local done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo"
+  if ! mkfifo "$done_fifo"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
   bench_config 1 65520 600s
   if ! RCD_BIN=$2 rcd_start 1; then
     lab_fail "hub rcnetd ($key storm, $2) did not start"
@@ -428,11 +438,6 @@ sym_storm() {
   fi
   hub=${RCD_PID[1]}
   rm -f "$RCNET_RESULTS/go-$key"
-  # Each client writes a line here after its connect phase: the script
-  # blocks in read, as it blocks in wait for ucmatose's clients.
-  local done_fifo=$RCNET_RESULTS/$key-done.fifo
-  rm -f "$done_fifo"
-  mkfifo "$done_fifo"
   exec {sym_done_fd}<>"$done_fifo"
   for k in "${CLIENT_NODES[@]}"; do
     "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
