@@ -5,10 +5,10 @@
 // whole cm::Manager per address (its own PD, completion channel, CQ, SRQ,
 // registered buffer pools and rdma_cm event channel, 250 of them per
 // process); ucmatose's client has one rdma_cm event channel per process and,
-// per connection, a PD, a small CQ and a QP (rdma-core
+// per connection, a PD, two small CQs and a QP (rdma-core
 // librdmacm/examples/cmatose.c). This program has the same shape: one
 // process per client node, one event channel, and per address one rdma_cm id,
-// one PD, one CQ and one small RC QP, driven by rdma_cm events only (no
+// one PD, two CQs and one small RC QP, driven by rdma_cm events only (no
 // completion channel, no polling while connecting).
 //
 // What makes it an rcnet peer: each id resolves from its own source address
@@ -16,10 +16,15 @@
 // REQ carries rcnet's private data (wire::encode: node id, incarnation, MTU,
 // no SRQ, overlay address, no capabilities), so the hub takes its ordinary
 // passive path: decode, admission, QP on its SRQ, REP. The REP's private
-// data is checked (decodes as an rcnet REP from the hub's node id). Each QP
-// has --recvs receives of --mtu bytes posted before its REQ goes, so a
-// SEND from the hub finds one (rcnetd sends nothing unasked; none is
-// expected).
+// data is checked (decodes as an rcnet REP from the hub's node id).
+//
+// Per connection it makes what `ucmatose -C 0`'s client makes: a PD, a send
+// and a receive CQ of one entry each, an RC QP, and no memory region. rcnetd
+// sends nothing unasked, so no receive is needed. --recvs N posts N receives
+// of --mtu bytes first (from a memory region registered per connection, in
+// the storm): measured, not the default, because that registration is work
+// ucmatose's client does not do (with it, the whole-guest profile of the
+// storm had mm_percpu_wq kworkers busy, which ucmatose's storm had not).
 //
 //   rcnet-bench-symload --peer HUB --addrs A1,...|--addr-file FILE
 //                       [--go-file F] [--connect-limit-s S] [--hold-s S]
@@ -95,7 +100,8 @@ struct Conn {
   sockaddr_in src{};
   rdma_cm_id* id = nullptr;
   ibv_pd* pd = nullptr;
-  ibv_cq* cq = nullptr;
+  ibv_cq* scq = nullptr;
+  ibv_cq* rcq = nullptr;
   ibv_mr* mr = nullptr;
   std::vector<std::byte> buf;
   State state = State::kIdle;
@@ -107,7 +113,7 @@ struct Args {
   std::string overlay = "192.0.2.1";  // TEST-NET-1 (RFC 5737), as rcnet-bench-load
   int connect_limit_s = 240, hold_s = 0;
   int retry_count = 7;
-  int recvs = 2;
+  int recvs = 0;
   int mtu = 2048;
 };
 
@@ -126,7 +132,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--retry-count", a.retry_count, "RC retry count of the REQ")
       ->check(CLI::Range(0, 7));
   app.add_option("--recvs", a.recvs, "receives posted per QP before its REQ")
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(0, 64));
   app.add_option("--mtu", a.mtu, "the MTU the REQ advertises (and each receive's size)")
       ->check(CLI::Range(static_cast<int>(rcnet::wire::kMinMtu), 65520));
 }
@@ -287,26 +293,30 @@ class Storm {
     ++failures_[why];
   }
 
-  // ucmatose's init_node, minus the second CQ: a PD, one CQ for both
-  // queues, an RC QP, and --recvs receives of --mtu bytes posted.
+  // What ucmatose's init_node makes with -C 0: a PD, a send and a receive
+  // CQ (--recvs entries, at least one), an RC QP; then --recvs receives of
+  // --mtu bytes, from a memory region of this connection.
   bool make_qp(Conn& c) {
     c.pd = ibv_alloc_pd(c.id->verbs);
     if (c.pd == nullptr)
       return false;
-    const int depth = a_.recvs + 1;
-    c.cq = ibv_create_cq(c.id->verbs, depth, nullptr, nullptr, 0);
-    if (c.cq == nullptr)
+    const int depth = std::max(a_.recvs, 1);
+    c.scq = ibv_create_cq(c.id->verbs, depth, nullptr, nullptr, 0);
+    c.rcq = ibv_create_cq(c.id->verbs, depth, nullptr, nullptr, 0);
+    if (c.scq == nullptr || c.rcq == nullptr)
       return false;
     ibv_qp_init_attr qa{};
-    qa.send_cq = c.cq;
-    qa.recv_cq = c.cq;
-    qa.cap.max_send_wr = 1;
-    qa.cap.max_recv_wr = static_cast<std::uint32_t>(a_.recvs);
+    qa.send_cq = c.scq;
+    qa.recv_cq = c.rcq;
+    qa.cap.max_send_wr = static_cast<std::uint32_t>(depth);
+    qa.cap.max_recv_wr = static_cast<std::uint32_t>(depth);
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
     qa.qp_type = IBV_QPT_RC;
     if (rdma_create_qp(c.id, c.pd, &qa) != 0)
       return false;
+    if (a_.recvs == 0)
+      return true;
     const auto each = static_cast<std::size_t>(a_.mtu);
     c.buf.resize(each * static_cast<std::size_t>(a_.recvs));
     c.mr = ibv_reg_mr(c.pd, c.buf.data(), c.buf.size(), IBV_ACCESS_LOCAL_WRITE);
@@ -419,8 +429,10 @@ class Storm {
       rdma_destroy_qp(c.id);
     if (c.mr != nullptr)
       ibv_dereg_mr(c.mr);
-    if (c.cq != nullptr)
-      ibv_destroy_cq(c.cq);
+    if (c.scq != nullptr)
+      ibv_destroy_cq(c.scq);
+    if (c.rcq != nullptr)
+      ibv_destroy_cq(c.rcq);
     if (c.pd != nullptr)
       ibv_dealloc_pd(c.pd);
     if (c.id != nullptr)

@@ -310,10 +310,14 @@ done
 lab_log "secondary addresses: ${COUNT[*]} on nodes ${CLIENT_NODES[*]}"
 
 # storm_perf_start TAG / storm_perf_stop TAG (PROFILE "storms"): perf record
-# -a of the whole guest (every process and the kernel: rxe and the CM run in
-# kernel threads and softirqs) from the storm's launch to its last
-# connection; the flat report, by process, DSO and symbol, goes to
-# storm-TAG-profile.txt and the split by process alone to storm-TAG-comm.txt.
+# -a -g of the whole guest (every process and the kernel: rxe and the CM run
+# in kernel threads and softirqs) from the storm's launch to its last
+# connection. Reports: storm-TAG-profile.txt, flat (self time) by process,
+# DSO and symbol, highest first; storm-TAG-comm.txt, by process (pid:comm,
+# so the ucmatose server stands apart from its clients); and
+# storm-TAG-children.txt, time including callees by process and symbol
+# (which system calls and kernel paths the time is under: the flat profile
+# of a guest under TCG is mostly the points where interrupts are enabled).
 # perf reports in the guest, against its own kernel's symbols
 # (/proc/kallsyms): the guest runs the host's userland, so perf is the
 # host's linux-perf, whose version is recorded beside the guest's kernel.
@@ -325,7 +329,7 @@ storm_perf_start() {
     lab_log "PROFILE storms: no perf in the guest (Debian: linux-perf)"
     return 0
   fi
-  perf record -a -F 499 -e cpu-clock -o "$RCNET_RESULTS/storm-$1.perf" \
+  perf record -a -g -F 499 -e cpu-clock -o "$RCNET_RESULTS/storm-$1.perf" \
     >"$RCNET_RESULTS/storm-$1-perf-record.txt" 2>&1 &
   STORM_PERF_PID=$!
   sleep 1 # perf opens its events on every CPU before the storm starts
@@ -337,11 +341,14 @@ storm_perf_stop() {
   STORM_PERF_PID=""
   raw profile_guest_kernel "$(uname -r)"
   raw profile_perf_version "$(perf --version 2>&1 | awk '{ print $NF }')"
-  perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm,dso,symbol \
-    --fields overhead,comm,dso,symbol --percent-limit 0.3 2>&1 | sed 's/ *$//' \
-    >"$RCNET_RESULTS/storm-$1-profile.txt"
-  perf report -i "$RCNET_RESULTS/storm-$1.perf" --stdio --no-children --sort comm \
-    >"$RCNET_RESULTS/storm-$1-comm.txt" 2>&1
+  local f=$RCNET_RESULTS/storm-$1.perf
+  perf report -i "$f" --stdio --no-children -g none --sort comm,dso,symbol --percent-limit 0.3 2>&1 |
+    awk '/^#/ || NF == 0 { print; next } { $1 = $1; sub(/ - -$/, ""); print }' \
+      >"$RCNET_RESULTS/storm-$1-profile.txt"
+  perf report -i "$f" --stdio --no-children -g none --sort pid >"$RCNET_RESULTS/storm-$1-comm.txt" 2>&1
+  perf report -i "$f" --stdio --children -g none --sort comm,symbol --percent-limit 1 2>&1 |
+    awk '/^#/ || NF == 0 { print; next } { $1 = $1; sub(/ - -$/, ""); print }' \
+      >"$RCNET_RESULTS/storm-$1-children.txt"
   lab_log "whole-guest profile of the $1 storm: $RCNET_RESULTS/storm-$1-profile.txt"
 }
 
