@@ -220,8 +220,10 @@ def setup_rows(t, raw):
         binary = f" ({raw[f'rcnet_{key}_rcnetd']})" if raw.get(f"rcnet_{key}_rcnetd") else ""
         t.row(f"setup rate, {what} ({label})", "conn/s", rate, uc_rate,
             "ucmatose, same count and nodes", goal,
-            f"rcnet-bench-symload{binary}, one process per client node as ucmatose's client: "
-            f"first go -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+            f"rcnet-bench-symload{binary}, one process per client node, launched and timed as "
+            "ucmatose's: first client's go (its ids made) -> the hub's last ESTABLISHED (RTU "
+            f"read; the clients' last REP read at {raw.get(f'rcnet_{key}_connect_client_end_ms', '?')}"
+            f" ms), {int(n or 0)} of {int(req or 0)} made, "
             f"{raw.get(f'rcnet_{key}_in_service', '?')} in service, "
             f"{raw.get(f'rcnet_{key}_connect_failures', '?')} connect failures "
             f"({raw.get(f'rcnet_{key}_failures') or 'none'}), hub CPU "

@@ -420,15 +420,23 @@ else
 fi
 
 # --- setup rate, symmetric: rcnet-bench-symload into a fresh rcnetd --------
-# One process per client node with its share of the addresses, as ucmatose's
-# clients; all start on one go file. Start: the earliest go; end: the last
-# ESTABLISHED of any client (ucmatose's end is its server having them all,
-# one RTU later). A failed attempt is not retried, as ucmatose's are not.
+# Timed as ucmatose is, so that only the hub differs: one process per client
+# node with its share of the addresses, launched one after another as
+# ucmatose's clients are (no go file: each starts resolving as soon as its
+# ids exist, while the others may still be starting). Start: the first
+# client's go, the moment its ids exist (ucmatose: the first client's
+# "connecting", printed at the same point of cmatose.c). End: the hub's last
+# ACCEPTING -> ESTABLISHED (its RTU read; ucmatose: the server's
+# "disconnecting", once it has read every ESTABLISHED). The clients' own last
+# ESTABLISHED (the REP read, one RTU earlier) is kept as
+# rcnet_KEY_connect_client_end_ms. A failed attempt is not retried, as
+# ucmatose's are not.
 # sym_storm KEY BIN [PROFILE_TAG]: one storm into a fresh hub running the
 # rcnetd BIN; raw keys rcnet_KEY_*; perf record -a over it as PROFILE_TAG
 # when PROFILE is "storms".
 sym_storm() {
   local key=$1 tag=${3:-} hub k n go last s f w est=0 ins=0 end=0 start=0 fails=0 hubcpu0 sym_done_fd
+  local mark hub_est hub_end log=$RCNET_RESULTS/rcnetd-1.log
   local -a sym_pids=()
   # Each client writes a line here after its connect phase: the script
   # blocks in read, as it blocks in wait for ucmatose's clients.
@@ -444,30 +452,29 @@ sym_storm() {
     return 1
   fi
   hub=${RCD_PID[1]}
-  rm -f "$RCNET_RESULTS/go-$key"
+  mark=$(wc -l <"$log")
   exec {sym_done_fd}<>"$done_fifo"
+  netsnap "$key-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
+  hubcpu0=$(cpu_ticks "$hub")
   for k in "${CLIENT_NODES[@]}"; do
-    "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
-      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
-      --done-fifo "$done_fifo" \
+    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --connect-limit-s 240 --retry-count "$LOAD_RETRY" --done-fifo "$done_fifo" \
       --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
     sym_pids+=($!)
   done
   for k in "${CLIENT_NODES[@]}"; do
-    for ((w = 0; w < 1200; w++)); do
-      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
-      sleep 0.25
-    done
-  done
-  netsnap "$key-before"
-  [[ -n $tag ]] && storm_perf_start "$tag"
-  hubcpu0=$(cpu_ticks "$hub")
-  touch "$RCNET_RESULTS/go-$key"
-  for k in "${CLIENT_NODES[@]}"; do
     read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
+  done
+  # The hub reads the last RTUs after the clients read their REPs.
+  for ((w = 0; w < 300; w++)); do
+    hub_est=$(tail -n +"$((mark + 1))" "$log" | grep -c -- '-> ESTABLISHED')
+    ((hub_est >= N)) && break
+    sleep 0.2
   done
   [[ -n $tag ]] && storm_perf_stop "$tag"
   exec {sym_done_fd}>&-
+  hub_end=$(tail -n +"$((mark + 1))" "$log" | grep -- '-> ESTABLISHED' | tail -1 | cut -d' ' -f1)
   for k in "${CLIENT_NODES[@]}"; do
     read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/$key-$k.txt")
     f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/$key-$k.txt")
@@ -486,16 +493,20 @@ sym_storm() {
   raw "rcnet_${key}_hub_rnr_naks_sent" $(($(rxe_counter "$key-after" rxe_1 send_rnr_err) - $(rxe_counter "$key-before" rxe_1 send_rnr_err)))
   raw "rcnet_${key}_hub_cpu_s" "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
   raw "rcnet_${key}_established" "$est"
+  raw "rcnet_${key}_hub_established" "$hub_est"
   raw "rcnet_${key}_in_service" "$ins"
   raw "rcnet_${key}_connect_failures" "$fails"
-  ((end > 0 && start > 0)) && raw "rcnet_${key}_connect_ms" $((end - start))
+  ((end > 0 && start > 0)) && raw "rcnet_${key}_connect_client_end_ms" $((end - start))
+  if [[ -n $hub_end ]] && ((start > 0 && hub_est >= N)); then
+    raw "rcnet_${key}_connect_ms" $(($(rcd_log_ms "$hub_end") - start))
+  fi
   raw "rcnet_${key}_failures" "$(cat "$RCNET_RESULTS/$key"-*.txt | awk '/^FAILURES/ { for (i = 3; i <= NF; i++) printf "%s%s", sep, $i; sep = "," }')"
   "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-$key.json" 2>&1 || true
   raw "rcnet_${key}_hub_qps" "$(rcd_qps 1)"
-  lab_expect "rcnet $key storm: $est of $N connections ESTABLISHED" [ "$est" -eq "$N" ]
+  lab_expect "rcnet $key storm: $est of $N connections ESTABLISHED ($hub_est on the hub)" [ "$est" -eq "$N" ]
   lab_expect "rcnet $key storm: $ins of $N still in service" [ "$ins" -eq "$N" ]
   lab_expect "rcnet $key storm: $fails connect failures" [ "$fails" -eq 0 ]
-  lab_log "rcnet $key storm done: $est established, $ins in service, $fails failed"
+  lab_log "rcnet $key storm done: $est established ($hub_est on the hub), $ins in service, $fails failed"
   for k in "${sym_pids[@]}"; do kill -TERM "$k" 2>/dev/null; done
   for k in "${sym_pids[@]}"; do wait "$k"; done
   rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the $key clients' DREQs"
