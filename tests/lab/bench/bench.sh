@@ -6,7 +6,7 @@
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS [RCNETD [PHASES [PROFILE [POLL_US [RCNETD_B]]]]]]
+#   ARGS: [CONNECTIONS [RCNETD [PHASES [PROFILE [POLL_US [RCNETD_B [SETUP_REPEAT]]]]]]]
 #   (CONNECTIONS: default 1000, at most 250 per
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
 #   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
@@ -22,7 +22,8 @@
 #   by process, DSO and symbol; sampling slows the guest, so the setup rows
 #   of a profiled run are not for comparison; POLL_US: transport.poll_us;
 #   RCNETD_B: a second rcnetd for an A/B of the symmetric setup storm in
-#   this boot, run A, B, A)
+#   this boot, run A, B, A; SETUP_REPEAT: pairs of setup storms, ucmatose
+#   and symmetric rcnet, default 1)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -55,6 +56,9 @@ POLL_US=${5:-0}
 # ARG 6: a second rcnetd binary: the symmetric setup storm also runs with it
 # (A, B, A in this boot), an A/B of a change to the hub's setup path.
 RCD_BIN_B=${6:-}
+# ARG 7: pairs of setup storms (ucmatose, symmetric rcnet) to run (default 1).
+SETUP_REPEAT=${7:-1}
+[[ $SETUP_REPEAT =~ ^[1-9][0-9]*$ ]] || lab_die "SETUP_REPEAT must be a positive integer, got $SETUP_REPEAT"
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
 # The setup-rate storm shaped like ucmatose's client (one process per client
 # node, one rdma_cm event channel, a small QP per connection): the setup row
@@ -373,51 +377,65 @@ stamp_until() {
 # The FIFOs live in the guest's own file system: the results folder is a 9p
 # share, where mkfifo fails (ENXIO).
 FIFO_DIR=$(mktemp -d /run/rcnet-bench.XXXXXX) || lab_die "mktemp -d /run/rcnet-bench.XXXXXX"
-UCM_DONE=$FIFO_DIR/ucm-done
-mkfifo "$UCM_DONE" || lab_die "mkfifo $UCM_DONE"
-exec {ucm_done_fd}<>"$UCM_DONE"
-(timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$UCM_DONE" >"$RCNET_RESULTS/ucm-server.txt") &
-ucm_srv=$!
-if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
-  ucm_pids=()
-  netsnap ucm-before
-  storm_perf_start ucmatose
+# ucm_storm KEY [PROFILE_TAG]: one ucmatose storm; raw keys KEY_*, output
+# files ucm-*.txt (KEY ucmatose) or KEY-*.txt; perf record -a over it as
+# PROFILE_TAG when PROFILE is "storms".
+ucm_storm() {
+  local key=$1 tag=${2:-} pre=$1 srv done_fifo done_fd t0 t1 rc k p conn_end ucm_start
+  local -a ucm_pids=()
+  [[ $key == ucmatose ]] && pre=ucm
+  done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo"
+  if ! mkfifo "$done_fifo"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
+  exec {done_fd}<>"$done_fifo"
+  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo" >"$RCNET_RESULTS/$pre-server.txt") &
+  srv=$!
+  if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$pre-wait.txt"; then
+    lab_fail "ucmatose server ($key) did not listen"
+    kill "$srv" 2>/dev/null
+    exec {done_fd}>&-
+    return 1
+  fi
+  netsnap "$pre-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
   t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
     (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
-      stamp >"$RCNET_RESULTS/ucm-client-$k.txt") &
+      stamp >"$RCNET_RESULTS/$pre-client-$k.txt") &
     ucm_pids+=($!)
   done
-  if [[ -n $STORM_PERF_PID ]]; then
+  if [[ -n $tag && -n $STORM_PERF_PID ]]; then
     # The profile covers the connect phase only: until the server has them all.
-    read -r -t 300 -u "$ucm_done_fd" _ || lab_log "ucmatose server never printed 'disconnecting'"
-    storm_perf_stop ucmatose
+    read -r -t 300 -u "$done_fd" _ || lab_log "ucmatose server ($key) never printed 'disconnecting'"
+    storm_perf_stop "$tag"
   fi
   rc=0
   for p in "${ucm_pids[@]}"; do wait "$p" || rc=1; done
   t1=$(rcd_now_ms)
-  wait "$ucm_srv" || rc=1
-  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/ucm-server.txt")
-  raw ucmatose_total_ms $((t1 - t0))
-  # Start: the first client's "connecting" line (its device is open; it
-  # resolves and connects from here), as rcnet's clock starts at "go" with
-  # its managers already up. From launch (exec, device open) is kept too.
-  ucm_start=$(cat "$RCNET_RESULTS"/ucm-client-*.txt | awk '/connecting/ && (m == "" || $1 < m) { m = $1 } END { print m }')
+  wait "$srv" || rc=1
+  exec {done_fd}>&-
+  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/$pre-server.txt")
+  raw "${key}_total_ms" $((t1 - t0))
+  # Start: the first client's "connecting" line (its ids exist; it resolves
+  # and connects from here; the other clients may still be starting). The
+  # symmetric rcnet storm starts its clock at the same point of its clients.
+  # From launch (exec, device open) is kept too.
+  ucm_start=$(cat "$RCNET_RESULTS/$pre"-client-*.txt | awk '/connecting/ && (m == "" || $1 < m) { m = $1 } END { print m }')
   if [[ $conn_end =~ ^[0-9]+$ ]]; then
-    raw ucmatose_connect_from_launch_ms $((conn_end - t0))
-    [[ $ucm_start =~ ^[0-9]+$ ]] && raw ucmatose_connect_ms $((conn_end - ucm_start))
+    raw "${key}_connect_from_launch_ms" $((conn_end - t0))
+    [[ $ucm_start =~ ^[0-9]+$ ]] && raw "${key}_connect_ms" $((conn_end - ucm_start))
   fi
-  exec {ucm_done_fd}>&-
-  netsnap ucm-after
-  raw ucmatose_connect_hub_rnr_naks_sent $(($(rxe_counter ucm-after rxe_1 send_rnr_err) - $(rxe_counter ucm-before rxe_1 send_rnr_err)))
-  raw ucmatose_connect_softnet_drops $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-ucm-before.txt")))
-  lab_expect "ucmatose $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
-  raw ucmatose_ok $((rc == 0))
-  lab_log "ucmatose done"
-else
-  lab_fail "ucmatose server did not listen"
-  kill "$ucm_srv" 2>/dev/null
-fi
+  netsnap "$pre-after"
+  raw "${key}_connect_hub_rnr_naks_sent" $(($(rxe_counter "$pre-after" rxe_1 send_rnr_err) - $(rxe_counter "$pre-before" rxe_1 send_rnr_err)))
+  raw "${key}_connect_softnet_drops" $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-$pre-before.txt")))
+  lab_expect "ucmatose ($key) $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
+  raw "${key}_ok" $((rc == 0))
+  lab_log "ucmatose ($key) done"
+}
+ucm_storm ucmatose "$([[ $PROFILE == storms ]] && echo ucmatose)"
 
 # --- setup rate, symmetric: rcnet-bench-symload into a fresh rcnetd --------
 # Timed as ucmatose is, so that only the hub differs: one process per client
@@ -518,6 +536,19 @@ if [[ ! -x $SYMLOAD ]]; then
   lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
 else
   sym_storm sym "$RCD_BIN" "$([[ $PROFILE == storms ]] && echo rcnet)"
+  # SETUP_REPEAT (ARG 7) > 1: that many pairs of storms in all, ucmatose
+  # and rcnet alternating which goes first, so that the host's load on the
+  # guest (it varies by 2x from one storm to the next) shows as the spread
+  # of the pairs, and the table takes medians.
+  for ((r = 2; r <= SETUP_REPEAT; r++)); do
+    if ((r % 2 == 0)); then
+      sym_storm "sym_r$r" "$RCD_BIN"
+      ucm_storm "ucmatose_r$r"
+    else
+      ucm_storm "ucmatose_r$r"
+      sym_storm "sym_r$r" "$RCD_BIN"
+    fi
+  done
   # A second rcnetd (ARG 6): the same storm again with it, in this boot,
   # then the first once more (A B A), so that a drift of the guest over the
   # runs shows as a difference between the two A runs.

@@ -147,6 +147,36 @@ class BenchTable(unittest.TestCase):
         finally:
             shutil.rmtree(res)
 
+    def test_repeated_pairs_take_the_medians(self):
+        # bench.sh ARG 7 = 3: two more pairs. rcnet 1000 in 3.125, 2.0 and
+        # 4.0 s (320, 500, 250 conn/s: median 320); ucmatose 1000 in 2.5,
+        # 2.0 and 5.0 s (400, 500, 200: median 400). The goal moves to the
+        # medians' row: 0.8, not met.
+        extra = "".join(
+            f"rcnet_sym_r{r}_established 1000\nrcnet_sym_r{r}_connect_failures 0\n"
+            f"rcnet_sym_r{r}_connect_ms {rms}\nucmatose_r{r}_connect_ms {ums}\n"
+            for r, rms, ums in ((2, 2000, 2000), (3, 4000, 5000)))
+        out, rows, res = run_table(extra=extra)
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client, median of 3 pairs)"]
+            self.assertAlmostEqual(r["rcnet"], 320.0)
+            self.assertAlmostEqual(r["anchor"], 400.0)
+            self.assertAlmostEqual(r["ratio"], 0.8)
+            self.assertIs(r["met"], False)
+            self.assertIsNone(rows[SYM]["goal"])  # the single run keeps no goal
+            self.assertIn("500/500 = 1.00", out)  # the second pair
+        finally:
+            shutil.rmtree(res)
+        # One repeated run that failed an attempt: no median, goal not met.
+        out, rows, res = run_table(extra=extra.replace("r3_connect_failures 0",
+                                                       "r3_connect_failures 2"))
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client, median of 3 pairs)"]
+            self.assertIsNone(r["rcnet"])
+            self.assertIs(r["met"], False)
+        finally:
+            shutil.rmtree(res)
+
     def test_a_b_a_rows_of_a_second_rcnetd(self):
         # bench.sh ARG 6: the storm with rcnetd B (1000 in 2.5 s) and with A
         # again (1000 in 3.2 s) beside the first A run, without goals.
