@@ -319,7 +319,10 @@ class Storm {
       return true;
     const auto each = static_cast<std::size_t>(a_.mtu);
     c.buf.resize(each * static_cast<std::size_t>(a_.recvs));
-    c.mr = ibv_reg_mr(c.pd, c.buf.data(), c.buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    // int, not the enum: the ibv_reg_mr macro masks `access` with an
+    // enumerator of another enum type (clang's -Wdeprecated-enum-enum-conversion).
+    constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
+    c.mr = ibv_reg_mr(c.pd, c.buf.data(), c.buf.size(), kAccess);
     if (c.mr == nullptr)
       return false;
     for (int k = 0; k < a_.recvs; ++k) {
