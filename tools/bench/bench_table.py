@@ -203,6 +203,9 @@ def setup_rows(t, raw):
     if uc_ms is None:
         uc_ms = num(raw.get("ucmatose_total_ms"))
         uc_note = "ucmatose: whole client run (connect + disconnect)"
+    if raw.get("ucmatose_connect_start_spread_ms"):
+        uc_note += (f" (its clients' 'connecting' lines spread over "
+                    f"{raw['ucmatose_connect_start_spread_ms']} ms)")
     if raw.get("ucmatose_ok") == "0":
         uc_note += "; ucmatose exited non-zero"
     if raw.get("profile_guest_kernel"):
@@ -252,8 +255,8 @@ def setup_rows(t, raw):
         binary = f" ({raw[f'rcnet_{key}_rcnetd']})" if raw.get(f"rcnet_{key}_rcnetd") else ""
         t.row(f"setup rate, {what} ({label})", "conn/s", rate, uc_rate,
             "ucmatose, same count and nodes", goal,
-            f"rcnet-bench-symload{binary}, one process per client node, launched and timed as "
-            "ucmatose's: first client's go (its ids made) -> the hub's last ESTABLISHED (RTU "
+            f"rcnet-bench-symload{binary}, one process per client node, timed as ucmatose's: "
+            "go (every client has made its ids) -> the hub's last ESTABLISHED (RTU "
             f"read; the clients' last REP read at {raw.get(f'rcnet_{key}_connect_client_end_ms', '?')}"
             f" ms), {int(n or 0)} of {int(req or 0)} made, "
             f"{raw.get(f'rcnet_{key}_in_service', '?')} in service, "

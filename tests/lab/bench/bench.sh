@@ -424,6 +424,7 @@ ucm_storm() {
   # symmetric rcnet storm starts its clock at the same point of its clients.
   # From launch (exec, device open) is kept too.
   ucm_start=$(cat "$RCNET_RESULTS/$pre"-client-*.txt | awk '/connecting/ && (m == "" || $1 < m) { m = $1 } END { print m }')
+  raw "${key}_connect_start_spread_ms" "$(cat "$RCNET_RESULTS/$pre"-client-*.txt | awk '/connecting/ { if (m == "" || $1 < m) m = $1; if ($1 > x) x = $1 } END { print x - m }')"
   if [[ $conn_end =~ ^[0-9]+$ ]]; then
     raw "${key}_connect_from_launch_ms" $((conn_end - t0))
     [[ $ucm_start =~ ^[0-9]+$ ]] && raw "${key}_connect_ms" $((conn_end - ucm_start))
@@ -439,16 +440,19 @@ ucm_storm ucmatose "$([[ $PROFILE == storms ]] && echo ucmatose)"
 
 # --- setup rate, symmetric: rcnet-bench-symload into a fresh rcnetd --------
 # Timed as ucmatose is, so that only the hub differs: one process per client
-# node with its share of the addresses, launched one after another as
-# ucmatose's clients are (no go file: each starts resolving as soon as its
-# ids exist, while the others may still be starting). Start: the first
-# client's go, the moment its ids exist (ucmatose: the first client's
-# "connecting", printed at the same point of cmatose.c). End: the hub's last
-# ACCEPTING -> ESTABLISHED (its RTU read; ucmatose: the server's
-# "disconnecting", once it has read every ESTABLISHED). The clients' own last
-# ESTABLISHED (the REP read, one RTU earlier) is kept as
-# rcnet_KEY_connect_client_end_ms. A failed attempt is not retried, as
-# ucmatose's are not.
+# node with its share of the addresses. They start resolving together on a
+# go file once every one has made its ids: launched without it, the first
+# client's clock ran while the others were still being loaded (a 7 MB
+# binary with debug info, read over the lab's 9p root: 1.3 s from the first
+# client's ids to the last's, against 0.3 s for ucmatose's clients), which
+# is a cost of the client, not of the hub. Start: the go (ucmatose: the
+# first client's "connecting", printed at the same point of cmatose.c, after
+# its ids are made; its other clients start within
+# ucmatose_connect_start_spread_ms). End: the hub's last ACCEPTING ->
+# ESTABLISHED (its RTU read; ucmatose: the server's "disconnecting", once it
+# has read every ESTABLISHED). The clients' own last ESTABLISHED (the REP
+# read, one RTU earlier) is kept as rcnet_KEY_connect_client_end_ms. A
+# failed attempt is not retried, as ucmatose's are not.
 # sym_storm KEY BIN [PROFILE_TAG]: one storm into a fresh hub running the
 # rcnetd BIN; raw keys rcnet_KEY_*; perf record -a over it as PROFILE_TAG
 # when PROFILE is "storms".
@@ -472,15 +476,24 @@ sym_storm() {
   hub=${RCD_PID[1]}
   mark=$(wc -l <"$log")
   exec {sym_done_fd}<>"$done_fifo"
-  netsnap "$key-before"
-  [[ -n $tag ]] && storm_perf_start "$tag"
-  hubcpu0=$(cpu_ticks "$hub")
+  rm -f "$RCNET_RESULTS/go-$key"
   for k in "${CLIENT_NODES[@]}"; do
     timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
-      --connect-limit-s 240 --retry-count "$LOAD_RETRY" --done-fifo "$done_fifo" \
+      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$done_fifo" \
       --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
     sym_pids+=($!)
   done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  netsnap "$key-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
+  hubcpu0=$(cpu_ticks "$hub")
+  touch "$RCNET_RESULTS/go-$key"
   for k in "${CLIENT_NODES[@]}"; do
     read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
   done
