@@ -209,8 +209,8 @@ def setup_rows(t, raw):
     if raw.get("ucmatose_ok") == "0":
         uc_note += "; ucmatose exited non-zero"
     if raw.get("profile_guest_kernel"):
-        uc_note += ("; PROFILED RUN (perf record -a over both storms): not for comparison with "
-                    "unprofiled runs")
+        uc_note += ("; perf record -a profiled one more pair after these (storm-*.txt; its "
+                    "times, *_prof_* in bench-raw, are not in the rows)")
     uc_rate = req / uc_ms * 1000 if req and uc_ms else None
     what = f"{int(req or 0)} connections from {nodes} nodes"
     # Repeated pairs (bench.sh ARG 7): the goal moves to the medians.
@@ -244,7 +244,8 @@ def setup_rows(t, raw):
     # A), no goal.
     for key, label, goal in (("sym", "symmetric client", None if reps else ">= 0.9"),
                              ("sym_b", "symmetric client, rcnetd B", None),
-                             ("sym_a2", "symmetric client, rcnetd A again", None)):
+                             ("sym_a2", "symmetric client, rcnetd A again", None),
+                             ("sym_log9p", "symmetric client, hub log on the 9p share", None)):
         if key != "sym" and f"rcnet_{key}_established" not in raw:
             continue
         # A rate only when every requested connection was made and none failed.
