@@ -264,6 +264,22 @@ def setup_rows(t, raw):
             f"{raw.get(f'rcnet_{key}_connect_failures', '?')} connect failures "
             f"({raw.get(f'rcnet_{key}_failures') or 'none'}), hub CPU "
             f"{raw.get(f'rcnet_{key}_hub_cpu_s', '?')} s; " + uc_note)
+    # The same symmetric clients into ucmatose's server (only the hub differs).
+    if "ucmatose_symclient_connect_ms" in raw or "ucmatose_symclient_established" in raw:
+        n = num(raw.get("rcnet_sym_established"))
+        ms = num(raw.get("rcnet_sym_connect_ms"))
+        fails = num(raw.get("rcnet_sym_connect_failures"))
+        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        un = num(raw.get("ucmatose_symclient_established"))
+        ums = num(raw.get("ucmatose_symclient_connect_ms"))
+        ufails = num(raw.get("ucmatose_symclient_connect_failures"))
+        urate = un / ums * 1000 if un and ums and un == req and not ufails else None
+        t.row(f"setup rate, {what} (symmetric client into each hub)", "conn/s", rate, urate,
+            "ucmatose server, same clients and addresses",
+            note="rcnet-bench-symload from the same 1000 addresses into rcnetd (the first "
+            "symmetric run) and into ucmatose's server (--any-rep), both go -> the hub has them "
+            f"all; ucmatose's server: {int(un or 0)} made, "
+            f"{raw.get('ucmatose_symclient_connect_failures', '?')} failed")
     if "rcnet_established" not in raw:
         return
     n = num(raw.get("rcnet_established"))

@@ -29,7 +29,10 @@
 //   rcnet-bench-symload --peer HUB --addrs A1,...|--addr-file FILE
 //                       [--go-file F] [--connect-limit-s S] [--hold-s S]
 //                       [--retry-count N] [--recvs N] [--mtu BYTES]
-//                       [--done-fifo PATH] [--summary FILE]
+//                       [--done-fifo PATH] [--any-rep] [--summary FILE]
+// --any-rep: the hub is not rcnetd (ucmatose's server, which ignores the
+// REQ's private data and sends none in its REP): the same storm from the
+// same addresses into the other hub, so that only the hub differs.
 //   1. creates the event channel and one id per address; prints READY;
 //   2. once file F exists: rdma_resolve_addr from every address (2 s, as
 //      ucmatose), then rdma_resolve_route, QP, rdma_connect, each on its
@@ -115,6 +118,7 @@ struct Args {
   int retry_count = 7;
   int recvs = 0;
   int mtu = 2048;
+  bool any_rep = false;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -125,6 +129,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--go-file", a.go_file, "start once FILE exists");
   app.add_option("--summary", a.summary, "also write the JSON summary to FILE");
   app.add_option("--done-fifo", a.done_fifo, "write a line to this FIFO after the connect phase");
+  app.add_flag("--any-rep", a.any_rep,
+               "accept a REP without rcnet private data (the hub is ucmatose's server)");
   app.add_option("--connect-limit-s", a.connect_limit_s, "give up connecting after S s")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--hold-s", a.hold_s, "hold the connections S s (0: until SIGTERM)")
@@ -389,7 +395,7 @@ class Storm {
         const auto d = rcnet::wire::decode(
             std::span<const std::uint8_t>(p, p == nullptr ? 0 : ev.param.conn.private_data_len),
             rcnet::wire::Kind::kRep);
-        if (!d.ok || d.data.node_id != hub_node_)
+        if (!a_.any_rep && (!d.ok || d.data.node_id != hub_node_))
           ++bad_reps_;  // still a connection; the summary says the hub was not rcnetd-like
         c.state = State::kEstablished;
         ++established_;

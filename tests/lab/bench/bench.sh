@@ -555,6 +555,70 @@ sym_storm() {
   unset 'RCD_PID[1]'
   [[ $key == *_log9p ]] || cat "$log" >>"$RCNET_RESULTS/rcnetd-1.log"
 }
+# ucm_sym_storm KEY: the symmetric clients (rcnet-bench-symload --any-rep,
+# the same addresses, go file and clock) into ucmatose's server instead of
+# rcnetd: the storm rcnet's is compared with, with nothing but the hub
+# changed (ucmatose's own clients use one address per node: 4 source GIDs
+# where rcnet's peers use 1000). End: the server's "disconnecting".
+ucm_sym_storm() {
+  local key=$1 srv done_fifo done_fd srv_fd k w n go last s f start=0 est=0 fails=0 conn_end
+  local -a pids=()
+  done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo" "$done_fifo-srv"
+  if ! mkfifo "$done_fifo" "$done_fifo-srv"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
+  exec {done_fd}<>"$done_fifo"
+  exec {srv_fd}<>"$done_fifo-srv"
+  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo-srv" >"$RCNET_RESULTS/$key-server.txt") &
+  srv=$!
+  if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$key-wait.txt"; then
+    lab_fail "ucmatose server ($key) did not listen"
+    kill "$srv" 2>/dev/null
+    exec {done_fd}>&- {srv_fd}>&-
+    return 1
+  fi
+  rm -f "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$done_fifo" --any-rep \
+      --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  touch "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r -t 260 -u "$done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
+  done
+  read -r -t 120 -u "$srv_fd" _ || lab_log "ucmatose server ($key) never printed 'disconnecting'"
+  # The server disconnects every connection after "disconnecting"; the
+  # clients answer and then stop.
+  for k in "${pids[@]}"; do kill -TERM "$k" 2>/dev/null; done
+  for k in "${pids[@]}"; do wait "$k"; done
+  wait "$srv"
+  exec {done_fd}>&- {srv_fd}>&-
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/$key-$k.txt")
+    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/$key-$k.txt")
+    [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${f:-} =~ ^[0-9]+$ ]] || continue
+    est=$((est + n))
+    fails=$((fails + f))
+    ((start == 0 || go < start)) && start=$go
+  done
+  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/$key-server.txt")
+  raw "${key}_established" "$est"
+  raw "${key}_connect_failures" "$fails"
+  [[ $conn_end =~ ^[0-9]+$ ]] && ((start > 0)) && raw "${key}_connect_ms" $((conn_end - start))
+  lab_expect "ucmatose server ($key): $est of $N from the symmetric clients, $fails failed" [ "$est" -eq "$N" ]
+  lab_log "ucmatose server with the symmetric clients ($key) done: $est established, $fails failed"
+}
 # sym_hub_start BIN LOG: rcnetd BIN for node 1 (node-1.toml) with its
 # stderr in LOG, as rcd_start does it with the results folder's log; waits
 # for its TUN (30 s). Sets RCD_PID[1].
@@ -587,6 +651,8 @@ else
       sym_storm "sym_r$r" "$RCD_BIN"
     fi
   done
+  # The same clients into ucmatose's server, beside the rcnet storm before.
+  ucm_sym_storm ucmatose_symclient
   # With pairs repeated, one more rcnet storm with the hub's log on the 9p
   # results share (where every run logged before), for its cost.
   ((SETUP_REPEAT > 1)) && sym_storm sym_log9p "$RCD_BIN"
