@@ -177,6 +177,30 @@ class BenchTable(unittest.TestCase):
         finally:
             shutil.rmtree(res)
 
+    def test_same_clients_into_ucmatose_server(self):
+        # The symmetric clients into ucmatose's server: 1000 in 2.0 s (500/s)
+        # against rcnet's 1000 in 3.125 s (320/s): 0.64, no goal.
+        out, rows, res = run_table(extra="ucmatose_symclient_established 1000\n"
+                                   "ucmatose_symclient_connect_failures 0\n"
+                                   "ucmatose_symclient_connect_ms 2000\n")
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client into each hub)"]
+            self.assertAlmostEqual(r["anchor"], 500.0)
+            self.assertAlmostEqual(r["ratio"], 0.64)
+            self.assertIsNone(r["met"])
+        finally:
+            shutil.rmtree(res)
+        # A failed attempt on ucmatose's side leaves it without a rate.
+        out, rows, res = run_table(extra="ucmatose_symclient_established 1000\n"
+                                   "ucmatose_symclient_connect_failures 3\n"
+                                   "ucmatose_symclient_connect_ms 2000\n")
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client into each hub)"]
+            self.assertIsNone(r["anchor"])
+            self.assertIsNone(r["ratio"])
+        finally:
+            shutil.rmtree(res)
+
     def test_a_b_a_rows_of_a_second_rcnetd(self):
         # bench.sh ARG 6: the storm with rcnetd B (1000 in 2.5 s) and with A
         # again (1000 in 3.2 s) beside the first A run, without goals.
