@@ -44,6 +44,11 @@ def num(v):
         return None
 
 
+def median(values):
+    v = sorted(values)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else None
+
+
 def ratio(a, b):
     return a / b if a is not None and b not in (None, 0) else None
 
@@ -188,28 +193,114 @@ def throughput_rows(t, res, raw, anchors):
             note="netns node1 -> node2 over veth + bridge, MTU 1500, kernel TSO/GRO; reference")
 
 
-def scale_rows(t, raw):
-    """Setup rate, memory and idle CPU of the N-connection phases."""
-    if "rcnet_established" not in raw:
-        return
+def setup_rows(t, raw):
+    """The setup rate against ucmatose: the symmetric storm (the goal row) and
+    the old rcnet-bench-load figure beside it."""
     req = num(raw.get("connections_requested"))
-    n = num(raw.get("rcnet_established"))
     nodes = int(num(raw.get("client_nodes")) or 0)
-    rc_ms, uc_ms = num(raw.get("rcnet_connect_ms")), num(raw.get("ucmatose_connect_ms"))
+    uc_ms = num(raw.get("ucmatose_connect_ms"))
     uc_note = "ucmatose: first client's 'connecting' -> server's 'disconnecting' (all accepted)"
     if uc_ms is None:
         uc_ms = num(raw.get("ucmatose_total_ms"))
         uc_note = "ucmatose: whole client run (connect + disconnect)"
+    if raw.get("ucmatose_connect_start_spread_ms"):
+        uc_note += (f" (its clients' 'connecting' lines spread over "
+                    f"{raw['ucmatose_connect_start_spread_ms']} ms)")
     if raw.get("ucmatose_ok") == "0":
         uc_note += "; ucmatose exited non-zero"
-    # A rate only when every requested connection was made.
-    rc_rate = n / rc_ms * 1000 if n and rc_ms and n == req else None
+    if raw.get("profile_guest_kernel"):
+        uc_note += ("; perf record -a profiled one more pair after these (storm-*.txt; its "
+                    "times, *_prof_* in bench-raw, are not in the rows)")
     uc_rate = req / uc_ms * 1000 if req and uc_ms else None
-    t.row(f"setup rate, {int(req or 0)} connections from {nodes} nodes", "conn/s", rc_rate,
-        uc_rate, "ucmatose, same count and nodes", ">= 0.9",
-        f"rcnet: go (managers up) -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
+    what = f"{int(req or 0)} connections from {nodes} nodes"
+    # Repeated pairs (bench.sh ARG 7): the goal moves to the medians.
+    reps = sorted(int(k[len("rcnet_sym_r"):-len("_established")]) for k in raw
+                  if k.startswith("rcnet_sym_r") and k.endswith("_established")
+                  and k[len("rcnet_sym_r"):-len("_established")].isdigit())
+    if reps:
+        def sym_rate(key):
+            n = num(raw.get(f"rcnet_{key}_established"))
+            ms = num(raw.get(f"rcnet_{key}_connect_ms"))
+            fails = num(raw.get(f"rcnet_{key}_connect_failures"))
+            return n / ms * 1000 if n and ms and n == req and not fails else None
+        def ucm_rate(key):
+            ms = num(raw.get(f"{key}_connect_ms"))
+            return req / ms * 1000 if req and ms else None
+        pairs = [(sym_rate("sym"), ucm_rate("ucmatose"))] + [
+            (sym_rate(f"sym_r{r}"), ucm_rate(f"ucmatose_r{r}")) for r in reps]
+        rc_all = [p[0] for p in pairs]
+        uc_all = [p[1] for p in pairs]
+        rc_med = median(rc_all) if None not in rc_all else None
+        uc_med = median(uc_all) if None not in uc_all else None
+        t.row(f"setup rate, {what} (symmetric client, median of {len(pairs)} pairs)", "conn/s",
+            rc_med, uc_med, f"ucmatose, median of {len(pairs)}", ">= 0.9",
+            "pairs of storms in one boot, alternating which goes first; per pair rcnet/ucmatose "
+            "conn/s and ratio: " + "; ".join(
+                f"{fmt(a)}/{fmt(b)} = {fmt(ratio(a, b))}" for a, b in pairs) +
+            "; a run with a connection not made or a failed attempt has no rate, and then the "
+            "median is not taken")
+    # The symmetric storm (the goal row unless repeated); with a second
+    # rcnetd (bench.sh ARG 6) also its run and the first one's again (A, B,
+    # A), no goal.
+    for key, label, goal in (("sym", "symmetric client", None if reps else ">= 0.9"),
+                             ("sym_b", "symmetric client, rcnetd B", None),
+                             ("sym_a2", "symmetric client, rcnetd A again", None),
+                             ("sym_log9p", "symmetric client, hub log on the 9p share", None)):
+        if key != "sym" and f"rcnet_{key}_established" not in raw:
+            continue
+        # A rate only when every requested connection was made and none failed.
+        n = num(raw.get(f"rcnet_{key}_established"))
+        fails = num(raw.get(f"rcnet_{key}_connect_failures"))
+        ms = num(raw.get(f"rcnet_{key}_connect_ms"))
+        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        binary = f" ({raw[f'rcnet_{key}_rcnetd']})" if raw.get(f"rcnet_{key}_rcnetd") else ""
+        t.row(f"setup rate, {what} ({label})", "conn/s", rate, uc_rate,
+            "ucmatose, same count and nodes", goal,
+            f"rcnet-bench-symload{binary}, one process per client node, timed as ucmatose's: "
+            "go (every client has made its ids) -> the hub's last ESTABLISHED (RTU "
+            f"read; the clients' last REP read at {raw.get(f'rcnet_{key}_connect_client_end_ms', '?')}"
+            f" ms), {int(n or 0)} of {int(req or 0)} made, "
+            f"{raw.get(f'rcnet_{key}_in_service', '?')} in service, "
+            f"{raw.get(f'rcnet_{key}_connect_failures', '?')} connect failures "
+            f"({raw.get(f'rcnet_{key}_failures') or 'none'}), hub CPU "
+            f"{raw.get(f'rcnet_{key}_hub_cpu_s', '?')} s; " + uc_note)
+    # The same symmetric clients into ucmatose's server (only the hub differs).
+    if "ucmatose_symclient_connect_ms" in raw or "ucmatose_symclient_established" in raw:
+        n = num(raw.get("rcnet_sym_established"))
+        ms = num(raw.get("rcnet_sym_connect_ms"))
+        fails = num(raw.get("rcnet_sym_connect_failures"))
+        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        un = num(raw.get("ucmatose_symclient_established"))
+        ums = num(raw.get("ucmatose_symclient_connect_ms"))
+        ufails = num(raw.get("ucmatose_symclient_connect_failures"))
+        urate = un / ums * 1000 if un and ums and un == req and not ufails else None
+        t.row(f"setup rate, {what} (symmetric client into each hub)", "conn/s", rate, urate,
+            "ucmatose server, same clients and addresses",
+            note="rcnet-bench-symload from the same 1000 addresses into rcnetd (the first "
+            "symmetric run) and into ucmatose's server (--any-rep), both go -> the hub has them "
+            f"all; ucmatose's server: {int(un or 0)} made, "
+            f"{raw.get('ucmatose_symclient_connect_failures', '?')} failed")
+    if "rcnet_established" not in raw:
+        return
+    n = num(raw.get("rcnet_established"))
+    rc_ms = num(raw.get("rcnet_connect_ms"))
+    rc_rate = n / rc_ms * 1000 if n and rc_ms and n == req else None
+    t.row(f"setup rate, {what} (old: a cm::Manager per address)", "conn/s", rc_rate, uc_rate,
+        "ucmatose, same count and nodes",
+        note="rcnet-bench-load, one cm::Manager (PD, CQ, SRQ, buffer pools, event channel) per "
+        f"address: go (managers up) -> last ESTABLISHED, {int(n or 0)} of {int(req or 0)} made, "
         f"{raw.get('rcnet_in_service', '?')} still in service, client retry_count "
-        f"{raw.get('load_retry_count', '?')}; " + uc_note)
+        f"{raw.get('load_retry_count', '?')}; the figure before the symmetric client, kept beside "
+        "it")
+
+
+def scale_rows(t, raw):
+    """Setup rate, memory and idle CPU of the N-connection phases."""
+    if "rcnet_established" not in raw and "rcnet_sym_established" not in raw:
+        return
+    setup_rows(t, raw)
+    if "rcnet_established" not in raw:
+        return
     r0, r1 = num(raw.get("hub_vmrss_kib_idle0")), num(raw.get("hub_vmrss_kib_idle30"))
     live = num(raw.get("hub_qps_idle30"))
     per = (r1 - r0) / live if r0 is not None and r1 is not None and live else None

@@ -6,7 +6,8 @@
 # perftest anchors to $RCNET_RESULTS/anchors.json; tools/bench/rcnet-bench
 # turns them into the ratio table. Absolute times under TCG mean nothing;
 # ratios within this one run do.
-#   ARGS: [CONNECTIONS [RCNETD [PHASES]]] (default 1000, at most 250 per
+#   ARGS: [CONNECTIONS [RCNETD [PHASES [PROFILE [POLL_US [RCNETD_B [SETUP_REPEAT]]]]]]]
+#   (CONNECTIONS: default 1000, at most 250 per
 #   client node; RCNETD: path of the rcnetd binary, "" or absent for
 #   $RCNET_BUILD_DIR's; PHASES "all" (default), "setup": only the setup
 #   rate and idle-scale phases, to find how many connections one guest holds,
@@ -15,7 +16,14 @@
 #   offload; the underlay's ping and UDP RR, without its iperf3), a quick
 #   A/B of a latency change such as transport.poll_us;
 #   PROFILE "hub": perf record the hub during the N-connection connect phase,
-#   flat profile in $RCNET_RESULTS/hub-profile.txt)
+#   flat profile in $RCNET_RESULTS/hub-profile.txt; "storms": perf record -a
+#   (the whole guest) over the ucmatose storm and over the symmetric rcnet
+#   storm of one more pair run after the measured ones (sampling slows the
+#   guest: its times are not in the rows), reports in
+#   $RCNET_RESULTS/storm-{ucmatose,rcnet}-{profile,comm,children}.txt; POLL_US: transport.poll_us;
+#   RCNETD_B: a second rcnetd for an A/B of the symmetric setup storm in
+#   this boot, run A, B, A; SETUP_REPEAT: pairs of setup storms, ucmatose
+#   and symmetric rcnet, default 1)
 # Node 1 is the hub (rcnetd, or the ucmatose server); nodes 2.. connect to it
 # from secondary underlay addresses 10.99.1K.x / 10.99.2K.x (one per
 # connection, since an rcnet node id is its address). Throughput, latency
@@ -45,7 +53,19 @@ PHASES=${3:-all}
 PROFILE=${4:-}
 # ARG 5: transport.poll_us for every rcnetd bench_config writes (0: off).
 POLL_US=${5:-0}
+# ARG 6: a second rcnetd binary: the symmetric setup storm also runs with it
+# (A, B, A in this boot), an A/B of a change to the hub's setup path.
+RCD_BIN_B=${6:-}
+# ARG 7: pairs of setup storms (ucmatose, symmetric rcnet) to run (default 1).
+SETUP_REPEAT=${7:-1}
+[[ $SETUP_REPEAT =~ ^[1-9][0-9]*$ ]] || lab_die "SETUP_REPEAT must be a positive integer, got $SETUP_REPEAT"
 LOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-load
+# The setup-rate storm shaped like ucmatose's client (one process per client
+# node, one rdma_cm event channel, a small QP per connection): the setup row
+# then compares the two hubs only. rcnet-bench-load (a whole cm::Manager per
+# address) still makes the connections of the idle-scale phase, and its
+# setup figure stays in the table beside the new one, labelled.
+SYMLOAD=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-symload
 # The clients' RC retry count: 7 (infinite on rxe), so that a hub slow to ACK
 # under TCG does not make them reap healthy connections (see load_gen.cpp).
 LOAD_RETRY=${RCNET_BENCH_LOAD_RETRY:-7}
@@ -293,6 +313,49 @@ for k in "${CLIENT_NODES[@]}"; do
 done
 lab_log "secondary addresses: ${COUNT[*]} on nodes ${CLIENT_NODES[*]}"
 
+# storm_perf_start TAG / storm_perf_stop TAG (PROFILE "storms"): perf record
+# -a -g of the whole guest (every process and the kernel: rxe and the CM run
+# in kernel threads and softirqs) from the storm's launch to its last
+# connection. Reports: storm-TAG-profile.txt, flat (self time) by process,
+# DSO and symbol, highest first; storm-TAG-comm.txt, by process (pid:comm,
+# so the ucmatose server stands apart from its clients); and
+# storm-TAG-children.txt, time including callees by process and symbol
+# (which system calls and kernel paths the time is under: the flat profile
+# of a guest under TCG is mostly the points where interrupts are enabled).
+# perf reports in the guest, against its own kernel's symbols
+# (/proc/kallsyms): the guest runs the host's userland, so perf is the
+# host's linux-perf, whose version is recorded beside the guest's kernel.
+STORM_PERF_PID=""
+storm_perf_start() {
+  STORM_PERF_PID=""
+  [[ $PROFILE == storms ]] || return 0
+  if ! command -v perf >/dev/null; then
+    lab_log "PROFILE storms: no perf in the guest (Debian: linux-perf)"
+    return 0
+  fi
+  perf record -a -g -F 499 -e cpu-clock -o "$RCNET_RESULTS/storm-$1.perf" \
+    >"$RCNET_RESULTS/storm-$1-perf-record.txt" 2>&1 &
+  STORM_PERF_PID=$!
+  sleep 1 # perf opens its events on every CPU before the storm starts
+}
+storm_perf_stop() {
+  [[ -n $STORM_PERF_PID ]] || return 0
+  kill -INT "$STORM_PERF_PID" 2>/dev/null
+  wait "$STORM_PERF_PID"
+  STORM_PERF_PID=""
+  raw profile_guest_kernel "$(uname -r)"
+  raw profile_perf_version "$(perf --version 2>&1 | awk '{ print $NF }')"
+  local f=$RCNET_RESULTS/storm-$1.perf
+  perf report -i "$f" --stdio --no-children -g none --sort comm,dso,symbol --percent-limit 0.3 2>&1 |
+    awk '/^#/ || NF == 0 { print; next } { $1 = $1; sub(/ - -$/, ""); print }' \
+      >"$RCNET_RESULTS/storm-$1-profile.txt"
+  perf report -i "$f" --stdio --no-children -g none --sort pid >"$RCNET_RESULTS/storm-$1-comm.txt" 2>&1
+  perf report -i "$f" --stdio --children -g none --sort comm,symbol --percent-limit 1 2>&1 |
+    awk '/^#/ || NF == 0 { print; next } { $1 = $1; sub(/ - -$/, ""); print }' \
+      >"$RCNET_RESULTS/storm-$1-children.txt"
+  lab_log "whole-guest profile of the $1 storm: $RCNET_RESULTS/storm-$1-profile.txt"
+}
+
 # --- setup rate: ucmatose, N connections from the same client nodes ---------
 # One server on node 1 accepting N; one client per node with its share (from
 # its primary address: ucmatose needs no node id per connection), all
@@ -301,43 +364,316 @@ lab_log "secondary addresses: ${COUNT[*]} on nodes ${CLIENT_NODES[*]}"
 # it disconnects them): that line ends the connect phase. The clients print
 # no such line ("connecting" ... "test complete" includes the teardown).
 stamp() { while IFS= read -r line; do echo "$(rcd_now_ms) $line"; done; }
-(timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp >"$RCNET_RESULTS/ucm-server.txt") &
-ucm_srv=$!
-if lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/ucm-wait.txt"; then
-  ucm_pids=()
-  netsnap ucm-before
+# stamp_until FIFO: stamp, and write a line into FIFO at the server's
+# "disconnecting" (all connected), so that the profiled run can stop perf
+# there without polling the output (a grep every 100 ms is a fork and an
+# exec that takes CPU from the storm in a 2-vCPU guest).
+stamp_until() {
+  while IFS= read -r line; do
+    echo "$(rcd_now_ms) $line"
+    if [[ $line == *disconnecting* ]]; then echo "done" >"$1"; fi
+  done
+}
+# The FIFOs live in the guest's own file system: the results folder is a 9p
+# share, where mkfifo fails (ENXIO).
+FIFO_DIR=$(mktemp -d /run/rcnet-bench.XXXXXX) || lab_die "mktemp -d /run/rcnet-bench.XXXXXX"
+# ucm_storm KEY [PROFILE_TAG]: one ucmatose storm; raw keys KEY_*, output
+# files ucm-*.txt (KEY ucmatose) or KEY-*.txt; perf record -a over it as
+# PROFILE_TAG when PROFILE is "storms".
+ucm_storm() {
+  local key=$1 tag=${2:-} pre=$1 srv done_fifo done_fd t0 t1 rc k p conn_end ucm_start
+  local -a ucm_pids=()
+  [[ $key == ucmatose ]] && pre=ucm
+  done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo"
+  if ! mkfifo "$done_fifo"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
+  exec {done_fd}<>"$done_fifo"
+  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo" >"$RCNET_RESULTS/$pre-server.txt") &
+  srv=$!
+  if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$pre-wait.txt"; then
+    lab_fail "ucmatose server ($key) did not listen"
+    kill "$srv" 2>/dev/null
+    exec {done_fd}>&-
+    return 1
+  fi
+  netsnap "$pre-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
   t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
     (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
-      stamp >"$RCNET_RESULTS/ucm-client-$k.txt") &
+      stamp >"$RCNET_RESULTS/$pre-client-$k.txt") &
     ucm_pids+=($!)
   done
+  if [[ -n $tag && -n $STORM_PERF_PID ]]; then
+    # The profile covers the connect phase only: until the server has them all.
+    read -r -t 300 -u "$done_fd" _ || lab_log "ucmatose server ($key) never printed 'disconnecting'"
+    storm_perf_stop "$tag"
+  fi
   rc=0
   for p in "${ucm_pids[@]}"; do wait "$p" || rc=1; done
   t1=$(rcd_now_ms)
-  wait "$ucm_srv" || rc=1
-  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/ucm-server.txt")
-  raw ucmatose_total_ms $((t1 - t0))
-  # Start: the first client's "connecting" line (its device is open; it
-  # resolves and connects from here), as rcnet's clock starts at "go" with
-  # its managers already up. From launch (exec, device open) is kept too.
-  ucm_start=$(cat "$RCNET_RESULTS"/ucm-client-*.txt | awk '/connecting/ && (m == "" || $1 < m) { m = $1 } END { print m }')
+  wait "$srv" || rc=1
+  exec {done_fd}>&-
+  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/$pre-server.txt")
+  raw "${key}_total_ms" $((t1 - t0))
+  # Start: the first client's "connecting" line (its ids exist; it resolves
+  # and connects from here; the other clients may still be starting). The
+  # symmetric rcnet storm starts its clock at the same point of its clients.
+  # From launch (exec, device open) is kept too.
+  ucm_start=$(cat "$RCNET_RESULTS/$pre"-client-*.txt | awk '/connecting/ && (m == "" || $1 < m) { m = $1 } END { print m }')
+  raw "${key}_connect_start_spread_ms" "$(cat "$RCNET_RESULTS/$pre"-client-*.txt | awk '/connecting/ { if (m == "" || $1 < m) m = $1; if ($1 > x) x = $1 } END { print x - m }')"
   if [[ $conn_end =~ ^[0-9]+$ ]]; then
-    raw ucmatose_connect_from_launch_ms $((conn_end - t0))
-    [[ $ucm_start =~ ^[0-9]+$ ]] && raw ucmatose_connect_ms $((conn_end - ucm_start))
+    raw "${key}_connect_from_launch_ms" $((conn_end - t0))
+    [[ $ucm_start =~ ^[0-9]+$ ]] && raw "${key}_connect_ms" $((conn_end - ucm_start))
   fi
-  netsnap ucm-after
-  raw ucmatose_connect_hub_rnr_naks_sent $(($(rxe_counter ucm-after rxe_1 send_rnr_err) - $(rxe_counter ucm-before rxe_1 send_rnr_err)))
-  raw ucmatose_connect_softnet_drops $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-ucm-before.txt")))
-  lab_expect "ucmatose $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
-  raw ucmatose_ok $((rc == 0))
-  lab_log "ucmatose done"
+  netsnap "$pre-after"
+  raw "${key}_connect_hub_rnr_naks_sent" $(($(rxe_counter "$pre-after" rxe_1 send_rnr_err) - $(rxe_counter "$pre-before" rxe_1 send_rnr_err)))
+  raw "${key}_connect_softnet_drops" $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-$pre-before.txt")))
+  lab_expect "ucmatose ($key) $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
+  raw "${key}_ok" $((rc == 0))
+  lab_log "ucmatose ($key) done"
+}
+ucm_storm ucmatose
+
+# --- setup rate, symmetric: rcnet-bench-symload into a fresh rcnetd --------
+# Timed as ucmatose is, so that only the hub differs: one process per client
+# node with its share of the addresses. They start resolving together on a
+# go file once every one has made its ids: launched without it, the first
+# client's clock ran while the others were still being loaded (a 7 MB
+# binary with debug info, read over the lab's 9p root: 1.3 s from the first
+# client's ids to the last's in one boot, where ucmatose's took 0.3 s), a
+# cost of the client, not of the hub. Start: the go (ucmatose: the
+# first client's "connecting", printed at the same point of cmatose.c, after
+# its ids are made; its other clients start within
+# ucmatose_connect_start_spread_ms). End: the hub's last ACCEPTING ->
+# ESTABLISHED (its RTU read; ucmatose: the server's "disconnecting", once it
+# has read every ESTABLISHED). The clients' own last ESTABLISHED (the REP
+# read, one RTU earlier) is kept as rcnet_KEY_connect_client_end_ms. A
+# failed attempt is not retried, as ucmatose's are not.
+# sym_storm KEY BIN [PROFILE_TAG]: one storm into a fresh hub running the
+# rcnetd BIN; raw keys rcnet_KEY_*; perf record -a over it as PROFILE_TAG
+# when PROFILE is "storms".
+sym_storm() {
+  local key=$1 tag=${3:-} hub k n go last s f w est=0 ins=0 end=0 start=0 fails=0 hubcpu0 sym_done_fd
+  local mark hub_est hub_end log
+  local -a sym_pids=()
+  # Each client writes a line here after its connect phase: the script
+  # blocks in read, as it blocks in wait for ucmatose's clients.
+  local done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo"
+  if ! mkfifo "$done_fifo"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
+  bench_config 1 65520 600s
+  # The hub's log (info: a line per connection ESTABLISHED) goes to the
+  # guest's own file system during the storm and is copied into the results
+  # after it: on the 9p results share each line was a round trip to QEMU on
+  # the hub's event loop, which ucmatose's server (a few lines in all) does
+  # not pay, and which no log target of a real host costs.
+  log=$FIFO_DIR/rcnetd-$key.log
+  # KEY *_log9p: the log on the share as before, to measure what it cost.
+  [[ $key == *_log9p ]] && log=$RCNET_RESULTS/rcnetd-$key.log
+  mark=0
+  if ! sym_hub_start "$2" "$log"; then
+    lab_fail "hub rcnetd ($key storm, $2) did not start: $(tail -3 "$log" | tr '\n' ' ')"
+    cat "$log" >>"$RCNET_RESULTS/rcnetd-1.log" 2>/dev/null
+    return 1
+  fi
+  hub=${RCD_PID[1]}
+  exec {sym_done_fd}<>"$done_fifo"
+  rm -f "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$done_fifo" \
+      --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
+    sym_pids+=($!)
+  done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  netsnap "$key-before"
+  [[ -n $tag ]] && storm_perf_start "$tag"
+  hubcpu0=$(cpu_ticks "$hub")
+  touch "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r -t 260 -u "$sym_done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
+  done
+  # The hub reads the last RTUs after the clients read their REPs.
+  for ((w = 0; w < 300; w++)); do
+    hub_est=$(tail -n +"$((mark + 1))" "$log" | grep -c -- '-> ESTABLISHED')
+    ((hub_est >= N)) && break
+    sleep 0.2
+  done
+  [[ -n $tag ]] && storm_perf_stop "$tag"
+  exec {sym_done_fd}>&-
+  hub_end=$(tail -n +"$((mark + 1))" "$log" | grep -- '-> ESTABLISHED' | tail -1 | cut -d' ' -f1)
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/$key-$k.txt")
+    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/$key-$k.txt")
+    [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${last:-} =~ ^[0-9]+$ && ${s:-} =~ ^[0-9]+$ && ${f:-} =~ ^[0-9]+$ ]] || {
+      lab_fail "rcnet-bench-symload ($key) on node$k printed no ESTABLISHED/FAILURES line"
+      continue
+    }
+    est=$((est + n))
+    ins=$((ins + s))
+    fails=$((fails + f))
+    ((last > end)) && end=$last
+    ((start == 0 || go < start)) && start=$go
+  done
+  netsnap "$key-after"
+  raw "rcnet_${key}_rcnetd" "$2"
+  raw "rcnet_${key}_hub_rnr_naks_sent" $(($(rxe_counter "$key-after" rxe_1 send_rnr_err) - $(rxe_counter "$key-before" rxe_1 send_rnr_err)))
+  raw "rcnet_${key}_hub_cpu_s" "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
+  raw "rcnet_${key}_established" "$est"
+  raw "rcnet_${key}_hub_established" "$hub_est"
+  raw "rcnet_${key}_in_service" "$ins"
+  raw "rcnet_${key}_connect_failures" "$fails"
+  ((end > 0 && start > 0)) && raw "rcnet_${key}_connect_client_end_ms" $((end - start))
+  if [[ -n $hub_end ]] && ((start > 0 && hub_est >= N)); then
+    raw "rcnet_${key}_connect_ms" $(($(rcd_log_ms "$hub_end") - start))
+  fi
+  raw "rcnet_${key}_failures" "$(cat "$RCNET_RESULTS/$key"-*.txt | awk '/^FAILURES/ { for (i = 3; i <= NF; i++) printf "%s%s", sep, $i; sep = "," }')"
+  "$RCTL" -s /run/rcnet/node1.sock -j stats >"$RCNET_RESULTS/hub-stats-$key.json" 2>&1 || true
+  raw "rcnet_${key}_hub_qps" "$(rcd_qps 1)"
+  lab_expect "rcnet $key storm: $est of $N connections ESTABLISHED ($hub_est on the hub)" [ "$est" -eq "$N" ]
+  lab_expect "rcnet $key storm: $ins of $N still in service" [ "$ins" -eq "$N" ]
+  lab_expect "rcnet $key storm: $fails connect failures" [ "$fails" -eq 0 ]
+  lab_log "rcnet $key storm done: $est established ($hub_est on the hub), $ins in service, $fails failed"
+  for k in "${sym_pids[@]}"; do kill -TERM "$k" 2>/dev/null; done
+  for k in "${sym_pids[@]}"; do wait "$k"; done
+  rcd_wait_qps 1 0 120 >/dev/null || lab_fail "hub QPs not all destroyed after the $key clients' DREQs"
+  rcd_kill 1 TERM
+  rcd_wait_exit 1 30
+  unset 'RCD_PID[1]'
+  [[ $key == *_log9p ]] || cat "$log" >>"$RCNET_RESULTS/rcnetd-1.log"
+}
+# ucm_sym_storm KEY: the symmetric clients (rcnet-bench-symload --any-rep,
+# the same addresses, go file and clock) into ucmatose's server instead of
+# rcnetd: the storm rcnet's is compared with, with nothing but the hub
+# changed (ucmatose's own clients use one address per node: 4 source GIDs
+# where rcnet's peers use 1000). End: the server's "disconnecting".
+ucm_sym_storm() {
+  local key=$1 srv done_fifo done_fd srv_fd k w n go last s f start=0 est=0 fails=0 conn_end
+  local -a pids=()
+  done_fifo=$FIFO_DIR/$key-done
+  rm -f "$done_fifo" "$done_fifo-srv"
+  if ! mkfifo "$done_fifo" "$done_fifo-srv"; then
+    lab_fail "mkfifo $done_fifo"
+    return 1
+  fi
+  exec {done_fd}<>"$done_fifo"
+  exec {srv_fd}<>"$done_fifo-srv"
+  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo-srv" >"$RCNET_RESULTS/$key-server.txt") &
+  srv=$!
+  if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$key-wait.txt"; then
+    lab_fail "ucmatose server ($key) did not listen"
+    kill "$srv" 2>/dev/null
+    exec {done_fd}>&- {srv_fd}>&-
+    return 1
+  fi
+  rm -f "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+      --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
+      --done-fifo "$done_fifo" --any-rep \
+      --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${CLIENT_NODES[@]}"; do
+    for ((w = 0; w < 1200; w++)); do
+      grep -q '^READY' "$RCNET_RESULTS/$key-$k.txt" 2>/dev/null && break
+      sleep 0.25
+    done
+  done
+  touch "$RCNET_RESULTS/go-$key"
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r -t 260 -u "$done_fd" _ || { lab_log "a $key client never finished its connect phase"; break; }
+  done
+  read -r -t 120 -u "$srv_fd" _ || lab_log "ucmatose server ($key) never printed 'disconnecting'"
+  # The server disconnects every connection after "disconnecting"; the
+  # clients answer and then stop.
+  for k in "${pids[@]}"; do kill -TERM "$k" 2>/dev/null; done
+  for k in "${pids[@]}"; do wait "$k"; done
+  wait "$srv"
+  exec {done_fd}>&- {srv_fd}>&-
+  for k in "${CLIENT_NODES[@]}"; do
+    read -r n go last s < <(awk '/^ESTABLISHED/ { print $2, $9, $11, $13 }' "$RCNET_RESULTS/$key-$k.txt")
+    f=$(awk '/^FAILURES/ { print $2 }' "$RCNET_RESULTS/$key-$k.txt")
+    [[ ${n:-} =~ ^[0-9]+$ && ${go:-} =~ ^[0-9]+$ && ${f:-} =~ ^[0-9]+$ ]] || continue
+    est=$((est + n))
+    fails=$((fails + f))
+    ((start == 0 || go < start)) && start=$go
+  done
+  conn_end=$(awk '/disconnecting/ { print $1; exit }' "$RCNET_RESULTS/$key-server.txt")
+  raw "${key}_established" "$est"
+  raw "${key}_connect_failures" "$fails"
+  [[ $conn_end =~ ^[0-9]+$ ]] && ((start > 0)) && raw "${key}_connect_ms" $((conn_end - start))
+  lab_expect "ucmatose server ($key): $est of $N from the symmetric clients, $fails failed" [ "$est" -eq "$N" ]
+  lab_log "ucmatose server with the symmetric clients ($key) done: $est established, $fails failed"
+}
+# sym_hub_start BIN LOG: rcnetd BIN for node 1 (node-1.toml) with its
+# stderr in LOG, as rcd_start does it with the results folder's log; waits
+# for its TUN (30 s). Sets RCD_PID[1].
+sym_hub_start() {
+  local k
+  mkdir -p /run/rcnet
+  "$1" -c "$RCNET_RESULTS/node-1.toml" >"$2" 2>&1 &
+  RCD_PID[1]=$!
+  for ((k = 0; k < 300; k++)); do
+    grep -q "TUN rc0 up" "$2" 2>/dev/null && return 0
+    kill -0 "${RCD_PID[1]}" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+if [[ ! -x $SYMLOAD ]]; then
+  lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
 else
-  lab_fail "ucmatose server did not listen"
-  kill "$ucm_srv" 2>/dev/null
+  sym_storm sym "$RCD_BIN"
+  # SETUP_REPEAT (ARG 7) > 1: that many pairs of storms in all, ucmatose
+  # and rcnet alternating which goes first, so that the host's load on the
+  # guest (it varies by 2x from one storm to the next) shows as the spread
+  # of the pairs, and the table takes medians.
+  for ((r = 2; r <= SETUP_REPEAT; r++)); do
+    if ((r % 2 == 0)); then
+      sym_storm "sym_r$r" "$RCD_BIN"
+      ucm_storm "ucmatose_r$r"
+    else
+      ucm_storm "ucmatose_r$r"
+      sym_storm "sym_r$r" "$RCD_BIN"
+    fi
+  done
+  # The same clients into ucmatose's server, beside the rcnet storm before.
+  ucm_sym_storm ucmatose_symclient
+  # With pairs repeated, one more rcnet storm with the hub's log on the 9p
+  # results share (where every run logged before), for its cost.
+  ((SETUP_REPEAT > 1)) && sym_storm sym_log9p "$RCD_BIN"
+  # A second rcnetd (ARG 6): the same storm again with it, in this boot,
+  # then the first once more (A B A), so that a drift of the guest over the
+  # runs shows as a difference between the two A runs.
+  if [[ -n $RCD_BIN_B ]]; then
+    sym_storm sym_b "$RCD_BIN_B"
+    sym_storm sym_a2 "$RCD_BIN"
+  fi
+  # PROFILE "storms": one more pair, profiled, after the measured ones
+  # (sampling slows the guest: its times, raw keys *_prof_*, are not rows).
+  if [[ $PROFILE == storms ]]; then
+    ucm_storm ucmatose_prof ucmatose
+    sym_storm sym_prof "$RCD_BIN" rcnet
+  fi
 fi
 
 # --- setup rate + scale: N rcnet connections into one rcnetd ---------------
+# rcnet-bench-load: one cm::Manager per address (the asymmetric figure kept
+# beside the symmetric one), and the connections of the idle-scale phase.
 bench_config 1 65520 600s
 if rcd_start 1; then
   hub=${RCD_PID[1]}

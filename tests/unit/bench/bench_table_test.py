@@ -18,20 +18,23 @@ import tempfile
 import unittest
 
 SCRIPT, FIXTURE = sys.argv[1], sys.argv[2]
+SYM = "setup rate, 1000 connections from 4 nodes (symmetric client)"
+OLD = "setup rate, 1000 connections from 4 nodes (old: a cm::Manager per address)"
 
 
-def run_table(edit_raw=None, drop=()):
-    """Runs the script on a copy of the fixture; returns (stdout, rows by metric, dir)."""
+def run_table(edit_raw=None, drop=(), extra=""):
+    """Runs the script on a copy of the fixture, its bench-raw.txt filtered by
+    edit_raw and `extra` appended; returns (stdout, rows by metric, dir)."""
     res = tempfile.mkdtemp(prefix="bench-table-")
     for name in os.listdir(FIXTURE):
         if name != "expected-table.txt" and name not in drop:
             shutil.copy(os.path.join(FIXTURE, name), res)
-    if edit_raw:
+    if edit_raw or extra:
         path = os.path.join(res, "bench-raw.txt")
         with open(path) as f:
-            lines = [l for l in f if edit_raw(l)]
+            lines = [l for l in f if not edit_raw or edit_raw(l)]
         with open(path, "w") as f:
-            f.writelines(lines)
+            f.writelines(lines + [extra])
     out = subprocess.run([sys.executable, SCRIPT, res], check=True, capture_output=True,
                          text=True).stdout
     with open(os.path.join(res, "bench.json")) as f:
@@ -91,11 +94,20 @@ class BenchTable(unittest.TestCase):
         self.assertAlmostEqual(r["ratio"], 0.7)  # 560 / 800, exactly at the goal
         self.assertIs(r["met"], True)
         self.assertIn("20.0 KiB of TCP payload per data SEND", self.out)  # 40 MiB / 2048
-        r = self.row("setup rate, 1000 connections from 4 nodes")
+        # The goal row is the symmetric client's: 1000 in 3.125 s against
+        # ucmatose's 1000 in 2.5 s.
+        r = self.row(SYM)
+        self.assertAlmostEqual(r["rcnet"], 320.0)
+        self.assertAlmostEqual(r["anchor"], 400.0)
+        self.assertAlmostEqual(r["ratio"], 0.8)
+        self.assertIs(r["met"], False)  # >= 0.9
+        # The old figure (a cm::Manager per address) beside it, without a goal.
+        r = self.row(OLD)
         self.assertAlmostEqual(r["rcnet"], 500.0)  # 1000 in 2 s
-        self.assertAlmostEqual(r["anchor"], 400.0)  # 1000 in 2.5 s
+        self.assertAlmostEqual(r["anchor"], 400.0)
         self.assertAlmostEqual(r["ratio"], 1.25)
-        self.assertIs(r["met"], True)
+        self.assertIsNone(r["goal"])
+        self.assertIsNone(r["met"])
         r = self.row("teardown peer SIGKILL -> QP gone from rdma res")
         self.assertAlmostEqual(r["ratio"], 4200 / 4100)  # bound 3000 + 500 + 600
         self.assertIs(r["met"], False)
@@ -111,14 +123,110 @@ class BenchTable(unittest.TestCase):
         self.assertEqual(chart[0].split('"')[2].split(), ["0.75", "1"])
 
     def test_a_goal_row_not_measured_did_not_meet_it(self):
-        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_connect_ms "),
+        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_connect_ms "),
                                    drop=("sim.json",))
         try:
-            r = rows["setup rate, 1000 connections from 4 nodes"]
+            r = rows[SYM]
             self.assertIsNone(r["rcnet"])
             self.assertIsNone(r["ratio"])
             self.assertIs(r["met"], False)
+            self.assertAlmostEqual(rows[OLD]["rcnet"], 500.0)
             self.assertFalse(any("(sim)" in m for m in rows))
+        finally:
+            shutil.rmtree(res)
+
+    def test_a_failed_connect_leaves_no_setup_rate(self):
+        # Every connection made but one attempt failed on the way (not retried):
+        # no rate, so the goal is not met.
+        out, rows, res = run_table(
+            edit_raw=lambda l: not l.startswith("rcnet_sym_connect_failures "),
+            extra="rcnet_sym_connect_failures 1\n")
+        try:
+            self.assertIsNone(rows[SYM]["rcnet"])
+            self.assertIs(rows[SYM]["met"], False)
+        finally:
+            shutil.rmtree(res)
+
+    def test_repeated_pairs_take_the_medians(self):
+        # bench.sh ARG 7 = 3: two more pairs. rcnet 1000 in 3.125, 2.0 and
+        # 4.0 s (320, 500, 250 conn/s: median 320); ucmatose 1000 in 2.5,
+        # 2.0 and 5.0 s (400, 500, 200: median 400). The goal moves to the
+        # medians' row: 0.8, not met.
+        extra = "".join(
+            f"rcnet_sym_r{r}_established 1000\nrcnet_sym_r{r}_connect_failures 0\n"
+            f"rcnet_sym_r{r}_connect_ms {rms}\nucmatose_r{r}_connect_ms {ums}\n"
+            for r, rms, ums in ((2, 2000, 2000), (3, 4000, 5000)))
+        out, rows, res = run_table(extra=extra)
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client, median of 3 pairs)"]
+            self.assertAlmostEqual(r["rcnet"], 320.0)
+            self.assertAlmostEqual(r["anchor"], 400.0)
+            self.assertAlmostEqual(r["ratio"], 0.8)
+            self.assertIs(r["met"], False)
+            self.assertIsNone(rows[SYM]["goal"])  # the single run keeps no goal
+            self.assertIn("500/500 = 1.00", out)  # the second pair
+        finally:
+            shutil.rmtree(res)
+        # One repeated run that failed an attempt: no median, goal not met.
+        out, rows, res = run_table(extra=extra.replace("r3_connect_failures 0",
+                                                       "r3_connect_failures 2"))
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client, median of 3 pairs)"]
+            self.assertIsNone(r["rcnet"])
+            self.assertIs(r["met"], False)
+        finally:
+            shutil.rmtree(res)
+
+    def test_same_clients_into_ucmatose_server(self):
+        # The symmetric clients into ucmatose's server: 1000 in 2.0 s (500/s)
+        # against rcnet's 1000 in 3.125 s (320/s): 0.64, no goal.
+        out, rows, res = run_table(extra="ucmatose_symclient_established 1000\n"
+                                   "ucmatose_symclient_connect_failures 0\n"
+                                   "ucmatose_symclient_connect_ms 2000\n")
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client into each hub)"]
+            self.assertAlmostEqual(r["anchor"], 500.0)
+            self.assertAlmostEqual(r["ratio"], 0.64)
+            self.assertIsNone(r["met"])
+        finally:
+            shutil.rmtree(res)
+        # A failed attempt on ucmatose's side leaves it without a rate.
+        out, rows, res = run_table(extra="ucmatose_symclient_established 1000\n"
+                                   "ucmatose_symclient_connect_failures 3\n"
+                                   "ucmatose_symclient_connect_ms 2000\n")
+        try:
+            r = rows["setup rate, 1000 connections from 4 nodes (symmetric client into each hub)"]
+            self.assertIsNone(r["anchor"])
+            self.assertIsNone(r["ratio"])
+        finally:
+            shutil.rmtree(res)
+
+    def test_a_b_a_rows_of_a_second_rcnetd(self):
+        # bench.sh ARG 6: the storm with rcnetd B (1000 in 2.5 s) and with A
+        # again (1000 in 3.2 s) beside the first A run, without goals.
+        out, rows, res = run_table(extra="".join(
+            f"rcnet_{k}_{f} {v}\n" for k, ms in (("sym_b", 2500), ("sym_a2", 3200))
+            for f, v in (("established", 1000), ("in_service", 1000),
+                         ("connect_failures", 0), ("connect_ms", ms), ("rcnetd", "/x/rcnetd"))))
+        try:
+            b = rows["setup rate, 1000 connections from 4 nodes (symmetric client, rcnetd B)"]
+            self.assertAlmostEqual(b["ratio"], 1.0)  # 400 against 400
+            self.assertIsNone(b["met"])
+            a2 = rows["setup rate, 1000 connections from 4 nodes (symmetric client, rcnetd A again)"]
+            self.assertAlmostEqual(a2["rcnet"], 312.5)
+            self.assertIs(rows[SYM]["met"], False)  # the goal stays on the first run
+            self.assertIn("rcnet-bench-symload (/x/rcnetd)", out)
+        finally:
+            shutil.rmtree(res)
+
+    def test_results_from_before_the_symmetric_client(self):
+        # A results directory from before rcnet-bench-symload: the old row as
+        # it was, the symmetric goal row present and not met.
+        out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_"))
+        try:
+            self.assertAlmostEqual(rows[OLD]["ratio"], 1.25)
+            self.assertIsNone(rows[SYM]["rcnet"])
+            self.assertIs(rows[SYM]["met"], False)
         finally:
             shutil.rmtree(res)
 
