@@ -16,7 +16,7 @@
 #include "cm/manager.hpp"
 #include "cm/rails.hpp"
 #include "harness.hpp"
-#include "sim/timer.hpp"
+#include "rails_harness.hpp"
 
 using namespace rcnet;
 using namespace rcnet::test;
@@ -24,125 +24,17 @@ using sim::Profile;
 
 namespace {
 
-IpAddr rail_addr(std::size_t k, int i) {
-  return IpAddr::v4((k == 0 ? 0x0a630000u : 0x0a620000u) + static_cast<std::uint32_t>(i));
-}
-IpAddr overlay_addr(int i) {
-  return IpAddr::v4(0x0a640000u + static_cast<std::uint32_t>(i));
-}
-Endpoint rail_ep(std::size_t k, int i) {
-  return Endpoint{rail_addr(k, i), kPort};
-}
+using namespace rcnet::test::rails;
 
-struct Rx {
-  std::size_t rail;
-  std::uint32_t seq;
-};
-
-struct TwoRailNode;
-
-struct Port final : sim::ClusterNode, cm::PacketSink {
-  TwoRailNode* owner = nullptr;
-  std::size_t rail = 0;
-  cm::PacketSink& packet_sink() override { return *this; }
-  void deliver(NodeId, std::span<const std::byte> p) override;
-  void send_capacity(bool) override {}
-};
-
-struct TwoRailNode {
-  TwoRailNode(sim::Fabric& f, int i) : index(i), timer(f) {}
-  int index;
-  std::array<Port*, 2> ports{};
-  sim::FabricTimer timer;
-  std::unique_ptr<cm::RailSet> set;
-  std::vector<Rx> rx;
-  cm::Manager& mgr(std::size_t k) { return *ports.at(k)->mgr; }
-  sim::SimNode& sim(std::size_t k) { return *ports.at(k)->sim; }
-  std::size_t received(std::size_t rail) const {
-    std::size_t n = 0;
-    for (const Rx& r : rx)
-      n += r.rail == rail ? 1 : 0;
-    return n;
-  }
-  bool got(std::uint32_t seq) const {
-    for (const Rx& r : rx) {
-      if (r.seq == seq)
-        return true;
-    }
-    return false;
-  }
-};
-
-void Port::deliver(NodeId, std::span<const std::byte> p) {
-  std::uint32_t seq = 0;
-  REQUIRE(p.size() >= sizeof seq);
-  std::memcpy(&seq, p.data(), sizeof seq);
-  owner->rx.push_back({rail, seq});
-}
-
-class SharedCluster : public sim::Cluster {
- public:
-  SharedCluster() : sim::Cluster(Profile::kMlx) {}
-  ~SharedCluster() override { nodes_.clear(); }
-
-  // Node i: rail 1 a port of rail 0's device when `shared`, else a device
-  // of its own (today's layout, for the memory comparison).
-  TwoRailNode& add(int i, bool shared = true) {
-    auto n = std::make_unique<TwoRailNode>(fabric, i);
-    std::vector<cm::RailSet::Rail> rails;
-    for (std::size_t k = 0; k < 2; ++k) {
-      Port& p = k == 1 && shared ? add_port_node<Port>(rail_addr(0, i), rail_addr(1, i))
-                                 : add_node<Port>(rail_addr(k, i));
-      p.owner = n.get();
-      p.rail = k;
-      n->ports[k] = &p;
-      REQUIRE(start(p, test_config(p.addr, 0x1000 + static_cast<std::uint64_t>(i))).ok());
-      rails.push_back(
-          {.manager = p.mgr.get(), .route = [k, i](const IpAddr& o) -> std::optional<Endpoint> {
-             const std::uint32_t v = o.v4_host_order();
-             const int j = static_cast<int>(v & 0xff);
-             if ((v & 0xffffff00u) != 0x0a640000u || j == 0 || j == 255 || j == i)
-               return std::nullopt;
-             return rail_ep(k, j);
-           }});
-    }
-    n->set = std::make_unique<cm::RailSet>(
-        cm::RailSetConfig{.mode = cm::RailsMode::kActiveBackup, .holddown = 1s, .idle_timeout = 5s},
-        std::move(rails), n->timer);
-    n->timer.set_callback([s = n->set.get()] { s->on_timer(); });
-    TwoRailNode& ref = *n;
-    nodes_.push_back(std::move(n));
-    return ref;
-  }
-
-  static void send(TwoRailNode& from, int to, std::uint32_t seq) {
-    from.set->send(overlay_addr(to), packet(seq));
-  }
-  // A packet each way every 100 ms for `d`.
-  void exchange(TwoRailNode& a, TwoRailNode& b, std::uint32_t& seq, Duration d) {
-    for (Duration t{}; t < d; t += 100ms) {
-      send(a, b.index, seq);
-      send(b, a.index, seq);
-      ++seq;
-      run(100ms);
-    }
-  }
-
- private:
-  std::vector<std::unique_ptr<TwoRailNode>> nodes_;
-};
-
-std::uint64_t established_conn(const cm::Manager& m, const Endpoint& peer) {
-  for (const auto& q : m.snapshot().qps) {
-    if (q.in_service && q.state == cm::ConnState::kEstablished && q.peer_addr.addr == peer.addr)
-      return q.id;
-  }
-  return 0;
+// Node i of `c` with its two rails on two ports of one HCA (or, with
+// `shared` false, each on a device of its own: the layout before), holddown 1 s.
+RailNode& add(RailCluster& c, int i, bool shared = true) {
+  return c.add(i, cm::RailsMode::kActiveBackup, shared, 1s);
 }
 
 // The objects of a whole node's device(s) are gone: no QP, cm id or MR, no
 // PD or SRQ, on either port.
-void require_released(TwoRailNode& n) {
+void require_released(RailNode& n) {
   for (std::size_t k = 0; k < 2; ++k) {
     INFO("rail " << k);
     CHECK(n.sim(k).live_qps() == 0);
@@ -191,11 +83,11 @@ TEST_CASE("sim: a port of another node's HCA shares its device", "[sim][rails][s
 
 TEST_CASE("shared device: two rails on two ports share one PD, SRQ and receive buffers",
           "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailCluster c(Profile::kMlx);
+  auto& a = add(c, 1);
+  auto& b = add(c, 2);
   std::uint32_t seq = 1;
-  c.exchange(a, b, seq, 3s);
+  c.exchange(a, {&b}, seq, 3s);
   const std::uint32_t srq_size = a.mgr(0).config().srq_size;
 
   for (auto* n : {&a, &b}) {
@@ -231,11 +123,11 @@ TEST_CASE("shared device: two rails on two ports share one PD, SRQ and receive b
 
 TEST_CASE("shared device: half the registered memory of two rails on two devices",
           "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& shared = c.add(1, true);
-  auto& apart = c.add(2, false);
+  RailCluster c(Profile::kMlx);
+  auto& shared = add(c, 1, true);
+  auto& apart = add(c, 2, false);
   std::uint32_t seq = 1;
-  c.exchange(shared, apart, seq, 2s);
+  c.exchange(shared, {&apart}, seq, 2s);
   const auto cfg = shared.mgr(0).config();
   const std::size_t buf = shared.mgr(0).snapshot().srq.buffer_size;
   const std::size_t srq_bytes = std::size_t{cfg.srq_size} * buf;
@@ -252,11 +144,11 @@ TEST_CASE("shared device: half the registered memory of two rails on two devices
 
 TEST_CASE("shared device: a port down fails over; the other rail keeps the shared SRQ serving",
           "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailCluster c(Profile::kMlx);
+  auto& a = add(c, 1);
+  auto& b = add(c, 2);
   std::uint32_t seq = 1;
-  c.exchange(a, b, seq, 3s);
+  c.exchange(a, {&b}, seq, 3s);
   REQUIRE(a.set->carrier(overlay_addr(2)) == 0u);
   const std::size_t before = b.received(1);
 
@@ -269,7 +161,7 @@ TEST_CASE("shared device: a port down fails over; the other rail keeps the share
   CHECK(a.mgr(1).counters().async_events_ignored >= 1);
   CHECK(a.set->carrier(overlay_addr(2)) == 1u);
   const std::uint32_t first = seq;
-  c.exchange(a, b, seq, 2s);
+  c.exchange(a, {&b}, seq, 2s);
   // Every packet after the failover arrived, on rail 1, through the SRQ the
   // two rails share.
   for (std::uint32_t s = first; s < seq; ++s) {
@@ -284,18 +176,18 @@ TEST_CASE("shared device: a port down fails over; the other rail keeps the share
   CHECK(a.sim(0).device_stats().srq_creates == 1);
 
   REQUIRE(c.fabric.faults().port_down(rail_addr(0, 1), false));
-  c.exchange(a, b, seq, 3s);
+  c.exchange(a, {&b}, seq, 3s);
   CHECK(a.set->carrier(overlay_addr(2)) == 0u);
   CHECK(a.sim(0).stats().misuse + a.sim(1).stats().misuse == 0);
 }
 
 TEST_CASE("shared device: removal releases both rails' objects, re-adoption rebuilds them",
           "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailCluster c(Profile::kMlx);
+  auto& a = add(c, 1);
+  auto& b = add(c, 2);
   std::uint32_t seq = 1;
-  c.exchange(a, b, seq, 3s);
+  c.exchange(a, {&b}, seq, 3s);
   REQUIRE(a.sim(0).live_qps() == 1);
   REQUIRE(a.sim(1).live_qps() == 1);
 
@@ -323,7 +215,7 @@ TEST_CASE("shared device: removal releases both rails' objects, re-adoption rebu
   CHECK(a.mgr(0).snapshot().srq.posted == a.mgr(0).config().srq_size);
 
   const std::uint32_t first = seq;
-  c.exchange(a, b, seq, 5s);
+  c.exchange(a, {&b}, seq, 5s);
   CHECK(b.got(seq - 1));
   CHECK(a.got(seq - 1));
   CHECK(first < seq);
@@ -336,11 +228,11 @@ TEST_CASE(
     "shared device: DEVICE_FATAL takes both rails; a port may not reopen what the other "
     "still holds",
     "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailCluster c(Profile::kMlx);
+  auto& a = add(c, 1);
+  auto& b = add(c, 2);
   std::uint32_t seq = 1;
-  c.exchange(a, b, seq, 2s);
+  c.exchange(a, {&b}, seq, 2s);
   REQUIRE(c.fabric.faults().inject_device_fatal(rail_addr(0, 1)));
   c.run(1ms);
   require_released(a);
@@ -349,7 +241,7 @@ TEST_CASE(
   REQUIRE(a.mgr(0).readopt());
   REQUIRE(a.mgr(1).readopt());
   CHECK(a.sim(0).device_stats().pd_allocs == 2);
-  c.exchange(a, b, seq, 3s);
+  c.exchange(a, {&b}, seq, 3s);
   CHECK(b.got(seq - 1));
   CHECK(a.got(seq - 1));
 }
@@ -415,11 +307,11 @@ TEST_CASE(
 
 TEST_CASE("shared device: the SRQ limit is the device's, whichever rail hears its event",
           "[cm][rails][shared]") {
-  SharedCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailCluster c(Profile::kMlx);
+  auto& a = add(c, 1);
+  auto& b = add(c, 2);
   std::uint32_t seq = 1;
-  c.exchange(a, b, seq, 2s);
+  c.exchange(a, {&b}, seq, 2s);
   // The simulated HCA reposts faster than a sender drains the SRQ, so the
   // event is handed over as the seam would: to rail 0's manager.
   b.mgr(0).on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
@@ -428,7 +320,7 @@ TEST_CASE("shared device: the SRQ limit is the device's, whichever rail hears it
   // One SRQ, one limit: both rails' snapshots show the event.
   CHECK(b.mgr(0).snapshot().srq.limit_events == 1);
   CHECK(b.mgr(1).snapshot().srq.limit_events == 1);
-  c.exchange(a, b, seq, 1s);
+  c.exchange(a, {&b}, seq, 1s);
   CHECK(b.got(seq - 1));
   CHECK(b.sim(1).srq_posted() == b.mgr(1).config().srq_size);
 }
