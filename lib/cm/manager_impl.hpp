@@ -101,6 +101,9 @@ class Manager::Impl final : private DataPathHooks {
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   bool ensure_link(const Endpoint& peer);
   bool abandon_attempt(const Endpoint& peer, std::string_view why);
+  // The connection of the peer listening on `peer` (its current one), or
+  // nullptr: what the rail hooks' calls act on.
+  Conn* conn_to(const Endpoint& peer);
   bool link_established(const Endpoint& peer) const;
   std::optional<std::uint32_t> peer_mtu(const Endpoint& peer) const;  // Manager::peer_mtu
   std::optional<Endpoint> peer_underlay(NodeId node) const;           // Manager::peer_underlay

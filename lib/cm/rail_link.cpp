@@ -59,9 +59,13 @@ void Manager::Impl::rail_message(Conn& c, std::span<const std::byte> msg) {
     rail_hooks_->rail_message(c.peer_addr, msg);
 }
 
-bool Manager::Impl::send_rail_message(const Endpoint& peer, std::span<const std::byte> msg) {
+Conn* Manager::Impl::conn_to(const Endpoint& peer) {
   Peer* p = table_.find_peer(node_id_for(peer.addr));
-  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  return p != nullptr ? table_.conn_of(*p) : nullptr;
+}
+
+bool Manager::Impl::send_rail_message(const Endpoint& peer, std::span<const std::byte> msg) {
+  Conn* c = conn_to(peer);
   if (c == nullptr || !c->rails)
     return false;
   return dp_.post_rail_message(*c, msg);
@@ -82,8 +86,7 @@ bool Manager::Impl::ensure_link(const Endpoint& peer) {
 }
 
 bool Manager::Impl::abandon_attempt(const Endpoint& peer, std::string_view why) {
-  Peer* p = table_.find_peer(node_id_for(peer.addr));
-  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  Conn* c = conn_to(peer);
   if (c == nullptr || !c->active || !c->in_service || c->state == ConnState::kEstablished ||
       is_teardown(c->state))
     return false;
@@ -92,15 +95,12 @@ bool Manager::Impl::abandon_attempt(const Endpoint& peer, std::string_view why) 
 }
 
 bool Manager::Impl::link_established(const Endpoint& peer) const {
-  auto& table = const_cast<ConnTable&>(table_);  // lookups only
-  Peer* p = table.find_peer(node_id_for(peer.addr));
-  const Conn* c = p != nullptr ? table.conn_of(*p) : nullptr;
+  const Conn* c = const_cast<Impl*>(this)->conn_to(peer);  // a lookup only
   return c != nullptr && c->state == ConnState::kEstablished;
 }
 
 bool Manager::Impl::link_failed(const Endpoint& peer, LinkCause cause, std::string_view why) {
-  Peer* p = table_.find_peer(node_id_for(peer.addr));
-  Conn* c = p != nullptr ? table_.conn_of(*p) : nullptr;
+  Conn* c = conn_to(peer);
   if (c == nullptr)
     return false;
   cause_ = cause;

@@ -168,16 +168,19 @@ RailSet::PeerLinks& RailSet::peer(const IpAddr& overlay) {
   PeerLinks& p = it->second;
   if (fresh) {
     p.overlay = overlay;
-    for (std::size_t k = 0; k < rails_.size(); ++k) {
-      if (auto ep = rails_[k].rail.route(overlay)) {
-        p.links[k].ep = *ep;
-        p.links[k].routed = true;
-        rails_[k].overlay_of[ep->addr] = overlay;
-      }
-    }
+    for (std::size_t k = 0; k < rails_.size(); ++k)
+      route_link(p, k);
     choose(p, std::nullopt);
   }
   return p;
+}
+
+void RailSet::route_link(PeerLinks& p, std::size_t k) {
+  if (auto ep = rails_[k].rail.route(p.overlay)) {
+    p.links[k].ep = *ep;
+    p.links[k].routed = true;
+    rails_[k].overlay_of[ep->addr] = p.overlay;
+  }
 }
 
 RailSet::PeerLinks* RailSet::find(std::size_t k, const Endpoint& underlay) {

@@ -211,6 +211,9 @@ class RailSet {
   void rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why);
 
   PeerLinks& peer(const IpAddr& overlay);
+  // p's link on rail k from the rail's mapping (routed, ep, overlay_of),
+  // when the rail maps p.overlay; left as it is otherwise.
+  void route_link(PeerLinks& p, std::size_t k);
   // The known peer of `overlay`, or a new one when a rail maps it; nullptr
   // when none does. One hash lookup for a known peer (the data path).
   PeerLinks* mapped_peer(const IpAddr& overlay);

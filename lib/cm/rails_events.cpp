@@ -420,11 +420,7 @@ void RailSet::apply_rail_count(PeerLinks& p, std::uint8_t count) {
       rails_[j].overlay_of.erase(l.ep.addr);
       l = Link{};
     } else if (j < count && !l.routed) {
-      if (auto ep = rails_[j].rail.route(p.overlay)) {
-        l.ep = *ep;
-        l.routed = true;
-        rails_[j].overlay_of[ep->addr] = p.overlay;
-      }
+      route_link(p, j);
     }
   }
 }
