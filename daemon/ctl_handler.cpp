@@ -179,7 +179,16 @@ class DaemonBackend final : public CtlBackend {
     json first;
     bool ok = true;
     for (const auto& r : p_.rails) {
-      auto one = audit_qps(r.manager->snapshot().device, r.manager->live_qpns(), r.seam->qpns());
+      // Rails on one device: the kernel's QPs of the others are theirs.
+      std::vector<std::uint32_t> others;
+      for (const auto& o : p_.rails) {
+        if (&o != &r && o.seam->device() && o.seam->device() == r.seam->device()) {
+          const auto q = o.seam->qpns();
+          others.insert(others.end(), q.begin(), q.end());
+        }
+      }
+      auto one = audit_qps(r.manager->snapshot().device, r.manager->live_qpns(), r.seam->qpns(),
+                           others);
       if (!one)
         return one.error();
       ok = ok && one->value("ok", false);

@@ -188,10 +188,12 @@ Result<void> Daemon::start_rails() {
       TunPath::Overlay{.address = cfg_.tun_address, .source_check = cfg_.tun_source_check});
   if (n > 1)
     capacity_.emplace(*tun_path_, n);
+  watches_.emplace(loop_);
+  const RailShared shared{.devices = devices_, .watches = &*watches_};
   for (std::size_t k = 0; k < n; ++k) {
     cm::ManagerConfig mc = cfg_.manager_for_rail(k);
     mc.incarnation = incarnation_;
-    auto rail = RailRuntime::create(loop_, k, mc, n > 1 ? capacity_->sink(k) : *tun_path_,
+    auto rail = RailRuntime::create(loop_, k, mc, n > 1 ? capacity_->sink(k) : *tun_path_, shared,
                                     [this] { loop_.exit(1); });
     if (!rail) {
       if (n == 1)

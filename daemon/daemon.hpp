@@ -112,6 +112,10 @@ class Daemon {
   std::unique_ptr<FibNextHop> fib_;  // after setup_tun(); read by tun_path_'s hooks
   std::unique_ptr<TunPath> tun_path_;
   std::optional<CapacityJoin> capacity_;  // with more than one rail
+  // What the rails share (devices on whose ports several rails are, and
+  // their async-fd watches); declared before the rails, which hold them.
+  std::optional<AsyncWatches> watches_;
+  std::shared_ptr<rdma::VerbsDevices> devices_ = std::make_shared<rdma::VerbsDevices>();
   std::vector<std::unique_ptr<RailRuntime>> rails_;
   std::unique_ptr<LoopTimer> rails_timer_;
   std::unique_ptr<cm::RailSet> railset_;  // with more than one rail

@@ -11,8 +11,9 @@ namespace rcnet::daemon {
 Result<std::unique_ptr<RailRuntime>> RailRuntime::create(EventLoop& loop, std::size_t index,
                                                          const cm::ManagerConfig& mc,
                                                          cm::PacketSink& sink,
+                                                         const RailShared& shared,
                                                          std::function<void()> fatal) {
-  std::unique_ptr<RailRuntime> r(new RailRuntime(loop, index));
+  std::unique_ptr<RailRuntime> r(new RailRuntime(loop, index, shared));
   r->fatal_ = std::move(fatal);
   if (auto s = r->start(mc, sink); !s)
     return s.error();
@@ -45,7 +46,7 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
     return nl.error();
   netlink_ = std::move(*nl);
 
-  auto seam = rdma::VerbsSeam::create();
+  auto seam = rdma::VerbsSeam::create(shared_.devices);
   if (!seam)
     return seam.error();
   seam_ = std::move(*seam);
@@ -94,20 +95,10 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
 }
 
 Result<void> RailRuntime::watch_device() {
-  auto async_src = loop_.add_io(seam_->async_fd(), EPOLLIN, "verbs-async",
-                                [this](std::uint32_t) { pump_->on_async_readable(); });
-  if (!async_src && async_src.error().code.value() == EEXIST) {
-    // librdmacm gives every port of a device one ibv_context, and so one
-    // async fd: another rail is on a port of this device. The verbs seam
-    // does not share a device between rails yet (docs/design.md "Rails").
-    return Error{async_src.error().code,
-                 "RDMA device " + manager_->snapshot().device +
-                     " already serves another rail: rails on two ports of one device are not "
-                     "supported by rcnetd yet (give each rail its own device)"};
-  }
-  if (!async_src)
-    return async_src.error();
-  async_src_ = std::move(*async_src);
+  auto w = shared_.watches->watch(seam_->device());
+  if (!w)
+    return w.error();
+  async_watch_ = std::move(*w);
   auto cq_src = loop_.add_io(seam_->cq_fd(), EPOLLIN, "cq",
                              [this](std::uint32_t) { on_completions_ready(); });
   if (!cq_src)
@@ -119,7 +110,7 @@ Result<void> RailRuntime::watch_device() {
 void RailRuntime::on_device_closing() {
   // Off the loop before the seam closes the fds: a closed fd's number may be
   // reused by the next open while a watch still names it.
-  async_src_.reset();
+  async_watch_.reset();
   cq_src_.reset();
   (void)cq_more_.set_enabled(SD_EVENT_OFF);
   (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
@@ -152,6 +143,28 @@ void RailRuntime::on_completions_ready() {
     // next iteration, after the other sources had their turn.
     (void)cq_more_.set_enabled(SD_EVENT_ONESHOT);
   }
+}
+
+// --- AsyncWatches -------------------------------------------------------------------------
+
+Result<std::shared_ptr<EventSource>> AsyncWatches::watch(
+    const std::shared_ptr<rdma::VerbsDevice>& device) {
+  if (!device)
+    return Error::from_errno(ENODEV, "no RDMA device open to watch");
+  std::erase_if(watches_, [](const auto& kv) { return kv.second.expired(); });
+  if (auto it = watches_.find(device.get()); it != watches_.end())
+    return it->second.lock();
+  std::weak_ptr<rdma::VerbsDevice> weak = device;
+  auto src = loop_.add_io(device->async_fd(), EPOLLIN, "verbs-async",
+                          [weak](std::uint32_t) {
+                            if (auto d = weak.lock())
+                              d->dispatch_async_events();
+                          });
+  if (!src)
+    return src.error();
+  auto shared = std::make_shared<EventSource>(std::move(*src));
+  watches_[device.get()] = shared;
+  return shared;
 }
 
 // --- CapacityJoin ----------------------------------------------------------------------

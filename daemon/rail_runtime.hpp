@@ -13,6 +13,7 @@
 // rails and destroys them before the loop.
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -25,6 +26,31 @@
 #include "rdma/verbs_seam.hpp"
 
 namespace rcnet::daemon {
+
+// The one io source on each RDMA device's async-event fd. Rails on ports of
+// one device share its context and so its async fd (rdma/verbs_device.hpp),
+// which epoll watches once: the first rail on the device makes the watch,
+// each rail holds it while its seam is open, and the last one to let go
+// removes it before the device's context can close. Each readable wakeup
+// reads the device's events and routes them to the rails' managers.
+class AsyncWatches {
+ public:
+  explicit AsyncWatches(EventLoop& loop) : loop_(loop) {}
+  // Errors: sd_event_add_io's.
+  Result<std::shared_ptr<EventSource>> watch(const std::shared_ptr<rdma::VerbsDevice>& device);
+
+ private:
+  EventLoop& loop_;
+  std::map<const rdma::VerbsDevice*, std::weak_ptr<EventSource>> watches_;
+};
+
+// What the rails of one daemon share: the devices their seams open
+// (rdma::VerbsDevices) and the watches of those devices' async fds. Must
+// outlive the rails.
+struct RailShared {
+  std::shared_ptr<rdma::VerbsDevices> devices;
+  AsyncWatches* watches = nullptr;
+};
 
 class RailRuntime {
  public:
@@ -39,14 +65,15 @@ class RailRuntime {
   // rail's manager config (config::Config::manager_for_rail, incarnation
   // set). `sink`: where the manager delivers (borrowed, outlives the rail).
   // `fatal`: called when the rail cannot go on (an adopted device whose
-  // fds cannot be watched); the daemon exits. Errors, one line each for
-  // the operator: no interface holds the address (EADDRNOTAVAIL), no RDMA
-  // device or rdma_cm (ENODEV, ENOENT), the listener cannot bind, the
-  // device already serves another rail (EEXIST: a port of the same device;
-  // the verbs seam does not share a device between rails yet).
+  // fds cannot be watched); the daemon exits. `shared`: what the rails
+  // share (a rail on a port of a device another rail opened shares its PD,
+  // SRQ, buffers and async fd). Errors, one line each for the operator: no
+  // interface holds the address (EADDRNOTAVAIL), no RDMA device or rdma_cm
+  // (ENODEV, ENOENT), the listener cannot bind, a rail on the same device
+  // configured differently (EINVAL: srq_size, mtu, offload).
   static Result<std::unique_ptr<RailRuntime>> create(EventLoop& loop, std::size_t index,
                                                      const cm::ManagerConfig& mc,
-                                                     cm::PacketSink& sink,
+                                                     cm::PacketSink& sink, const RailShared& shared,
                                                      std::function<void()> fatal);
   ~RailRuntime();
   RailRuntime(const RailRuntime&) = delete;
@@ -60,7 +87,8 @@ class RailRuntime {
   void stopping() { stopping_ = true; }
 
  private:
-  RailRuntime(EventLoop& loop, std::size_t index) : loop_(loop), index_(index) {}
+  RailRuntime(EventLoop& loop, std::size_t index, const RailShared& shared)
+      : loop_(loop), index_(index), shared_(shared) {}
   Result<void> start(const cm::ManagerConfig& mc, cm::PacketSink& sink);
   // io sources on the seam's async and completion fds (valid after open).
   Result<void> watch_device();
@@ -71,6 +99,7 @@ class RailRuntime {
 
   EventLoop& loop_;
   std::size_t index_;
+  RailShared shared_;
   std::function<void()> fatal_;
   bool stopping_ = false;
   // Destruction order (reverse of declaration): sources first, then the
@@ -80,7 +109,8 @@ class RailRuntime {
   std::optional<rdma::SeamPump> pump_;
   std::unique_ptr<cm::Manager> manager_;
   std::unique_ptr<NetlinkMonitor> netlink_;
-  EventSource cm_src_, async_src_, cq_src_, cq_more_, readopt_timer_;
+  std::shared_ptr<EventSource> async_watch_;  // the device's, shared (AsyncWatches)
+  EventSource cm_src_, cq_src_, cq_more_, readopt_timer_;
 };
 
 // Back-pressure of several rails onto one TUN reader: each rail's manager

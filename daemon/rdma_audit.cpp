@@ -253,8 +253,14 @@ ctl::AuditResult audit_compare(std::span<const rdma::Qpn> daemon,
 ctl::json audit_report(const std::string& device, std::uint32_t pid,
                        std::vector<std::uint32_t> manager_qpns,
                        const std::vector<std::uint32_t>& seam_qpns,
-                       const std::vector<KernelQp>& kernel) {
+                       const std::vector<KernelQp>& all_kernel,
+                       const std::vector<std::uint32_t>& other_rails) {
   using ctl::json;
+  std::vector<KernelQp> kernel;
+  for (const KernelQp& q : all_kernel) {
+    if (std::find(other_rails.begin(), other_rails.end(), q.lqpn) == other_rails.end())
+      kernel.push_back(q);
+  }
   std::vector<std::uint32_t>& mine = manager_qpns;
   std::sort(mine.begin(), mine.end());
   json data = ctl::audit_json(audit_compare(mine, qpns_of_pid(kernel, pid)));
@@ -285,12 +291,13 @@ ctl::json audit_report(const std::string& device, std::uint32_t pid,
 }
 
 Result<ctl::json> audit_qps(const std::string& device, std::vector<std::uint32_t> manager_qpns,
-                            const std::vector<std::uint32_t>& seam_qpns) {
+                            const std::vector<std::uint32_t>& seam_qpns,
+                            const std::vector<std::uint32_t>& other_rails) {
   auto kernel = dump_kernel_qps(device);
   if (!kernel)
     return kernel.error();
   return audit_report(device, static_cast<std::uint32_t>(::getpid()), std::move(manager_qpns),
-                      seam_qpns, *kernel);
+                      seam_qpns, *kernel, other_rails);
 }
 
 }  // namespace rcnet::daemon

@@ -81,15 +81,21 @@ ctl::AuditResult audit_compare(std::span<const rdma::Qpn> daemon,
 // never destroyed is a leak the kernel check alone would not name; either
 // list non-empty makes "ok" false) and "kernel": each of the process's QPs as
 // the kernel shows it {qpn, rqpn, state (IB_QPS_* name as `rdma resource show
-// qp` prints it), device, port}. Pure: no I/O.
+// qp` prints it), device, port}. `other_rails`: the QPNs the seams of
+// other rails on the same device hold (rails on ports of one device,
+// rdma/verbs_device.hpp); the kernel's QPs among them are those rails' and
+// left out here, so a QP no seam holds shows in each such rail's report.
+// Pure: no I/O.
 ctl::json audit_report(const std::string& device, std::uint32_t pid,
                        std::vector<std::uint32_t> manager_qpns,
                        const std::vector<std::uint32_t>& seam_qpns,
-                       const std::vector<KernelQp>& kernel);
+                       const std::vector<KernelQp>& kernel,
+                       const std::vector<std::uint32_t>& other_rails = {});
 
 // audit_report() for this process (getpid()) against dump_kernel_qps(device).
 // Errors: those of dump_kernel_qps. Synchronous, bounded by kDumpTimeout.
 Result<ctl::json> audit_qps(const std::string& device, std::vector<std::uint32_t> manager_qpns,
-                            const std::vector<std::uint32_t>& seam_qpns);
+                            const std::vector<std::uint32_t>& seam_qpns,
+                            const std::vector<std::uint32_t>& other_rails = {});
 
 }  // namespace rcnet::daemon

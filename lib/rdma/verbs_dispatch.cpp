@@ -104,35 +104,8 @@ bool VerbsSeam::dispatch_cm_events(std::size_t max_events) {
 }
 
 void VerbsSeam::dispatch_async_events() {
-  if (!listener_ || listener_->verbs == nullptr || !pd_)
-    return;
-  for (;;) {
-    ibv_async_event raw{};
-    if (ibv_get_async_event(listener_->verbs, &raw) != 0) {
-      const int err = errno;
-      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
-        spdlog::error("ibv_get_async_event: {}", std::generic_category().message(err));
-      }
-      return;
-    }
-    AsyncEvent ev;
-    ev.type = map_async_event(raw.event_type);
-    if (is_qp_event(raw.event_type) && raw.element.qp != nullptr)
-      ev.qpn = raw.element.qp->qp_num;
-    if (raw.event_type == IBV_EVENT_PORT_ACTIVE || raw.event_type == IBV_EVENT_PORT_ERR)
-      ev.port = static_cast<std::uint8_t>(raw.element.port_num);
-    // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
-    // acks, and the sink may destroy that QP in response.
-    ibv_ack_async_event(&raw);
-    if (ev.type == AsyncEventType::kOther) {
-      spdlog::debug("async event {} mapped to OTHER", ibv_event_type_str(raw.event_type));
-    }
-    if (sink_ != nullptr) {
-      sink_->on_async_event(ev);
-    } else {
-      spdlog::warn("async event {} (QPN {}) dropped: no sink", to_string(ev.type), ev.qpn);
-    }
-  }
+  if (device_)
+    device_->dispatch_async_events();
 }
 
 void VerbsSeam::ack_cq_events(bool all) {

@@ -110,7 +110,8 @@ Result<void> recv_result(int rc, const char* what, const ibv_recv_wr* bad,
 
 Result<void> VerbsSeam::post_srq_recv(std::span<const std::uint64_t> wr_ids,
                                       std::span<const Sge> sges) {
-  if (!srq_)
+  ibv_srq* srq = device_ ? device_->srq() : nullptr;
+  if (srq == nullptr)
     return Error::from_errno(EINVAL, "ibv_post_srq_recv: the seam has no SRQ");
   if (wr_ids.size() != sges.size()) {
     return Error::invalid("ibv_post_srq_recv: wr_ids and sges differ in length");
@@ -119,7 +120,7 @@ Result<void> VerbsSeam::post_srq_recv(std::span<const std::uint64_t> wr_ids,
   if (head == nullptr)
     return {};
   ibv_recv_wr* bad = nullptr;
-  return recv_result(ibv_post_srq_recv(srq_.get(), head, &bad), "ibv_post_srq_recv", bad,
+  return recv_result(ibv_post_srq_recv(srq, head, &bad), "ibv_post_srq_recv", bad,
                      recv_wrs_);
 }
 
@@ -139,12 +140,19 @@ Result<void> VerbsSeam::post_qp_recv(CmIdHandle h, std::span<const std::uint64_t
 }
 
 Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
-  if (!srq_)
+  ibv_srq* srq = device_ ? device_->srq() : nullptr;
+  if (srq == nullptr)
     return Error::from_errno(EINVAL, "ibv_modify_srq(IBV_SRQ_LIMIT): no SRQ");
   ibv_srq_attr attr{};
   attr.srq_limit = limit;
-  return check_ibv_rc(ibv_modify_srq(srq_.get(), &attr, IBV_SRQ_LIMIT),
-                      "ibv_modify_srq(IBV_SRQ_LIMIT)");
+  if (auto r = check_ibv_rc(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT),
+                            "ibv_modify_srq(IBV_SRQ_LIMIT)");
+      !r) {
+    return r;
+  }
+  // Its one event goes to this seam (the device's async fd is shared).
+  device_->srq_limit_armed_by(this);
+  return {};
 }
 
 }  // namespace rcnet::rdma

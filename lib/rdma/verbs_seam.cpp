@@ -38,7 +38,7 @@ Error with_context(Error e, const std::string& ctx) {
 
 }  // namespace
 
-VerbsSeam::VerbsSeam() {
+VerbsSeam::VerbsSeam(std::shared_ptr<VerbsDevices> devices) : devices_(std::move(devices)) {
   errno = 0;
   channel_.reset(rdma_create_event_channel());
   if (!channel_) {
@@ -66,26 +66,28 @@ VerbsSeam::~VerbsSeam() {
 
 // The order rdma-core requires: a QP before its id, CQ and SRQ; MRs before
 // the PD; every CQ event acknowledged before the CQ; the listener (which
-// holds the device) after the device objects.
+// keeps librdmacm's context of the device open) after the device objects.
+// The device's MRs, SRQ and PD go with the last seam on it.
 void VerbsSeam::release_device_objects() {
   for (auto& [h, e] : ids_)
-    e.qp.reset();
+    drop_qp(e);
   for (auto& [h, e] : ids_)
     e.id.reset();
   ids_.clear();
-  mrs_.clear();
-  srq_.reset();
   ack_cq_events(true);
   cq_.reset();
   cq_armed_ = false;
   comp_channel_.reset();
-  pd_.reset();
+  if (device_) {
+    device_->detach(this);
+    device_.reset();
+  }
   listener_.reset();
   listener_handle_ = kNoCmId;
 }
 
-Result<std::unique_ptr<VerbsSeam>> VerbsSeam::create() {
-  auto seam = std::make_unique<VerbsSeam>();
+Result<std::unique_ptr<VerbsSeam>> VerbsSeam::create(std::shared_ptr<VerbsDevices> devices) {
+  auto seam = std::make_unique<VerbsSeam>(std::move(devices));
   if (!seam->channel_ok_)
     return seam->channel_error_;
   return seam;
@@ -100,15 +102,23 @@ void VerbsSeam::set_close_hook(std::function<void()> hook) {
 }
 
 void VerbsSeam::close_device() {
-  if (!listener_ && ids_.empty() && mrs_.empty())
+  if (!listener_ && ids_.empty())
     return;
   if (close_hook_)
     close_hook_();
-  if (!ids_.empty() || !mrs_.empty()) {
-    spdlog::warn("closing the RDMA device with {} cm ids and {} MRs left: releasing them",
-                 ids_.size(), mrs_.size());
+  if (!ids_.empty())
+    spdlog::warn("closing the RDMA device with {} cm ids left: releasing them", ids_.size());
+  bool last = true;
+  if (device_) {
+    // Lost for every seam on it: none may open on its dead objects again.
+    device_->mark_lost();
+    last = device_->seams() == 1;
   }
   release_device_objects();
+  if (!last) {
+    spdlog::info("RDMA device let go by this rail; another rail on it still holds its PD and SRQ");
+    return;
+  }
   // librdmacm keeps its own ibv_context (the uverbs fd, with the async fd)
   // of every device it has seen, and closes one whose device is gone only
   // when it resynchronises its device list with no id left on it
@@ -125,7 +135,19 @@ int VerbsSeam::cm_fd() const {
   return channel_ ? channel_->fd : -1;
 }
 int VerbsSeam::async_fd() const {
-  return listener_ && listener_->verbs != nullptr && pd_ ? listener_->verbs->async_fd : -1;
+  return device_ ? device_->async_fd() : -1;
+}
+
+std::weak_ptr<DeviceShare>& VerbsSeam::device_share() {
+  return device_ ? device_->share() : no_share_;
+}
+
+void VerbsSeam::deliver_async(const AsyncEvent& ev) {
+  if (sink_ != nullptr) {
+    sink_->on_async_event(ev);
+  } else {
+    spdlog::warn("async event {} (QPN {}) dropped: no sink", to_string(ev.type), ev.qpn);
+  }
 }
 int VerbsSeam::cq_fd() const {
   return comp_channel_ ? comp_channel_->fd : -1;
@@ -179,6 +201,14 @@ void VerbsSeam::set_min_rnr_timer(IdEntry& e) {
                 e.id->qp->qp_num, cfg_.min_rnr_timer, r.error().message());
     rnr_timer_warned_ = true;
   }
+}
+
+void VerbsSeam::drop_qp(IdEntry& e) {
+  if (!e.qp)
+    return;
+  if (device_ && e.id->qp != nullptr)
+    device_->qp_destroyed(e.id->qp->qp_num);
+  e.qp.reset();
 }
 
 Result<VerbsSeam::IdEntry*> VerbsSeam::entry(CmIdHandle h, const char* what) {
@@ -260,23 +290,6 @@ Result<CqPtr> create_cq(ibv_context* verbs, ibv_comp_channel* channel, std::uint
   return owner;
 }
 
-// The SRQ of DeviceConfig::srq_size WRs clamped to max_srq_wr (logged); an
-// empty pointer when srq_size is 0 (per-QP receive queues).
-Result<SrqPtr> create_srq(ibv_pd* pd, std::uint32_t srq_size, const DeviceInfo& info) {
-  if (srq_size == 0)
-    return SrqPtr{};
-  ibv_srq_init_attr sa{};
-  sa.attr.max_wr = std::min(srq_size, info.max_srq_wr);
-  sa.attr.max_sge = 1;
-  if (sa.attr.max_wr != srq_size) {
-    spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, srq_size, sa.attr.max_wr);
-  }
-  auto srq = check_ibv_ptr(ibv_create_srq(pd, &sa), "ibv_create_srq");
-  if (!srq)
-    return srq.error();
-  return SrqPtr(*srq);
-}
-
 }  // namespace
 
 Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cfg) {
@@ -308,10 +321,9 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   if (!info)
     return info.error();
   info->port = listener->port_num;
-  auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
-  if (!pd)
-    return pd.error();
-  PdPtr pd_owner(*pd);
+  auto device = join_device(verbs, *info);
+  if (!device)
+    return device.error();
   auto ch = check_ibv_ptr(ibv_create_comp_channel(verbs), "ibv_create_comp_channel");
   if (!ch)
     return ch.error();
@@ -319,12 +331,7 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
   auto cq = create_cq(verbs, *ch, cfg.cq_size, *info);
   if (!cq)
     return cq.error();
-  auto srq = create_srq(*pd, cfg.srq_size, *info);
-  if (!srq)
-    return srq.error();
 
-  if (auto r = set_nonblocking(verbs->async_fd, "the device async fd"); !r)
-    return r.error();
   if (auto r = set_nonblocking((*ch)->fd, "the completion channel"); !r)
     return r.error();
   // Armed before any QP exists, so the first completion raises an event.
@@ -335,36 +342,53 @@ Result<DeviceInfo> VerbsSeam::open(const Endpoint& local, const DeviceConfig& cf
 
   listener_ = std::move(listener);
   listener_handle_ = lh;
-  pd_ = std::move(pd_owner);
   comp_channel_ = std::move(ch_owner);
   cq_ = std::move(*cq);
-  srq_ = std::move(*srq);
-  spdlog::info("{}: listening on {} (max_qp {}, max_srq_wr {}, max_cqe {}, srq {})", info->name,
-               local.to_string(), info->max_qp, info->max_srq_wr, info->max_cqe,
-               srq_ ? "yes" : "no");
+  device_ = std::move(*device);
+  device_->attach(this);
+  spdlog::info("{}: listening on {} port {} (max_qp {}, max_srq_wr {}, max_cqe {}, srq {}{})",
+               info->name, local.to_string(), info->port, info->max_qp, info->max_srq_wr,
+               info->max_cqe, device_->srq() != nullptr ? "yes" : "no",
+               device_->seams() > 1 ? ", PD and SRQ shared with another rail" : "");
   return std::move(*info);
+}
+
+Result<std::shared_ptr<VerbsDevice>> VerbsSeam::join_device(ibv_context* verbs,
+                                                            const DeviceInfo& info) {
+  std::shared_ptr<VerbsDevice> d = devices_ ? devices_->find(verbs) : nullptr;
+  if (!d) {
+    auto made = VerbsDevice::create(verbs, cfg_.srq_size, info);
+    if (!made)
+      return made.error();
+    if (devices_)
+      devices_->add(*made);
+    return std::move(*made);
+  }
+  if (d->lost()) {
+    // Another seam still releases its objects of the lost device; the
+    // caller tries again (the daemon's readopt timer).
+    return Error::from_errno(EBUSY, "RDMA device " + info.name +
+                                        " is still being released by another rail after its loss");
+  }
+  if ((d->srq_size() > 0) != (cfg_.srq_size > 0)) {
+    return Error::from_errno(
+        EINVAL, "RDMA device " + info.name + ": another rail on it " +
+                    (d->srq_size() > 0 ? "uses an SRQ, this one none" : "uses none, this one an SRQ") +
+                    " (rails on one device need the same srq_size)");
+  }
+  return d;
 }
 
 // --- memory ------------------------------------------------------------------
 
 Result<MemoryRegion> VerbsSeam::register_memory(std::span<std::byte> mem) {
-  if (!pd_)
+  if (!device_)
     return Error::from_errno(ENODEV, "ibv_reg_mr: seam not open");
-  // int, not the enum: the ibv_reg_mr macro masks `access` with an enumerator
-  // of another enum type, which clang warns about in C++20.
-  constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
-  auto mr = check_ibv_ptr(ibv_reg_mr(pd_.get(), mem.data(), mem.size(), kAccess), "ibv_reg_mr");
-  if (!mr)
-    return with_context(mr.error(), std::to_string(mem.size()) + " bytes");
-  MemoryRegion out;
-  out.handle = next_mr_++;
-  out.lkey = (*mr)->lkey;
-  mrs_[out.handle].reset(*mr);
-  return out;
+  return device_->register_memory(mem);
 }
 
 void VerbsSeam::unregister_memory(const MemoryRegion& mr) {
-  if (mrs_.erase(mr.handle) == 0) {
+  if (!device_ || !device_->unregister_memory(mr.handle)) {
     spdlog::warn("unregister_memory: unknown MR handle {}", mr.handle);
   }
 }
@@ -419,11 +443,12 @@ Result<Qpn> VerbsSeam::create_qp(CmIdHandle h, const QpCaps& caps) {
   auto e = entry(h, "rdma_create_qp");
   if (!e)
     return e.error();
-  if (!pd_)
+  if (!device_)
     return Error::from_errno(ENODEV, "rdma_create_qp: seam not open");
   if ((*e)->qp)
     return Error::from_errno(EEXIST, "rdma_create_qp: id already has a QP");
-  if (caps.use_srq && !srq_) {
+  ibv_srq* srq = device_->srq();
+  if (caps.use_srq && srq == nullptr) {
     return Error::from_errno(EINVAL, "rdma_create_qp: use_srq but the seam has no SRQ");
   }
   rdma_cm_id* id = (*e)->id.get();
@@ -435,17 +460,18 @@ Result<Qpn> VerbsSeam::create_qp(CmIdHandle h, const QpCaps& caps) {
   ibv_qp_init_attr attr{};
   attr.send_cq = cq_.get();
   attr.recv_cq = cq_.get();
-  attr.srq = caps.use_srq ? srq_.get() : nullptr;
+  attr.srq = caps.use_srq ? srq : nullptr;
   attr.qp_type = IBV_QPT_RC;
   attr.sq_sig_all = 0;
   attr.cap.max_send_wr = caps.max_send_wr;
   attr.cap.max_recv_wr = caps.use_srq ? 0 : caps.max_recv_wr;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
-  if (auto r = check_rdma(rdma_create_qp(id, pd_.get(), &attr), "rdma_create_qp"); !r) {
+  if (auto r = check_rdma(rdma_create_qp(id, device_->pd(), &attr), "rdma_create_qp"); !r) {
     return r.error();
   }
   (*e)->qp.reset(id);
+  device_->qp_created(id->qp->qp_num, this);
   return id->qp->qp_num;
 }
 
@@ -527,7 +553,7 @@ Result<void> VerbsSeam::destroy_qp(CmIdHandle h) {
     return e.error();
   if (!(*e)->qp)
     return Error::from_errno(EINVAL, "rdma_destroy_qp: id has no QP");
-  (*e)->qp.reset();
+  drop_qp(**e);
   return {};
 }
 
@@ -542,7 +568,7 @@ Result<void> VerbsSeam::destroy_id(CmIdHandle h) {
   if (it->second.qp) {
     spdlog::warn("rdma_destroy_id: cm id {} still has QP {}; destroying the QP first", h,
                  it->second.id->qp != nullptr ? it->second.id->qp->qp_num : 0);
-    it->second.qp.reset();
+    drop_qp(it->second);
   }
   // Release by hand to see rdma_destroy_id's result (-1 and errno).
   rdma_cm_id* id = it->second.id.release();

@@ -5,11 +5,13 @@
 // adds what the daemon needs to drive it from its event loop.
 //
 // Objects: one rdma_cm event channel (created by the constructor), one
-// listener id bound to the local address, and on the listener's device one PD,
-// one completion channel, one CQ shared by the send and receive queues of
-// every QP, and one SRQ (unless DeviceConfig::srq_size is 0). Every rdma_cm id
-// (active, passive and the listener) is named by a CmIdHandle kept in
-// id->context; handles count up from 1 and are never reused.
+// listener id bound to the local address, and on the listener's device one
+// completion channel and one CQ shared by the send and receive queues of
+// every QP; the PD, the SRQ (unless DeviceConfig::srq_size is 0) and the MRs
+// are the device's (rdma/verbs_device.hpp), shared with the other seams of
+// the same VerbsDevices registry that open on ports of that device. Every
+// rdma_cm id (active, passive and the listener) is named by a CmIdHandle kept
+// in id->context; handles count up from 1 and are never reused.
 //
 // Threading: single-threaded. Every call, including the destructor, on the
 // loop's thread; never call any of it from a second thread (docs/design.md
@@ -23,6 +25,7 @@
 
 #include "rdma/raii.hpp"
 #include "rdma/seam.hpp"
+#include "rdma/verbs_device.hpp"
 
 namespace rcnet::rdma {
 
@@ -31,14 +34,17 @@ class VerbsSeam final : public Seam {
   // Creates the rdma_cm event channel; no device yet. If that fails (no
   // /dev/infiniband/rdma_cm: rdma_ucm not loaded) the seam is inert: cm_fd()
   // is -1 and open() returns the saved error. Prefer create().
-  VerbsSeam();
+  // `devices`: the registry through which seams on ports of one device
+  // share it (rcnetd gives its rails one); none: this seam's device is its
+  // own, as if no other seam existed.
+  explicit VerbsSeam(std::shared_ptr<VerbsDevices> devices = nullptr);
   ~VerbsSeam() override;
   VerbsSeam(const VerbsSeam&) = delete;
   VerbsSeam& operator=(const VerbsSeam&) = delete;
 
   // A seam with a working event channel, or the error of
   // rdma_create_event_channel(3) with a context naming the missing device.
-  static Result<std::unique_ptr<VerbsSeam>> create();
+  static Result<std::unique_ptr<VerbsSeam>> create(std::shared_ptr<VerbsDevices> devices = nullptr);
 
   // Borrowed; must outlive the seam or be reset to nullptr first. Events
   // arriving with no sink are acknowledged and dropped (logged).
@@ -50,7 +56,9 @@ class VerbsSeam final : public Seam {
 
   // The fds to watch for EPOLLIN, all O_NONBLOCK. -1 when not (yet) valid.
   int cm_fd() const;     // rdma_event_channel fd
-  int async_fd() const;  // device async-event fd; valid after open()
+  // The device's async-event fd, valid after open(); one fd for every seam
+  // on the device: watch it once (device()).
+  int async_fd() const;
   int cq_fd() const;     // completion channel fd; valid after open()
 
   // Every event is copied and acknowledged before it is handed to the sink
@@ -62,8 +70,12 @@ class VerbsSeam final : public Seam {
   // readable (ucma polls readable while its event list is not empty), so a
   // level-triggered poller comes back to it after its other sources.
   bool dispatch_cm_events(std::size_t max_events = SIZE_MAX);
-  // Reads until EAGAIN (async events are rare).
+  // Reads the device's async events until EAGAIN (they are rare) and hands
+  // each to the sink of the seam it belongs to (VerbsDevice).
   void dispatch_async_events();
+  // The device while open (shared with the seams on its other ports), else
+  // nullptr.
+  const std::shared_ptr<VerbsDevice>& device() const { return device_; }
   // Consumes completion-channel events (acknowledged in batches), polls the
   // CQ in batches of up to 64 WCs and hands each batch to the sink, then
   // re-arms with ibv_req_notify_cq and polls once more to close the race
@@ -106,15 +118,19 @@ class VerbsSeam final : public Seam {
                             std::span<const Sge> sges) override;
   Result<void> arm_srq_limit(std::uint32_t limit) override;
   bool cm_events_queued() override;
-  // Also destroys every id and QP still open and every MR still registered
-  // (logged as leftovers), and makes librdmacm resynchronise its device
+  // Also destroys every id and QP still open (logged as leftovers), lets go
+  // of the device (the last seam on it releases its MRs, SRQ and PD, and
+  // marks it lost until then), and makes librdmacm resynchronise its device
   // list, which closes its own context of a removed device (rdma_get_devices(3));
   // the rdma_cm event channel (cm_fd()) stays: it holds no device.
   void close_device() override;
+  std::weak_ptr<DeviceShare>& device_share() override;
 
  private:
+  friend class VerbsDevice;  // deliver_async, cq_
   // ~VerbsSeam releases these explicitly in the order rdma-core needs: QPs,
-  // ids, MRs, SRQ, CQ, completion channel, PD, listener, event channel.
+  // ids, CQ, completion channel, the device (MRs, SRQ, PD when last),
+  // listener, event channel.
   struct IdEntry {
     CmIdPtr id;
     IdQpPtr qp;                  // non-null while the id has a QP
@@ -124,10 +140,16 @@ class VerbsSeam final : public Seam {
   Result<IdEntry*> entry(CmIdHandle h, const char* what);
   Result<ibv_qp*> qp_of(CmIdHandle h, const char* what);
   CmIdHandle adopt(rdma_cm_id* id);  // new handle, context set, owned
+  // rdma_destroy_qp(3) of e's QP, if any, and the device forgets its QPN.
+  void drop_qp(IdEntry& e);
   void set_ack_timeout(rdma_cm_id* id);
   // DeviceConfig::min_rnr_timer on `e`'s QP, once, when it is RTS.
   void set_min_rnr_timer(IdEntry& e);
   void ack_cq_events(bool all);
+  // An async event of this seam's, from the device's dispatch.
+  void deliver_async(const AsyncEvent& ev);
+  // Opens or joins the device of `verbs` (the listener's context).
+  Result<std::shared_ptr<VerbsDevice>> join_device(ibv_context* verbs, const DeviceInfo& info);
   // Every object of the device, in rdma-core's order (the destructor and
   // close_device()); the rdma_cm event channel stays.
   void release_device_objects();
@@ -137,18 +159,17 @@ class VerbsSeam final : public Seam {
   EventChannelPtr channel_;
   CmIdPtr listener_;
   CmIdHandle listener_handle_ = kNoCmId;
-  PdPtr pd_;
+  std::shared_ptr<VerbsDevices> devices_;  // may be null: no sharing
+  std::shared_ptr<VerbsDevice> device_;    // from open() to close_device()
+  std::weak_ptr<DeviceShare> no_share_;    // device_share() while closed
   CompChannelPtr comp_channel_;
   CqPtr cq_;
-  SrqPtr srq_;
-  std::map<std::uint32_t, MrPtr> mrs_;
   std::map<CmIdHandle, IdEntry> ids_;
 
   EventSink* sink_ = nullptr;
   std::function<void()> close_hook_;
   DeviceConfig cfg_{};
   CmIdHandle next_handle_ = 1;
-  std::uint32_t next_mr_ = 1;
   unsigned int unacked_cq_events_ = 0;
   // The CQ's notification is armed: its one event may wait in the channel.
   bool cq_armed_ = false;

@@ -157,6 +157,19 @@ TEST_CASE("audit: the reply names a QP the manager forgot but the seam still hol
   const ctl::json good = audit_report("rxe_1", 1234, {21, 17}, {17, 21}, kernel);
   CHECK(good["ok"] == true);
   CHECK(good["daemon_qps"] == 2);
+
+  // Two rails on one device: rail A holds 17, rail B holds 21. Each rail's
+  // report leaves the other's QP out of the kernel's side ...
+  const ctl::json a = audit_report("rxe_1", 1234, {17}, {17}, kernel, {21});
+  CHECK(a["ok"] == true);
+  CHECK(a["kernel_qps"] == 1);
+  CHECK(a["kernel"].size() == 1);
+  const ctl::json b = audit_report("rxe_1", 1234, {21}, {21}, kernel, {17});
+  CHECK(b["ok"] == true);
+  // ... and without it, B's QP is A's leak.
+  const ctl::json alone = audit_report("rxe_1", 1234, {17}, {17}, kernel);
+  CHECK(alone["ok"] == false);
+  CHECK(alone["kernel_only"] == ctl::json::array({21}));
 }
 
 TEST_CASE("audit compare finds differences both ways", "[ops][audit]") {
