@@ -187,8 +187,8 @@ class DaemonBackend final : public CtlBackend {
           others.insert(others.end(), q.begin(), q.end());
         }
       }
-      auto one = audit_qps(r.manager->snapshot().device, r.manager->live_qpns(), r.seam->qpns(),
-                           others);
+      auto one =
+          audit_qps(r.manager->snapshot().device, r.manager->live_qpns(), r.seam->qpns(), others);
       if (!one)
         return one.error();
       ok = ok && one->value("ok", false);

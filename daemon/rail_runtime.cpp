@@ -155,11 +155,10 @@ Result<std::shared_ptr<EventSource>> AsyncWatches::watch(
   if (auto it = watches_.find(device.get()); it != watches_.end())
     return it->second.lock();
   std::weak_ptr<rdma::VerbsDevice> weak = device;
-  auto src = loop_.add_io(device->async_fd(), EPOLLIN, "verbs-async",
-                          [weak](std::uint32_t) {
-                            if (auto d = weak.lock())
-                              d->dispatch_async_events();
-                          });
+  auto src = loop_.add_io(device->async_fd(), EPOLLIN, "verbs-async", [weak](std::uint32_t) {
+    if (auto d = weak.lock())
+      d->dispatch_async_events();
+  });
   if (!src)
     return src.error();
   auto shared = std::make_shared<EventSource>(std::move(*src));

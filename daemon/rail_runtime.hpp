@@ -69,8 +69,7 @@ class RailRuntime {
   // share (a rail on a port of a device another rail opened shares its PD,
   // SRQ, buffers and async fd). Errors, one line each for the operator: no
   // interface holds the address (EADDRNOTAVAIL), no RDMA device or rdma_cm
-  // (ENODEV, ENOENT), the listener cannot bind, a rail on the same device
-  // configured differently (EINVAL: srq_size, mtu, offload).
+  // (ENODEV, ENOENT), the listener cannot bind.
   static Result<std::unique_ptr<RailRuntime>> create(EventLoop& loop, std::size_t index,
                                                      const cm::ManagerConfig& mc,
                                                      cm::PacketSink& sink, const RailShared& shared,

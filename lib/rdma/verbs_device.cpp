@@ -27,8 +27,7 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(ibv_context* verbs, std
     sa.attr.max_wr = std::min(srq_size, info.max_srq_wr);
     sa.attr.max_sge = 1;
     if (sa.attr.max_wr != srq_size) {
-      spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, srq_size,
-                   sa.attr.max_wr);
+      spdlog::warn("{}: srq_size {} clamped to max_srq_wr {}", info.name, srq_size, sa.attr.max_wr);
     }
     auto srq = check_ibv_ptr(ibv_create_srq(d->pd_.get(), &sa), "ibv_create_srq");
     if (!srq)

@@ -120,8 +120,7 @@ Result<void> VerbsSeam::post_srq_recv(std::span<const std::uint64_t> wr_ids,
   if (head == nullptr)
     return {};
   ibv_recv_wr* bad = nullptr;
-  return recv_result(ibv_post_srq_recv(srq, head, &bad), "ibv_post_srq_recv", bad,
-                     recv_wrs_);
+  return recv_result(ibv_post_srq_recv(srq, head, &bad), "ibv_post_srq_recv", bad, recv_wrs_);
 }
 
 Result<void> VerbsSeam::post_qp_recv(CmIdHandle h, std::span<const std::uint64_t> wr_ids,
@@ -145,8 +144,8 @@ Result<void> VerbsSeam::arm_srq_limit(std::uint32_t limit) {
     return Error::from_errno(EINVAL, "ibv_modify_srq(IBV_SRQ_LIMIT): no SRQ");
   ibv_srq_attr attr{};
   attr.srq_limit = limit;
-  if (auto r = check_ibv_rc(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT),
-                            "ibv_modify_srq(IBV_SRQ_LIMIT)");
+  if (auto r =
+          check_ibv_rc(ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), "ibv_modify_srq(IBV_SRQ_LIMIT)");
       !r) {
     return r;
   }

@@ -371,10 +371,10 @@ Result<std::shared_ptr<VerbsDevice>> VerbsSeam::join_device(ibv_context* verbs,
                                         " is still being released by another rail after its loss");
   }
   if ((d->srq_size() > 0) != (cfg_.srq_size > 0)) {
-    return Error::from_errno(
-        EINVAL, "RDMA device " + info.name + ": another rail on it " +
-                    (d->srq_size() > 0 ? "uses an SRQ, this one none" : "uses none, this one an SRQ") +
-                    " (rails on one device need the same srq_size)");
+    return Error::from_errno(EINVAL, "RDMA device " + info.name + ": another rail on it " +
+                                         (d->srq_size() > 0 ? "uses an SRQ, this one none"
+                                                            : "uses none, this one an SRQ") +
+                                         " (rails on one device need the same srq_size)");
   }
   return d;
 }

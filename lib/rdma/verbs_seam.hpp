@@ -55,11 +55,11 @@ class VerbsSeam final : public Seam {
   void set_close_hook(std::function<void()> hook);
 
   // The fds to watch for EPOLLIN, all O_NONBLOCK. -1 when not (yet) valid.
-  int cm_fd() const;     // rdma_event_channel fd
+  int cm_fd() const;  // rdma_event_channel fd
   // The device's async-event fd, valid after open(); one fd for every seam
   // on the device: watch it once (device()).
   int async_fd() const;
-  int cq_fd() const;     // completion channel fd; valid after open()
+  int cq_fd() const;  // completion channel fd; valid after open()
 
   // Every event is copied and acknowledged before it is handed to the sink
   // (seam.hpp "Event delivery"). Event loops call these through

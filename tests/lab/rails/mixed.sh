@@ -10,10 +10,7 @@
 #      peers_without_redundancy counts node2, over the observation window
 #      node1 started no connection, and the ping was answered all along;
 #   3. node2 shows one rail; every node's kernel RC QPs are its rcnetctl qps.
-# First, on node2 before its real start: two rails on one RDMA device (a
-# second address, another subnet, on the rail-0 netdev: one ibv_context)
-# are refused at start with the reason, not with "File exists" (rcnetd(8)
-# RAILS: rcnetd does not share a device between rails yet).
+# (Two rails on one RDMA device: shared_device.sh.)
 set -u -o pipefail
 # shellcheck source=tests/lab/lib.sh
 . "$RCNET_LAB_LIB"
@@ -25,20 +22,6 @@ watch_s=20
 max_attempts=0
 
 lab_setup_nodes 2 --rails 2 || lab_die "node setup"
-dev2=$(lab_node_dev 2 0)
-ip addr add 10.97.0.2/24 dev "$dev2" || lab_die "second address on $dev2"
-rcd_config 2
-sed -i -e 's|^address = "10.99.0.2"|address = ["10.99.0.2", "10.97.0.2"]|' \
-  -e 's|^underlay_prefix = .*|underlay_prefix = ["10.99.0.0/24", "10.97.0.0/24"]|' \
-  "$RCNET_RESULTS/node-2.toml"
-rc=0
-out=$(timeout -k 5 30 "$RCD_BIN" -c "$RCNET_RESULTS/node-2.toml" 2>&1) || rc=$?
-echo "$out" >"$RCNET_RESULTS/one-device-two-rails.out"
-lab_expect "two rails on one device ($(lab_node_rdma_dev 2 0)): refused at start (exit $rc): $(echo "$out" | grep -m1 'already serves another rail')" \
-  bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'already serves another rail' '$RCNET_RESULTS/one-device-two-rails.out'"
-ip addr del 10.97.0.2/24 dev "$dev2"
-lab_expect "the refused start left no QP ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
-lab_expect "the refused start left no rc0 in node2" bash -c "! ip -n node2 link show rc0 >/dev/null 2>&1"
 rails_config 1 "[timeouts]" 'idle = "600s"'
 rcd_config 2 "[timeouts]" 'idle = "600s"'
 rcd_start 1 || lab_die "start node1 (two rails)"
