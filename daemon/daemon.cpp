@@ -404,8 +404,11 @@ void Daemon::request_stop(std::string_view why) {
   const auto& mc = cfg_.manager;
   const Duration bound = std::min<Duration>(
       mc.disconnect_timeout + mc.last_wqe_timeout + mc.drain_timeout + kStopSlack, kStopCap);
-  spdlog::info("{}: stopping; tearing down {} QPs (bound {:.0f} ms)", why, live_qpns().size(),
-               to_ms(bound));
+  stop_qps_ = live_qpns().size();
+  spdlog::info(
+      "{}: stopping; tearing down {} QPs (bound {:.0f} ms, extended while QPs go, "
+      "{:.0f} ms at most)",
+      why, stop_qps_, to_ms(bound), to_ms(kStopCap));
   sd_notify(0, "STOPPING=1");
   tun_path_->stop_reading();
   if (ctl_)
@@ -439,8 +442,26 @@ void Daemon::after_iteration() {
   loop_.exit(0);
 }
 
+std::optional<TimePoint> Daemon::extend_stop(TimePoint started, TimePoint now,
+                                             std::size_t qps_before, std::size_t qps_left) {
+  const TimePoint cap = started + kStopCap;
+  if (qps_left >= qps_before || now >= cap)
+    return std::nullopt;
+  return std::min(now + kStopSlack, cap);
+}
+
 void Daemon::on_stop_deadline() {
   const auto qpns = live_qpns();
+  if (auto next = extend_stop(stop_started_, Clock::now(), stop_qps_, qpns.size())) {
+    spdlog::info(
+        "graceful stop: {} of {} QPs torn down since the last deadline, {} left after "
+        "{:.0f} ms; extending to {:.0f} ms",
+        stop_qps_ - qpns.size(), stop_qps_, qpns.size(), to_ms(Clock::now() - stop_started_),
+        to_ms(*next - stop_started_));
+    stop_qps_ = qpns.size();
+    (void)stop_deadline_.arm_at(*next);
+    return;
+  }
   std::string list;
   for (auto q : qpns)
     list += (list.empty() ? "" : " ") + std::to_string(q);

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+// rcnetd's graceful-stop bound (Daemon::extend_stop): extended while QPs
+// go, never past kStopCap, and not at all when nothing went.
+#include <catch2/catch.hpp>
+
+#include "daemon.hpp"
+
+using namespace rcnet;
+using rcnet::daemon::Daemon;
+using namespace std::chrono_literals;
+
+TEST_CASE("graceful stop: extended while QPs go, up to the cap", "[daemon][stop]") {
+  const TimePoint t0{};
+  // The first deadline (5 s with the default timeouts): 31 QPs at the start, 12 left.
+  auto next = Daemon::extend_stop(t0, t0 + 5s, 31, 12);
+  REQUIRE(next);
+  CHECK(*next == t0 + 5s + Daemon::kStopSlack);
+  // Progress again at the next one.
+  next = Daemon::extend_stop(t0, *next, 12, 3);
+  REQUIRE(next);
+  CHECK(*next == t0 + 7s + Daemon::kStopSlack);
+  // Close to the cap: the deadline is the cap itself, never beyond.
+  next = Daemon::extend_stop(t0, t0 + Daemon::kStopCap - 500ms, 3, 2);
+  REQUIRE(next);
+  CHECK(*next == t0 + Daemon::kStopCap);
+}
+
+TEST_CASE("graceful stop: gives up without progress or at the cap", "[daemon][stop]") {
+  const TimePoint t0{};
+  // Nothing went since the last deadline (a QP stuck in teardown).
+  CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 4, 4));
+  // The cap, even with progress.
+  CHECK_FALSE(Daemon::extend_stop(t0, t0 + Daemon::kStopCap, 10, 2));
+  // The rdma_cm ids only (no QP left but the stop still waits): no QP goes.
+  CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 0, 0));
+}
