@@ -348,6 +348,15 @@ std::vector<rdma::Qpn> Daemon::live_qpns() const {
   return all;
 }
 
+std::size_t Daemon::stop_work_left() const {
+  std::size_t n = 0;
+  for (const auto& r : rails_) {
+    for (const auto& q : r->manager().snapshot().qps)
+      n += static_cast<std::size_t>(cm::ConnState::kDestroyed) - static_cast<std::size_t>(q.state);
+  }
+  return n;
+}
+
 std::size_t Daemon::live_cm_ids() const {
   std::size_t n = 0;
   for (const auto& r : rails_)
@@ -404,11 +413,11 @@ void Daemon::request_stop(std::string_view why) {
   const auto& mc = cfg_.manager;
   const Duration bound = std::min<Duration>(
       mc.disconnect_timeout + mc.last_wqe_timeout + mc.drain_timeout + kStopSlack, kStopCap);
-  stop_qps_ = live_qpns().size();
+  stop_work_ = stop_work_left();
   spdlog::info(
-      "{}: stopping; tearing down {} QPs (bound {:.0f} ms, extended while QPs go, "
+      "{}: stopping; tearing down {} QPs (bound {:.0f} ms, extended while teardowns move, "
       "{:.0f} ms at most)",
-      why, stop_qps_, to_ms(bound), to_ms(kStopCap));
+      why, live_qpns().size(), to_ms(bound), to_ms(kStopCap));
   sd_notify(0, "STOPPING=1");
   tun_path_->stop_reading();
   if (ctl_)
@@ -452,13 +461,14 @@ std::optional<TimePoint> Daemon::extend_stop(TimePoint started, TimePoint now,
 
 void Daemon::on_stop_deadline() {
   const auto qpns = live_qpns();
-  if (auto next = extend_stop(stop_started_, Clock::now(), stop_qps_, qpns.size())) {
+  const std::size_t work = stop_work_left();
+  if (auto next = extend_stop(stop_started_, Clock::now(), stop_work_, work)) {
     spdlog::info(
-        "graceful stop: {} of {} QPs torn down since the last deadline, {} left after "
-        "{:.0f} ms; extending to {:.0f} ms",
-        stop_qps_ - qpns.size(), stop_qps_, qpns.size(), to_ms(Clock::now() - stop_started_),
+        "graceful stop: {} QPs left after {:.0f} ms, their teardowns still moving ({} stages "
+        "to go, {} at the last check); extending to {:.0f} ms",
+        qpns.size(), to_ms(Clock::now() - stop_started_), work, stop_work_,
         to_ms(*next - stop_started_));
-    stop_qps_ = qpns.size();
+    stop_work_ = work;
     (void)stop_deadline_.arm_at(*next);
     return;
   }

@@ -55,16 +55,17 @@ class Daemon {
   // timeouts add up to: within the units' TimeoutStopSec=30s, so systemd
   // never has to SIGKILL a stop that was still within its bound.
   static constexpr Duration kStopCap = std::chrono::seconds(25);
-  // A graceful stop that reaches its bound while QPs still go: each
-  // rdma_destroy_qp(3) blocks the loop (0.1-0.4 s each under the lab's
-  // TCG, with 31 QPs per daemon), so a daemon with many QPs outlasts the
-  // per-QP teardown timeouts the bound is made of. `started`: when the stop
-  // began; `qps_before`: the live QPs at the previous deadline (at the
-  // start for the first); `qps_left`: now. While fewer are left than before
-  // and kStopCap is not reached, the next deadline (now + kStopSlack, at most
-  // started + kStopCap); nullopt: give up (no progress, or the cap).
+  // A graceful stop that reaches its bound while its teardowns still move:
+  // each rdma_destroy_qp(3) blocks the loop (0.1-0.4 s each under the lab's
+  // TCG), so a daemon with many QPs outlasts the per-QP teardown timeouts
+  // the bound is made of (32 daemons with 31 QPs each: not one QP destroyed
+  // at the 5 s bound, every one in a teardown stage). `started`: when the
+  // stop began; `work_before`: stop_work_left() at the previous deadline
+  // (at the start for the first); `work_left`: now. While it went down and
+  // kStopCap is not reached, the next deadline (now + kStopSlack, at most
+  // started + kStopCap); nullopt: give up (nothing moved, or the cap).
   static std::optional<TimePoint> extend_stop(TimePoint started, TimePoint now,
-                                              std::size_t qps_before, std::size_t qps_left);
+                                              std::size_t work_before, std::size_t work_left);
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
@@ -135,7 +136,10 @@ class Daemon {
   std::string last_status_;
   bool stopping_ = false;
   TimePoint stop_started_{};
-  std::size_t stop_qps_ = 0;  // live QPs at the start or the last deadline
+  // The teardown stages every live QP still has to pass (DESTROYED minus
+  // its state, summed): what a graceful stop has left to do.
+  std::size_t stop_work_left() const;
+  std::size_t stop_work_ = 0;  // stop_work_left() at the start or the last deadline
   std::unique_ptr<CtlServer> ctl_;
 };
 

@@ -93,9 +93,9 @@ class DataPathHooks {
   // A packet was queued for `p`, which has no connection and no retry
   // pending: start one (it may fail and drop the queue).
   virtual void start_connect(Peer& p) = 0;
-  // A send completion on `c` failed with `status`, neither a flush nor in
+  // A send completion on `c` failed (`wc`), neither a flush nor in
   // teardown: tear `c` down (may erase it).
-  virtual void send_failed(Conn& c, rdma::WcStatus status) = 0;
+  virtual void send_failed(Conn& c, const rdma::WorkCompletion& wc) = 0;
   // A rail message arrived on `c` (kImmRail; `msg` valid during the call).
   virtual void rail_message(Conn& c, std::span<const std::byte> msg) = 0;
   // The drain WR of `c` (DRAINING) completed: destroy its QP; erases `c`.

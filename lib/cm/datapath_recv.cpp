@@ -138,7 +138,7 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
         if (wc.status == rdma::WcStatus::kFlushErr)
           return;
         forget_before(*c, wc.wr_id);
-        hooks_.send_failed(*c, wc.status);
+        hooks_.send_failed(*c, wc);
         return;
       }
       complete_sends(*c, wc.wr_id);
@@ -151,7 +151,7 @@ void DataPath::on_wc(const rdma::WorkCompletion& wc) {
         return;
       }
       ++ctr_.drains_completed;
-      hooks_.destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::to_string(wc.status)));
+      hooks_.destroy_qp(*c, fmt::format("drain WR completed ({})", rdma::describe_status(wc)));
       return;
     }
     default:
@@ -193,7 +193,7 @@ void DataPath::recv_error(Conn* c, const rdma::WorkCompletion& wc) {
   ++ctr_.recv_errors;
   if (c == nullptr) {
     spdlog::debug("receive completion error on QPN {} (no connection): {}", wc.qpn,
-                  rdma::to_string(wc.status));
+                  rdma::describe_status(wc));
     return;
   }
   if (c->recv_error_logged)
@@ -203,7 +203,7 @@ void DataPath::recv_error(Conn* c, const rdma::WorkCompletion& wc) {
   log::event(spdlog::level::warn, f,
              "receive completion error on QPN {} from {}: {} (counted in recv_errors; logged "
              "once per connection)",
-             c->qpn, c->peer_addr, rdma::to_string(wc.status));
+             c->qpn, c->peer_addr, rdma::describe_status(wc));
 }
 
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {

@@ -147,19 +147,20 @@ void Manager::Impl::drop_queue(Peer& p, std::uint64_t& counter) {
 // A send completion failed on a live connection: retry exceeded means the
 // peer is gone (as a neighbour FAILED would say); anything else is an error
 // of this QP. Either way it is torn down at once.
-void Manager::Impl::send_failed(Conn& c, rdma::WcStatus status) {
+void Manager::Impl::send_failed(Conn& c, const rdma::WorkCompletion& wc) {
+  const rdma::WcStatus status = wc.status;
   if (status == rdma::WcStatus::kRetryExceeded || status == rdma::WcStatus::kRnrRetryExceeded) {
     ++ctr_.dead_peer_reaps;
     if (Peer* p = table_.find_peer(c.peer); p != nullptr && rail_hooks_ == nullptr)
       drop_queue(*p, ctr_.drops_connect_failed);
     cause_ = LinkCause::kRetryExceeded;
     teardown(c, TeardownKind::kHard,
-             fmt::format("send completion {}: peer unreachable", rdma::to_string(status)),
+             fmt::format("send completion {}: peer unreachable", rdma::describe_status(wc)),
              log::kMsgReapedDead);
     return;
   }
   ++ctr_.send_errors;
-  teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::to_string(status)));
+  teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::describe_status(wc)));
 }
 
 void Manager::Impl::link_changed(bool up, LinkCause cause) {

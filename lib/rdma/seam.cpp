@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "rdma/seam.hpp"
 
+#include <cstdio>
+#include <string>
+
 namespace rcnet::rdma {
 
 PostSendsResult Seam::post_sends(CmIdHandle id, std::span<const SendWr> wrs) {
@@ -105,6 +108,27 @@ std::string_view to_string(WcStatus s) {
       break;
   }
   return "OTHER";
+}
+
+std::string describe_status(const WorkCompletion& wc) {
+  std::string out(to_string(wc.status));
+  const bool raw = wc.status == WcStatus::kOther && (wc.raw_status != 0 || wc.raw_status_text);
+  if (!raw && wc.vendor_err == 0)
+    return out;
+  out += " (";
+  if (raw) {
+    out += "ibv_wc_status " + std::to_string(wc.raw_status);
+    if (wc.raw_status_text != nullptr)
+      out += std::string(": ") + wc.raw_status_text;
+    if (wc.vendor_err != 0)
+      out += ", ";
+  }
+  if (wc.vendor_err != 0) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%x", wc.vendor_err);
+    out += std::string("vendor_err ") + hex;
+  }
+  return out + ")";
 }
 
 }  // namespace rcnet::rdma

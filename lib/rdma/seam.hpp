@@ -128,7 +128,19 @@ struct WorkCompletion {
   bool has_imm = false;
   std::uint32_t imm = 0;  // host order
   Qpn qpn = 0;
+  // On error, for the log: the provider's own status (enum ibv_wc_status,
+  // with ibv_wc_status_str(3)'s text; a static string or nullptr) and its
+  // vendor_err (ibv_poll_cq(3): a vendor's syndrome, which is what a
+  // vendor's support asks for). `status` keeps only what rcnet acts on
+  // (kOther for the rest). Zero and nullptr from the simulated HCA.
+  std::uint32_t raw_status = 0;
+  const char* raw_status_text = nullptr;
+  std::uint32_t vendor_err = 0;
 };
+// An error completion's status for the log: "RETRY_EXC_ERR", or with what
+// the provider said beyond it, e.g. "OTHER (ibv_wc_status 13: general error,
+// vendor_err 0x32)".
+std::string describe_status(const WorkCompletion& wc);
 
 // The manager implements this; the seam calls it.
 class EventSink {

@@ -139,8 +139,12 @@ WorkCompletion to_work_completion(const ibv_wc& wc) {
   out.wr_id = wc.wr_id;
   out.status = map_wc_status(wc.status);
   out.qpn = wc.qp_num;
-  if (wc.status != IBV_WC_SUCCESS)
+  if (wc.status != IBV_WC_SUCCESS) {
+    out.raw_status = static_cast<std::uint32_t>(wc.status);
+    out.raw_status_text = ibv_wc_status_str(wc.status);
+    out.vendor_err = wc.vendor_err;
     return out;
+  }
   out.opcode = map_wc_opcode(wc.opcode);
   out.byte_len = wc.byte_len;
   out.has_imm = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;

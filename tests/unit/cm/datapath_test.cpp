@@ -116,7 +116,9 @@ struct Hooks final : DataPathHooks {
   std::vector<std::uint64_t> destroyed, drains;
   bool sends_allowed() const override { return true; }
   void start_connect(Peer& p) override { connects.push_back(p.node); }
-  void send_failed(Conn& c, rdma::WcStatus s) override { failed.emplace_back(c.id, s); }
+  void send_failed(Conn& c, const rdma::WorkCompletion& wc) override {
+    failed.emplace_back(c.id, wc.status);
+  }
   void destroy_qp(Conn& c, std::string_view) override { destroyed.push_back(c.id); }
   void post_drain(Conn& c) override { drains.push_back(c.id); }
   void rail_message(Conn& c, std::span<const std::byte> m) override {

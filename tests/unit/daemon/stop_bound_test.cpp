@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// rcnetd's graceful-stop bound (Daemon::extend_stop): extended while QPs
-// go, never past kStopCap, and not at all when nothing went.
+// rcnetd's graceful-stop bound (Daemon::extend_stop): extended while the
+// teardowns move, never past kStopCap, and not at all when nothing moved.
 #include <catch2/catch.hpp>
 
 #include "daemon.hpp"
@@ -9,10 +9,11 @@ using namespace rcnet;
 using rcnet::daemon::Daemon;
 using namespace std::chrono_literals;
 
-TEST_CASE("graceful stop: extended while QPs go, up to the cap", "[daemon][stop]") {
+TEST_CASE("graceful stop: extended while teardowns move, up to the cap", "[daemon][stop]") {
   const TimePoint t0{};
-  // The first deadline (5 s with the default timeouts): 31 QPs at the start, 12 left.
-  auto next = Daemon::extend_stop(t0, t0 + 5s, 31, 12);
+  // The first deadline (5 s with the default timeouts): 31 QPs ESTABLISHED
+  // at the start (5 stages each to DESTROYED), now some further on.
+  auto next = Daemon::extend_stop(t0, t0 + 5s, 155, 12);
   REQUIRE(next);
   CHECK(*next == t0 + 5s + Daemon::kStopSlack);
   // Progress again at the next one.
@@ -27,10 +28,10 @@ TEST_CASE("graceful stop: extended while QPs go, up to the cap", "[daemon][stop]
 
 TEST_CASE("graceful stop: gives up without progress or at the cap", "[daemon][stop]") {
   const TimePoint t0{};
-  // Nothing went since the last deadline (a QP stuck in teardown).
+  // Nothing moved since the last deadline (a QP stuck in its teardown).
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 4, 4));
   // The cap, even with progress.
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + Daemon::kStopCap, 10, 2));
-  // The rdma_cm ids only (no QP left but the stop still waits): no QP goes.
+  // The rdma_cm ids only (no QP left but the stop still waits): nothing moves.
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 0, 0));
 }

@@ -169,6 +169,25 @@ TEST_CASE("an error WC keeps only wr_id, status and QPN", "[rdma][map]") {
   CHECK(out.opcode == WcOpcode::kOther);
   CHECK(out.byte_len == 0);
   CHECK_FALSE(out.has_imm);
+  CHECK(describe_status(out) == "WR_FLUSH_ERR");
+}
+
+TEST_CASE("an error WC rcnet does not act on keeps the provider's status for the log",
+          "[rdma][map]") {
+  ibv_wc wc{};
+  wc.status = IBV_WC_GENERAL_ERR;
+  wc.vendor_err = 0x32;
+  const auto out = to_work_completion(wc);
+  CHECK(out.status == WcStatus::kOther);
+  CHECK(out.raw_status == static_cast<std::uint32_t>(IBV_WC_GENERAL_ERR));
+  CHECK(out.vendor_err == 0x32);
+  CHECK(describe_status(out) == std::string("OTHER (ibv_wc_status ") +
+                                    std::to_string(static_cast<int>(IBV_WC_GENERAL_ERR)) + ": " +
+                                    ibv_wc_status_str(IBV_WC_GENERAL_ERR) + ", vendor_err 0x32)");
+  // A status rcnet acts on says only its vendor_err beyond its name.
+  wc.status = IBV_WC_RETRY_EXC_ERR;
+  wc.vendor_err = 0x81;
+  CHECK(describe_status(to_work_completion(wc)) == "RETRY_EXC_ERR (vendor_err 0x81)");
 }
 
 TEST_CASE("sockaddr to Endpoint keeps address and host-order port", "[rdma][map]") {
