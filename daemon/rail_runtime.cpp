@@ -70,6 +70,15 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
   }
   spdlog::info("rail {}: listening on {} (RDMA device {}, node id {}, incarnation {:016x})", index_,
                local.to_string(), manager_->snapshot().device, manager_->node_id(), mc.incarnation);
+  if (seam_->device() && seam_->device()->seams() > 1) {
+    // Legal and useful (a port or a cable may fail alone), but the operator
+    // should know what it does not protect against.
+    spdlog::warn(
+        "rail {}: on RDMA device {} with another rail: the rails fail over between "
+        "its ports, not away from the device itself (a fatal error or removal takes "
+        "both)",
+        index_, manager_->snapshot().device);
+  }
 
   auto cm_src = loop_.add_io(seam_->cm_fd(), EPOLLIN, "rdma_cm",
                              [this](std::uint32_t) { pump_->on_cm_readable(); });

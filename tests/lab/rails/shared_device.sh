@@ -7,7 +7,8 @@
 # of one device reach librdmacm's one context the same way). Stripe mode,
 # so that both rails carry data and receive through the one SRQ.
 #   1. both nodes start; each rail is up on rxe_i, rail 1 logs that it
-#      shares the device's PD, SRQ and receive buffers; each rail has a link
+#      shares the device's PD, SRQ and receive buffers (and warns that the
+#      rails do not protect against the device itself); each rail has a link
 #      to the peer;
 #   2. iperf3 -P 8 node1 -> node2 runs to its end, both of node2's rails
 #      receive a real share of the data; rcnetctl audit is ok on both nodes
@@ -50,6 +51,8 @@ for i in 1 2; do
     grep -q "PD and SRQ shared with another rail" "$OUT/rcnetd-$i.log"
   lab_expect "node$i: rail 1 shares the SRQ's receive buffers (rcnetd log)" \
     grep -q "sharing the device's SRQ" "$OUT/rcnetd-$i.log"
+  lab_expect "node$i: rcnetd warns that rail 1 gives no redundancy against the device" \
+    grep -q "rail 1: on RDMA device $(lab_node_rdma_dev "$i" 0) with another rail" "$OUT/rcnetd-$i.log"
 done
 for r in 0 1; do
   ms=$(rails_wait_state 1 "$r" up 10)
