@@ -109,6 +109,8 @@ void VerbsDevice::dispatch_async_events() {
       ev.qpn = raw.element.qp->qp_num;
     if (raw.event_type == IBV_EVENT_PORT_ACTIVE || raw.event_type == IBV_EVENT_PORT_ERR)
       ev.port = static_cast<std::uint8_t>(raw.element.port_num);
+    if (raw.event_type == IBV_EVENT_DEVICE_FATAL)
+      lost_ = true;  // for every seam on it (mark_lost)
     const ibv_async_event copy = raw;
     // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
     // acks, and the sink may destroy that QP in response. Only the pointers'

@@ -22,10 +22,12 @@
 // Lifetime: the first seam to open() on a context makes the device, each
 // seam holds it while open, and the last close_device() (or destructor)
 // releases MRs, SRQ and PD, in that order, before that seam lets go of its
-// listener (which keeps librdmacm's context open). A device one seam closed
-// after a loss is "lost": no seam may open on it again until every seam let
-// go, as they would share dead objects (rxe gives a device that comes back
-// the same GUID, and librdmacm keeps the old context while ids name it).
+// listener (which keeps librdmacm's context open). A device that reported
+// DEVICE_FATAL, or whose removal (RDMA_CM_EVENT_DEVICE_REMOVAL) any seam
+// read, is "lost": no seam may open on it again until every seam let go, as
+// they would share dead objects (rxe gives a device that comes back the same
+// GUID, and librdmacm keeps the old context while ids name it). A seam that
+// closes for another reason (its open failed half-way) leaves it usable.
 //
 // Threading: the loop's, like everything of rdma-core in rcnet.
 
@@ -87,7 +89,7 @@ class VerbsDevice {
   bool unregister_memory(std::uint32_t handle) { return mrs_.erase(handle) != 0; }
   std::size_t mr_count() const { return mrs_.size(); }
 
-  // A seam closed it after a loss: nobody opens on it again (above).
+  // It reported its removal or a fatal error: nobody opens on it again (above).
   void mark_lost() { lost_ = true; }
   bool lost() const { return lost_; }
 

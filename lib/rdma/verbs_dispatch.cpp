@@ -86,6 +86,10 @@ bool VerbsSeam::dispatch_cm_events(std::size_t max_events) {
     if (rdma_ack_cm_event(raw) != 0) {
       spdlog::error("rdma_ack_cm_event: {}", std::generic_category().message(errno));
     }
+    if (ev.type == CmEventType::kDeviceRemoval && device_) {
+      // Dead for every seam on it: none may open on its objects again.
+      device_->mark_lost();
+    }
     if (ev.type == CmEventType::kEstablished) {
       // Active side: librdmacm moved the QP to RTS on the REP, before the RTU.
       if (auto it = ids_.find(ev.id); it != ids_.end())

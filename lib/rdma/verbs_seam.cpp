@@ -108,12 +108,7 @@ void VerbsSeam::close_device() {
     close_hook_();
   if (!ids_.empty())
     spdlog::warn("closing the RDMA device with {} cm ids left: releasing them", ids_.size());
-  bool last = true;
-  if (device_) {
-    // Lost for every seam on it: none may open on its dead objects again.
-    device_->mark_lost();
-    last = device_->seams() == 1;
-  }
+  const bool last = !device_ || device_->seams() == 1;
   release_device_objects();
   if (!last) {
     spdlog::info("RDMA device let go by this rail; another rail on it still holds its PD and SRQ");

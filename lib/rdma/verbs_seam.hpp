@@ -119,10 +119,10 @@ class VerbsSeam final : public Seam {
   Result<void> arm_srq_limit(std::uint32_t limit) override;
   bool cm_events_queued() override;
   // Also destroys every id and QP still open (logged as leftovers), lets go
-  // of the device (the last seam on it releases its MRs, SRQ and PD, and
-  // marks it lost until then), and makes librdmacm resynchronise its device
-  // list, which closes its own context of a removed device (rdma_get_devices(3));
-  // the rdma_cm event channel (cm_fd()) stays: it holds no device.
+  // of the device (the last seam on it releases its MRs, SRQ and PD), and
+  // makes librdmacm resynchronise its device list, which closes its own
+  // context of a removed device (rdma_get_devices(3)); the rdma_cm event
+  // channel (cm_fd()) stays: it holds no device.
   void close_device() override;
   std::weak_ptr<DeviceShare>& device_share() override;
 
