@@ -210,6 +210,9 @@ for d in $R/dev/infiniband/rdma_cm $R/dev/net/tun; do
 done
 
 stage start "record the clock source, start the scenario"
+# rcnet-lab boots with loglevel=5, so that the kernel's warnings show where a
+# boot stalls; the scenario gets quiet's console level (4) as before.
+echo 4 >/proc/sys/kernel/printk
 # The clock source the guest runs on (rcnet-lab boots with tsc=reliable
 # clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
 # the benchmark, which refuses to compare anything measured on another one.
