@@ -213,6 +213,12 @@ stage start "record the clock source, start the scenario"
 # rcnet-lab boots with loglevel=5, so that the kernel's warnings show where a
 # boot stalls; the scenario gets quiet's console level (4) as before.
 echo 4 >/proc/sys/kernel/printk
+# Once per kernel (rcnet-lab asks while its cache has none): the kernel's
+# symbols, with which rcnet-lab names the functions of a stalled boot's vCPU
+# addresses (the guest boots with nokaslr, so they are the same every boot).
+if [ "${RCNET_LAB_SAVE_KALLSYMS:-0}" = 1 ]; then
+  cat /proc/kallsyms >$SHARE/.lab/kallsyms
+fi
 # The clock source the guest runs on (rcnet-lab boots with tsc=reliable
 # clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
 # the benchmark, which refuses to compare anything measured on another one.
