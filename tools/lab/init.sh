@@ -23,6 +23,7 @@ export PATH=/bin
 
 EXIT_MARKER='RCNET-LAB-EXIT:'
 START_MARKER='RCNET-LAB-SCENARIO-START'
+STAGE_MARKER='RCNET-LAB-BOOT:'
 WORK=/tmp/rcnet-lab
 # Where this initramfs mounts the work share before the guest's root exists
 # (the 9p tag "work"); bound to $WORK inside that root below.
@@ -45,6 +46,20 @@ fail() {
   halt_now
 }
 uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# One console line per boot stage, with the kernel's uptime: rcnet-lab names
+# the last one when a boot stalls (docs/lab.md "When a boot stalls"). Shell
+# builtins only (read, echo): no exec. rcnet_lab_stall=STAGE on the kernel
+# command line (the kernel passes unknown NAME=VALUE arguments to /init as
+# environment variables) makes the boot hang at that stage, to check the
+# stall detector; no lab run sets it.
+stage() {
+  read -r up _ </proc/uptime
+  echo "$STAGE_MARKER ${up}s $1: $2"
+  if [ "${rcnet_lab_stall:-}" = "$1" ]; then
+    echo "rcnet-lab init: rcnet_lab_stall=$1 given: hanging here"
+    while :; do sleep 3600; done
+  fi
+}
 
 # systemd mode, once the overlay root $R is complete and the RDMA modules are
 # loaded: boots rcnet-lab.target, i.e. basic.target (journald, udevd,
@@ -106,7 +121,7 @@ EOF
   # holds the work share and the trees bound from the host's /tmp.
   printf '%s\n' "# rcnet lab: /tmp holds the work share; create it, never empty it" \
     "d /tmp 1777 root root -" >"$R/etc/tmpfiles.d/tmp.conf"
-  echo "rcnet-lab init: switching to systemd on the overlay root (uptime $(cut -d" " -f1 /proc/uptime)s)"
+  stage systemd "switch_root to systemd on the overlay root"
   # switch_root must be PID 1 itself; a failed exec ends this shell (and
   # the guest: panic=-1), which the driver reports as a failed boot.
   # shellcheck disable=SC2093
@@ -115,16 +130,19 @@ EOF
 
 mount -t proc proc /proc || fail "mount /proc"
 mount -t sysfs sysfs /sys || fail "mount /sys"
+stage modules "insmod the 9p modules of /modules.order"
 while read -r m; do
   insmod "/modules/$m" || fail "insmod $m"
 done </modules.order
 
+stage 9p "mount the host root and the work share over 9p"
 mount -t 9p -o "$P9OPTS,ro,cache=loose" hostroot /mnt || fail "mount host root over 9p"
 mkdir -p $SHARE
 mount -t 9p -o "$P9OPTS" work $SHARE || fail "mount the work share"
 [ -f $SHARE/.lab/env.sh ] || fail "no .lab/env.sh in the work share"
 . $SHARE/.lab/env.sh
 
+stage root "mount the guest's root (${RCNET_LAB_INIT:-busybox} mode)"
 # R: the guest's root. busybox mode: the host tree itself (read-only).
 # systemd mode: an overlay whose lower layer is that tree and whose upper
 # layer is a tmpfs, so systemd, dpkg and the scenario can write anywhere and
@@ -181,6 +199,7 @@ if [ -d $R/lib/modules ]; then
   mount --bind "/mnt$RCNET_LAB_MODTREE/lib/modules" $R/lib/modules ||
     echo "rcnet-lab init: cannot bind the module tree over /lib/modules"
 fi
+stage modprobe "modprobe -a $RCNET_LAB_GUEST_MODULES"
 # One modprobe for all (each exec over 9p is slow under TCG); -a loads them
 # in the order given, crc32_generic first.
 # shellcheck disable=SC2086
@@ -190,6 +209,16 @@ for d in $R/dev/infiniband/rdma_cm $R/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done
 
+stage start "record the clock source, start the scenario"
+# rcnet-lab boots with loglevel=5, so that the kernel's warnings show where a
+# boot stalls; the scenario gets quiet's console level (4) as before.
+echo 4 >/proc/sys/kernel/printk
+# Once per kernel (rcnet-lab asks while its cache has none): the kernel's
+# symbols, with which rcnet-lab names the functions of a stalled boot's vCPU
+# addresses (the guest boots with nokaslr, so they are the same every boot).
+if [ "${RCNET_LAB_SAVE_KALLSYMS:-0}" = 1 ]; then
+  cat /proc/kallsyms >$SHARE/.lab/kallsyms
+fi
 # The clock source the guest runs on (rcnet-lab boots with tsc=reliable
 # clocksource=tsc, as real nodes read the TSC through the vDSO); recorded for
 # the benchmark, which refuses to compare anything measured on another one.
