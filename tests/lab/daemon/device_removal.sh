@@ -32,25 +32,8 @@ lab_expect "node1 holds a QP on rxe_1 ($(rcd_qps 1))" [ "$(rcd_qps 1)" -ge 1 ]
 
 # --- the delete ---------------------------------------------------------------------
 from=$(($(wc -l <"$OUT/rcnetd-1.log") + 1))
-t0=$(rcd_now_ms)
-rdma link delete rxe_1 >"$OUT/link-delete.txt" 2>&1 &
-del=$!
-took=
-while (($(rcd_now_ms) - t0 < 30000)); do
-  if ! kill -0 "$del" 2>/dev/null; then
-    took=$(($(rcd_now_ms) - t0))
-    break
-  fi
-  sleep 0.02
-done
-if [ -z "$took" ]; then
-  # State D: nothing ends it; say so and stop before anything else hangs.
-  lab_log "rdma link delete state: $(ps -o stat=,wchan= -p "$del" 2>/dev/null)"
-  lab_collect device-removal-hung
-  lab_die "rdma link delete rxe_1 did not return within 30 s while rcnetd runs (device objects kept)"
-fi
-wait "$del"
-rc=$?
+rcd_link_delete rxe_1
+took=$RCD_DELETE_MS rc=$RCD_DELETE_RC
 lab_log "rdma link delete rxe_1 returned $rc after $took ms"
 lab_expect "rdma link delete rxe_1 succeeded ($rc: $(tr '\n' ' ' <"$OUT/link-delete.txt"))" [ "$rc" -eq 0 ]
 lab_expect "rdma link delete rxe_1 returned within ${delete_bound_ms} ms ($took ms)" \

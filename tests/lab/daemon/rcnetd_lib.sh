@@ -24,9 +24,39 @@
 #                            on its bridge port b_I: a crash whose DREQ is lost
 #                            (rcd_block_roce_prepare I: its slow part, ahead)
 #   rcd_unblock_roce I       remove that filter; prints how many it dropped
+#   rcd_link_delete DEV      `rdma link delete DEV` in the background (its
+#                            output in $RCNET_RESULTS/link-delete.txt), timed:
+#                            sets RCD_DELETE_T0 (its start, rcd_now_ms),
+#                            RCD_DELETE_MS and RCD_DELETE_RC; one that has not
+#                            returned in 30 s (state D: rxe waits for every
+#                            uverbs object of the device) ends the scenario
 : "${RCNET_BUILD_DIR:?RCNET_BUILD_DIR must point at the build tree}"
 RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
 declare -A RCD_PID=()
+
+rcd_link_delete() {
+  local dev=$1 del
+  RCD_DELETE_MS='' RCD_DELETE_RC=''
+  RCD_DELETE_T0=$(rcd_now_ms)
+  rdma link delete "$dev" >"$RCNET_RESULTS/link-delete.txt" 2>&1 &
+  del=$!
+  while (($(rcd_now_ms) - RCD_DELETE_T0 < 30000)); do
+    if ! kill -0 "$del" 2>/dev/null; then
+      RCD_DELETE_MS=$(($(rcd_now_ms) - RCD_DELETE_T0))
+      break
+    fi
+    sleep 0.02
+  done
+  if [ -z "$RCD_DELETE_MS" ]; then
+    # Nothing ends it; say so and stop before anything else hangs.
+    lab_log "rdma link delete state: $(ps -o stat=,wchan= -p "$del" 2>/dev/null)"
+    lab_collect device-removal-hung
+    lab_die "rdma link delete $dev did not return within 30 s while rcnetd runs (device objects kept)"
+  fi
+  wait "$del"
+  # shellcheck disable=SC2034 # for the scenario that sourced this
+  RCD_DELETE_RC=$?
+}
 
 rcd_now_ms() {
   local t=${EPOCHREALTIME/[.,]/}

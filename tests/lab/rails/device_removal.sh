@@ -31,25 +31,8 @@ sleep 2
 dl0=$(rails_stat 1 failovers_device_lost)
 
 # --- 1. the delete ----------------------------------------------------------------------------
-t_del=$(rcd_now_ms)
-rdma link delete rxe_1 >"$OUT/link-delete.txt" 2>&1 &
-del=$!
-took=
-while (($(rcd_now_ms) - t_del < 30000)); do
-  if ! kill -0 "$del" 2>/dev/null; then
-    took=$(($(rcd_now_ms) - t_del))
-    break
-  fi
-  sleep 0.02
-done
-if [ -z "$took" ]; then
-  # State D: nothing ends it; say so and stop before anything else hangs.
-  lab_log "rdma link delete state: $(ps -o stat=,wchan= -p "$del" 2>/dev/null)"
-  lab_collect device-removal-hung
-  lab_die "rdma link delete rxe_1 did not return within 30 s while rcnetd runs on two rails"
-fi
-wait "$del"
-rc=$?
+rcd_link_delete rxe_1
+t_del=$RCD_DELETE_T0 took=$RCD_DELETE_MS rc=$RCD_DELETE_RC
 lab_expect "rdma link delete rxe_1 succeeded ($rc: $(tr '\n' ' ' <"$OUT/link-delete.txt"))" [ "$rc" -eq 0 ]
 lab_expect "rdma link delete rxe_1 returned within ${delete_bound_ms} ms ($took ms)" [ "$took" -le "$delete_bound_ms" ]
 ms=$(rails_wait_carrier 1 2 1 15)

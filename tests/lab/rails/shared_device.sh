@@ -87,24 +87,8 @@ done
 
 # --- 3. the device goes while both rails hold it --------------------------------------------------
 rl0=$(rails_stat 1 device_readopts)
-t_del=$(rcd_now_ms)
-rdma link delete rxe_1 >"$OUT/link-delete.txt" 2>&1 &
-del=$!
-took=
-while (($(rcd_now_ms) - t_del < 30000)); do
-  if ! kill -0 "$del" 2>/dev/null; then
-    took=$(($(rcd_now_ms) - t_del))
-    break
-  fi
-  sleep 0.02
-done
-if [ -z "$took" ]; then
-  lab_log "rdma link delete state: $(ps -o stat=,wchan= -p "$del" 2>/dev/null)"
-  lab_collect device-removal-hung
-  lab_die "rdma link delete rxe_1 did not return within 30 s while two rails of rcnetd hold it"
-fi
-wait "$del"
-rc=$?
+rcd_link_delete rxe_1
+took=$RCD_DELETE_MS rc=$RCD_DELETE_RC
 lab_expect "rdma link delete rxe_1 succeeded ($rc: $(tr '\n' ' ' <"$OUT/link-delete.txt"))" [ "$rc" -eq 0 ]
 lab_expect "rdma link delete rxe_1 returned within ${delete_bound_ms} ms with two rails on it ($took ms)" \
   [ "$took" -le "$delete_bound_ms" ]
