@@ -111,16 +111,15 @@ void VerbsDevice::dispatch_async_events() {
       ev.port = static_cast<std::uint8_t>(raw.element.port_num);
     if (raw.event_type == IBV_EVENT_DEVICE_FATAL)
       lost_ = true;  // for every seam on it (mark_lost)
-    const ibv_async_event copy = raw;
     // Acknowledged before dispatch: ibv_destroy_qp(3) waits for outstanding
     // acks, and the sink may destroy that QP in response. Only the pointers'
     // values are used after this (which seam owns the CQ), never what they
     // point to.
     ibv_ack_async_event(&raw);
     if (ev.type == AsyncEventType::kOther) {
-      spdlog::debug("async event {} mapped to OTHER", ibv_event_type_str(copy.event_type));
+      spdlog::debug("async event {} mapped to OTHER", ibv_event_type_str(raw.event_type));
     }
-    deliver(ev, copy);
+    deliver(ev, raw);
   }
 }
 
