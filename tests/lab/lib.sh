@@ -46,6 +46,10 @@
 #   lab_rail_routes I [R]     put back node I's policy routes of rail R (the
 #                             kernel flushes them when the node-side veth
 #                             goes down: docs/lab.md); idempotent
+#   lab_release_static_keys   let go of the ingress/egress static keys that
+#                             the lab's init holds for the whole boot (a
+#                             clsact qdisc on lo): only for the scenario that
+#                             shows why they are held (rails/drop_soak.sh)
 #
 # Checks and reporting (every check prints one "LAB PASS:"/"LAB FAIL:" line):
 #   lab_log MSG...            timestamped progress line
@@ -451,6 +455,10 @@ lab_setup_nodes() {
   fi
   export LAB_NODES_UP=$n LAB_RAILS_UP=$rails LAB_IPV6_UP=$v6
   lab_log "$n nodes up: $(rdma link show | awk '{ print $2 "/" $NF }' | tr '\n' ' ')"
+}
+
+lab_release_static_keys() {
+  tc qdisc del dev lo clsact
 }
 
 # --- RDMA helpers ------------------------------------------------------------

@@ -208,11 +208,31 @@ chroot $R /sbin/modprobe -a -d "$RCNET_LAB_MODTREE" $RCNET_LAB_GUEST_MODULES ||
 for d in $R/dev/infiniband/rdma_cm $R/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done
+# Hold on, for the whole boot and before any traffic, the static keys that
+# the lab's own commands would otherwise flip under traffic: the ingress
+# and egress keys (a clsact qdisc on lo: every later clsact add or delete,
+# the lab's silent drops in tests/lab/daemon/rcnetd_lib.sh, then only counts
+# a reference) and the receive timestamp key (a socket with SO_TIMESTAMP:
+# every ping process that starts or ends would flip it). Flipping a static
+# key patches the kernel's text (__netif_receive_skb_core, __dev_queue_xmit)
+# while the other vCPU runs it, and under TCG that faulted the guest kernel
+# (docs/lab.md "When the guest kernel faults").
+chroot $R /sbin/tc qdisc add dev lo clsact || fail "tc qdisc add dev lo clsact"
+chroot $R /usr/bin/python3 -c '
+import socket, signal
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_TIMESTAMP, 1)
+signal.pause()' </dev/null >/dev/null 2>&1 &
 
 stage start "record the clock source, start the scenario"
 # rcnet-lab boots with loglevel=5, so that the kernel's warnings show where a
-# boot stalls; the scenario gets quiet's console level (4) as before.
-echo 4 >/proc/sys/kernel/printk
+# boot stalls, and keeps it for the scenario: at quiet's level (4) a soft
+# lockup, an RCU stall or an oops prints its header but not its registers
+# and stack (KERN_DEFAULT), and rcnet-lab stops a run at the first such
+# header (docs/lab.md "When the guest kernel faults"). A soft lockup also
+# backtraces every CPU: the other vCPU is often the one holding the lock.
+echo 5 >/proc/sys/kernel/printk
+echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null || true
 # Once per kernel (rcnet-lab asks while its cache has none): the kernel's
 # symbols, with which rcnet-lab names the functions of a stalled boot's vCPU
 # addresses (the guest boots with nokaslr, so they are the same every boot).

@@ -22,8 +22,10 @@
 #   rcd_counter I NAME       NAME's value in node I's last "counters at exit"
 #   rcd_block_roce I         drop node I's RoCEv2 traffic (UDP 4791) both ways
 #                            on its bridge port b_I: a crash whose DREQ is lost
-#                            (rcd_block_roce_prepare I: its slow part, ahead)
-#   rcd_unblock_roce I       remove that filter; prints how many it dropped
+#                            (rcd_block_roce_prepare I: its clsact qdisc,
+#                            added once and kept)
+#   rcd_unblock_roce I       delete those filters (the qdisc stays); prints
+#                            how many packets they dropped
 #   rcd_link_delete DEV      `rdma link delete DEV` in the background (its
 #                            output in $RCNET_RESULTS/link-delete.txt), timed:
 #                            sets RCD_DELETE_T0 (its start, rcd_now_ms),
@@ -92,17 +94,19 @@ rcd_counter() {
 # completes, and the killed process hangs in rdma_destroy_id
 # ("cm_destroy_id_wait_timeout"). Dropped on b_I, it was sent as far as the
 # node can tell, as on a real fabric.
+# The clsact qdisc is added once and stays; a drop adds and deletes only its
+# filters. Adding or deleting a clsact qdisc flips the kernel's ingress and
+# egress static keys unless something else holds them (the lab's init holds
+# them with a clsact on lo), and flipping them under traffic faulted the
+# guest kernel (docs/lab.md "When the guest kernel faults").
 rcd_block_roce_prepare() {
   local dev=b_$1
-  # The kernel's module autoloader runs the initramfs' modprobe, outside the
-  # chroot, so tc would find no qdisc: load what it needs here.
-  modprobe -a ${RCNET_LAB_MODTREE:+-d "$RCNET_LAB_MODTREE"} sch_ingress cls_u32 act_gact &&
-    tc qdisc add dev "$dev" clsact
+  tc qdisc show dev "$dev" | grep -q clsact || tc qdisc add dev "$dev" clsact
 }
 
 rcd_block_roce() {
   local dev=b_$1 f=/tmp/rcd-block-$1.tc
-  tc qdisc show dev "$dev" | grep -q clsact || rcd_block_roce_prepare "$1" || return 1
+  rcd_block_roce_prepare "$1" || return 1
   {
     echo "filter add dev $dev ingress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
     echo "filter add dev $dev egress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
@@ -112,10 +116,11 @@ rcd_block_roce() {
 }
 
 rcd_unblock_roce() {
-  local dev=b_$1 n
+  local dev=b_$1 n f=/tmp/rcd-unblock-$1.tc
   n=$( (tc -s filter show dev "$dev" ingress; tc -s filter show dev "$dev" egress) |
     awk '/Sent .* pkt/ { n += $4 } END { print n + 0 }')
-  tc qdisc del dev "$dev" clsact
+  printf 'filter del dev %s %s\n' "$dev" ingress "$dev" egress >"$f"
+  tc -batch "$f" || return 1
   echo "$n"
 }
 

@@ -185,7 +185,7 @@ say "rcnet: fail-back seen by rcnetctl after (ms, polled, holddown included): ${
 
 # Silent drop: the same cycle with tc dropping RoCEv2 on b_1 instead of
 # b_1 down. Bound: transport.ack_timeout x retries (docs/design.md "Rails").
-rcd_block_roce_prepare 1 && tc qdisc del dev b_1 clsact
+rcd_block_roce_prepare 1 || lab_die "tc clsact on b_1"
 DOWN_W=() UP_W=() ms_failover=() ms_failback=()
 rails_ping_start 1 2 silent 0.01
 sleep 1
