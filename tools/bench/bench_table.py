@@ -49,6 +49,12 @@ def median(values):
     return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else None
 
 
+def spread(values):
+    """'min-max (n N)' of the values that were measured, for the notes."""
+    v = sorted(x for x in values if x is not None)
+    return f"{fmt(v[0])}-{fmt(v[-1])} (n {len(v)})" if v else "- (n 0)"
+
+
 def ratio(a, b):
     return a / b if a is not None and b not in (None, 0) else None
 
@@ -80,9 +86,13 @@ class Table:
     def __init__(self):
         self.rows, self.notes = [], []
 
-    def row(self, metric, unit, rcnet, anchor=None, anchor_name=None, goal=None, note=None):
-        """The goal applies to the ratio when the row has an anchor, else to rcnet."""
-        r = ratio(rcnet, anchor) if anchor_name else None
+    def row(self, metric, unit, rcnet, anchor=None, anchor_name=None, goal=None, note=None,
+            r=None):
+        """The goal applies to the ratio when the row has an anchor, else to rcnet.
+        r: the row's ratio when it is not rcnet / anchor (a median of
+        same-boot or same-pair ratios, say)."""
+        if r is None:
+            r = ratio(rcnet, anchor) if anchor_name else None
         self.rows.append({"metric": metric, "unit": unit, "rcnet": rcnet, "anchor": anchor,
                           "anchor_name": anchor_name, "ratio": r, "goal": goal,
                           "met": met(goal, r if anchor_name else rcnet)})
@@ -230,15 +240,19 @@ def setup_rows(t, raw):
             (sym_rate(f"sym_r{r}"), ucm_rate(f"ucmatose_r{r}")) for r in reps]
         rc_all = [p[0] for p in pairs]
         uc_all = [p[1] for p in pairs]
+        ratios = [ratio(a, b) for a, b in pairs]
         rc_med = median(rc_all) if None not in rc_all else None
         uc_med = median(uc_all) if None not in uc_all else None
-        t.row(f"setup rate, {what} (symmetric client, median of {len(pairs)} pairs)", "conn/s",
-            rc_med, uc_med, f"ucmatose, median of {len(pairs)}", ">= 0.9",
-            "pairs of storms in one boot, alternating which goes first; per pair rcnet/ucmatose "
-            "conn/s and ratio: " + "; ".join(
+        r_med = median(ratios) if None not in ratios else None
+        t.row(f"setup rate, {what} (symmetric client, median of {len(pairs)} pairs' ratios)",
+            "conn/s", rc_med, uc_med, f"ucmatose, median of {len(pairs)}", ">= 0.9",
+            "pairs of storms in one boot, alternating which goes first; the ratio is the median "
+            f"of the pairs' ratios (spread {spread(ratios)}); rcnet conn/s spread "
+            f"{spread(rc_all)}, ucmatose {spread(uc_all)}; per pair rcnet/ucmatose conn/s and "
+            "ratio: " + "; ".join(
                 f"{fmt(a)}/{fmt(b)} = {fmt(ratio(a, b))}" for a, b in pairs) +
             "; a run with a connection not made or a failed attempt has no rate, and then the "
-            "median is not taken")
+            "median is not taken", r=r_med)
     # The symmetric storm (the goal row unless repeated); with a second
     # rcnetd (bench.sh ARG 6) also its run and the first one's again (A, B,
     # A), no goal.
@@ -292,6 +306,52 @@ def setup_rows(t, raw):
         f"{raw.get('rcnet_in_service', '?')} still in service, client retry_count "
         f"{raw.get('load_retry_count', '?')}; the figure before the symmetric client, kept beside "
         "it")
+
+
+def anchor_sets(path):
+    """bond_anchor.sh's summary lines "NAME KIND: key=value ..." as
+    {(NAME, KIND): {key: float}}."""
+    sets = {}
+    try:
+        lines = open(path).read().splitlines()
+    except FileNotFoundError:
+        return sets
+    for line in lines:
+        head, _, rest = line.partition(": ")
+        parts = head.split()
+        if len(parts) != 2 or "=" not in rest:
+            continue
+        sets[tuple(parts)] = {k: num(v) for k, _, v in
+                              (f.partition("=") for f in rest.split()) if num(v) is not None}
+    return sets
+
+
+def failover_rows(t, res):
+    """Carrier failover against Linux bonding, one figure per boot
+    (rcnet-bench --failover-boots: RESULTS/failover-K/bond-anchor.txt)."""
+    boots = sorted((d for d in os.listdir(res) if d.startswith("failover-")
+                    and d[len("failover-"):].isdigit()), key=lambda d: int(d[len("failover-"):]))
+    if not boots:
+        return
+    per = []  # (rcnet p50, bond p50, rcnet lost, bond lost) per boot
+    for d in boots:
+        sets = anchor_sets(os.path.join(res, d, "bond-anchor.txt"))
+        rc, bd = sets.get(("rcnet", "down"), {}), sets.get(("bond", "down"), {})
+        per.append((rc.get("gap_p50_ms"), bd.get("gap_p50_ms"), rc.get("lost_total"),
+                    bd.get("lost_total")))
+    ratios = [ratio(a, b) for a, b, _, _ in per]
+    measured = [x for x in ratios if x is not None]
+    t.row(f"carrier failover, ping gap p50 (median of {len(measured)} of {len(per)} boots)",
+        "ms", median([p[0] for p in per if p[0] is not None]),
+        median([p[1] for p in per if p[1] is not None]),
+        "Linux bonding (active-backup, miimon 100), same boots", "<= 0.5",
+        "one boot per figure (tests/lab/rails/bond_anchor.sh, carrier sets only): bonding's "
+        "events, then rcnet's, ping -i 0.01; the ratio is the median of the boots' ratios of "
+        f"their gap medians (spread {spread(ratios)}); rcnet gap p50 spread "
+        f"{spread([p[0] for p in per])}, bonding {spread([p[1] for p in per])}; per boot "
+        "rcnet/bonding ms (lost pings): " + "; ".join(
+            f"{fmt(a)}/{fmt(b)} ({fmt(c)}/{fmt(e)})" for a, b, c, e in per),
+        r=median(measured) if len(measured) == len(per) else None)
 
 
 def scale_rows(t, raw):
@@ -439,6 +499,7 @@ def main(res):
     throughput_rows(t, res, raw, anchors)
     scale_rows(t, raw)
     teardown_rows(t, raw)
+    failover_rows(t, res)
     sim_rows(t, sim)
     closing_notes(t, raw, anchors)
     render(t.rows, t.notes)

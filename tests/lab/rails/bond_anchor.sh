@@ -4,8 +4,11 @@
 # Linux bonding against rcnet's rails, in one boot (docs/lab.md "Time in the
 # lab": only figures of the same boot compare).
 #
-#   bond_anchor.sh [EVENTS] [HOLDDOWN]   (default 20 events per event set;
-#                               rcnet's rails.holddown, default "0s")
+#   bond_anchor.sh [EVENTS] [HOLDDOWN] [SETS]   (default 20 events per event
+#                               set; rcnet's rails.holddown, default "0s";
+#                               SETS: which of rcnet's sets run, default
+#                               "carrier silent removal"; rcnet-bench repeats
+#                               "carrier" over several boots)
 #
 # Three failures of rail 0, EVENTS times each, one after the other in the
 # same boot: carrier loss (below), a silent drop (every RoCEv2 packet on
@@ -47,6 +50,7 @@ set -u -o pipefail
 
 EVENTS=${1:-20}
 RAILS_HOLDDOWN=${2:-0s}
+SETS=" ${3:-carrier silent removal} "
 HOLD_DOWN=1.5
 HOLD_UP=1.5
 OUT=$RCNET_RESULTS
@@ -185,6 +189,7 @@ say "rcnet: fail-back seen by rcnetctl after (ms, polled, holddown included): ${
 
 # Silent drop: the same cycle with tc dropping RoCEv2 on b_1 instead of
 # b_1 down. Bound: transport.ack_timeout x retries (docs/design.md "Rails").
+if [[ $SETS == *" silent "* ]]; then
 rcd_block_roce_prepare 1 || lab_die "tc clsact on b_1"
 DOWN_W=() UP_W=() ms_failover=() ms_failback=()
 rails_ping_start 1 2 silent 0.01
@@ -217,8 +222,11 @@ say "silent: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
 say "silent: fail-back seen by rcnetctl after (ms, polled): ${ms_failback[*]}"
 say "silent: bonding (miimon) cannot see a drop with the carrier up: no bond row"
 
+fi
+
 # Device removal: rdma link delete rxe_1 (timed), failover, add it back,
 # fail-back once the rail is re-adopted.
+if [[ $SETS == *" removal "* ]]; then
 DOWN_W=() UP_W=() ms_failover=() ms_failback=() ms_delete=()
 rails_ping_start 1 2 removal 0.01
 sleep 1
@@ -262,11 +270,12 @@ sorted=$(printf '%s\n' "${ms_delete[@]}" | sort -n | tr '\n' ' ')
 say "removal: rdma link delete took (ms, sorted): $sorted"
 say "removal: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
 say "removal: fail-back seen by rcnetctl after (ms, polled, re-adopt included): ${ms_failback[*]}"
+fi
 lab_expect "rcnetd node1 still runs after $EVENTS device removals" kill -0 "${RCD_PID[1]}"
 say "rcnet node1 counters: $(rails_stats_line 1)"
 # The same fail-backs from the daemon's own log line, without rcnetctl's
 # polling cost (failback_log.py).
-for set in rcnet silent removal; do
+for set in rcnet $([[ $SETS != *" silent "* ]] || echo silent) $([[ $SETS != *" removal "* ]] || echo removal); do
   say "$set: fail-back in rcnetd's log after (ms, sorted, from just before the heal): $(python3 "$RCNET_SRC/tests/lab/rails/failback_log.py" "$OUT" "$set")"
 done
 say "rcnet node1 rail 0 now: $(rails_json 1 | jq -c '.rails[0] | {state, holddown_ms, flaps}')"
