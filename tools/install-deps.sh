@@ -48,6 +48,9 @@ lab=(
   # root is the host's, so it is installed here)
   prometheus-node-exporter
   jq
+  # Soft-iWARP (siw.ko) is built out of tree for the lab's kernel from
+  # Debian's linux-source and linux-headers packages (tools/lab/rcnet-lab)
+  make gcc-12 xz-utils libelf-dev
 )
 bench=(
   valgrind jq

@@ -40,7 +40,10 @@
 #   lab_node_dev I [R]        its underlay netdev: v_I, rail 1 w_I
 #   lab_node_port I [R]       the bridge-side end of that veth: b_I, rail 1
 #                             c_I (flap this one to cut a rail's carrier)
-#   lab_node_rdma_dev I [R]   its RDMA device: rxe_I, rail 1 rxe_I_r1
+#   lab_node_rdma_dev I [R]   its RDMA device: rxe_I, rail 1 rxe_I_r1 (siw_I
+#                             and siw_I_r1 with RCNET_LAB_PROVIDER=siw:
+#                             lab_setup_nodes then makes Soft-iWARP devices,
+#                             docs/lab.md "Soft-iWARP")
 #   lab_node_netns I          node<I> (the node's network namespace)
 #   lab_in_node I CMD...      run CMD inside node I's namespace
 #   lab_rail_routes I [R]     put back node I's policy routes of rail R (the
@@ -81,8 +84,8 @@
 #   lab_wait_tcp_listen PORT [SECS]    wait until a TCP socket listens on PORT
 #   lab_gid_index DEV ADDR    index of DEV's RoCE v2 GID for IPv4 or IPv6
 #                             ADDR (-x)
-#   lab_qp_count [DEV]        number of QPs (excluding QP0/QP1) the kernel
-#                             reports, for DEV or all devices
+#   lab_qp_count [DEV]        number of RC QPs (not rxe's QP0/QP1, SMI and
+#                             GSI) the kernel reports, for DEV or all devices
 #   lab_perf_anchors FROM TO [OUT]     rdma-core/perftest reference figures
 #                             between two nodes, written as JSON to OUT
 #                             (default $RCNET_RESULTS/anchors.json); see below.
@@ -196,7 +199,7 @@ _lab_rail_net6() { ((${1:-0} == 0)) && echo fd99: || echo fd98:; }
 lab_node_addr6() { printf '%s:%x\n' "$(_lab_rail_net6 "${2:-0}")" "$1"; }
 lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
 lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
-lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "rxe_$1" || echo "rxe_$1_r1"; }
+lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "${RCNET_LAB_PROVIDER:-rxe}_$1" || echo "${RCNET_LAB_PROVIDER:-rxe}_$1_r1"; }
 lab_node_netns() { echo "node$1"; }
 lab_in_node() {
   local i=$1
@@ -392,13 +395,27 @@ lab_setup_nodes() {
       done
     done
   done
+  local provider=${RCNET_LAB_PROVIDER:-rxe}
+  if [[ $provider == siw && ! -d /sys/module/siw ]]; then
+    # Built by rcnet-lab for this kernel (Debian builds no siw); its
+    # dependencies from the kernel's tree first.
+    modprobe -a ${RCNET_LAB_MODTREE:+-d "$RCNET_LAB_MODTREE"} \
+      $(modinfo -F depends "$RCNET_LAB_SIW_KO" | tr , ' ') &&
+      insmod "$RCNET_LAB_SIW_KO" || {
+      lab_fail "cannot load siw ($RCNET_LAB_SIW_KO)"
+      return 1
+    }
+  fi
+  # siw registers memory against RLIMIT_MEMLOCK even for root (6.1), as
+  # rcnetd's units allow (LimitMEMLOCK=infinity): the same for the scenario.
+  ulimit -l unlimited
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
-      echo "link add $(lab_node_rdma_dev "$i" "$r") type rxe netdev $(lab_node_dev "$i" "$r")"
+      echo "link add $(lab_node_rdma_dev "$i" "$r") type $provider netdev $(lab_node_dev "$i" "$r")"
     done
   done >"$batch.rdma"
   if ! rdma -b "$batch.rdma"; then
-    lab_fail "rdma -batch (rdma link add rxe_i) failed ($batch.rdma)"
+    lab_fail "rdma -batch (rdma link add ${provider}_i) failed ($batch.rdma)"
     return 1
   fi
   for ((i = 1; i <= n; i++)); do
@@ -407,7 +424,7 @@ lab_setup_nodes() {
       return 1
     }
   done
-  lab_log "rxe devices up; warming ARP"
+  lab_log "$provider devices up; warming ARP"
   # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
   # its timeout. Only the neighbour entry matters, not the echo reply (which
   # the local rule may swallow), so stop waiting once every entry resolved.
@@ -551,9 +568,11 @@ lab_collect() {
   echo "collected $name: $(wc -l <"$base-qp.txt") QP lines in $base-qp.txt"
 }
 
+# RC QPs by type, not by QPN: rxe's QP0 and QP1 are SMI and GSI, and siw
+# numbers its RC QPs from 1.
 lab_qp_count() {
   local dev=${1:-}
-  rdma res show qp ${dev:+link "$dev"} 2>/dev/null | awk '$1 == "link" { for (k = 1; k < NF; k++) if ($k == "lqpn" && $(k + 1) > 1) n++ } END { print n + 0 }'
+  rdma res show qp ${dev:+link "$dev"} 2>/dev/null | awk '$1 == "link" { for (k = 1; k < NF; k++) if ($k == "type" && $(k + 1) == "RC") n++ } END { print n + 0 }'
 }
 
 # ADDR (IPv6, "::" allowed) written out in full as sysfs prints a GID:
