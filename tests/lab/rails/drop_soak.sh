@@ -115,7 +115,9 @@ if [[ $TRAFFIC == plain ]]; then
 fi
 if ((${#over[@]})); then
   rails_ping_report soak --events "${windows[@]}" >"$OUT/soak.events"
-  sed 's/^/  soak /' "$OUT/soak.events"
+  # One line per window in soak.events; the summary (its last line) here.
+  tail -n 1 "$OUT/soak.events" | sed 's/^/  soak /'
+  grep ' lost=[1-9]' "$OUT/soak.events" | grep -v '^all ' | sed 's/^/  soak window with a loss: /'
   lab_log "measured: failover seen by rcnetctl after (ms, polled): p50 $(printf '%s\n' "${over[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'), fail-back p50 $(printf '%s\n' "${back[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
 fi
 lab_expect "every drop failed over and back ($misses misses in $EVENTS events)" [ "$misses" -eq 0 ]
