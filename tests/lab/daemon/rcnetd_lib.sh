@@ -21,6 +21,7 @@
 #                            1); prints the first such line; 1 on timeout
 #   rcd_counter I NAME       NAME's value in node I's last "counters at exit"
 #   rcd_block_roce I         drop node I's RoCEv2 traffic (UDP 4791) both ways
+#                            (on siw: its iWARP traffic, TCP to or from port 7471)
 #                            on its bridge port b_I: a crash whose DREQ is lost
 #                            (rcd_block_roce_prepare I: its clsact qdisc,
 #                            added once and kept)
@@ -108,8 +109,18 @@ rcd_block_roce() {
   local dev=b_$1 f=/tmp/rcd-block-$1.tc
   rcd_block_roce_prepare "$1" || return 1
   {
-    echo "filter add dev $dev ingress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
-    echo "filter add dev $dev egress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
+    if [[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]]; then
+      # iWARP runs over TCP: rcnetd's connections, either end on its port.
+      local d k
+      for d in ingress egress; do
+        for k in sport dport; do
+          echo "filter add dev $dev $d protocol ip u32 match ip protocol 6 0xff match ip $k 7471 0xffff action drop"
+        done
+      done
+    else
+      echo "filter add dev $dev ingress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
+      echo "filter add dev $dev egress protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff action drop"
+    fi
   } >"$f"
   # One exec (a few hundred ms under TCG), so the block follows a ping at once.
   tc -batch "$f"
