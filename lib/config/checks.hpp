@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,13 @@ void resolve_interfaces(Reader& r, Config& c, const InterfaceLookup& lookup);
 // tun.address_from_underlay: checks tun.address names a prefix and, once
 // rail 0's address is known, sets our overlay address from its host bits.
 void derive_overlay(Reader& r, Config& c);
+// The prefix rule of rail `rail` (< c.rail_count()) read backwards: the
+// overlay address whose host bits (beyond tun.address's prefix length) are
+// the bottom bits of `underlay`. nullopt when the rail has no rule or
+// `underlay` is outside it. Whether the rule maps the result forward to
+// `underlay` again, and whether it is a node's address at all, is the
+// caller's to check (Config::overlay_for() does both).
+std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail);
 // The configs that cannot work (sanity.cpp; config.hpp lists them).
 void sanity_check(Reader& r, const Config& c);
 

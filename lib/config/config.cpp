@@ -171,7 +171,9 @@ void cross_check(Reader& r, Config& c) {
                                               c.tun_address.to_string());
     }
     if (sp.overlay == c.tun_address.addr) {
-      return r.fail_key(sec + ".overlay", "is this node's own tun.address");
+      return r.fail_key(sec + ".overlay", sp.overlay.to_string() +
+                                              " is this node's own tun.address (line " +
+                                              std::to_string(r.line_of("tun.address")) + ")");
     }
     check_static_underlays(r, c, i);
     if (r.failed())
@@ -290,27 +292,36 @@ std::optional<IpAddr> Config::overlay_for(const IpAddr& underlay, std::size_t ra
       break;
     }
   }
-  const std::optional<IpPrefix>& rule = rail_prefix(*this, rail);
-  if (!out && rule && rule->contains(underlay)) {
-    // The overlay's host bits are the bottom of the underlay. (The rule
-    // writes zeros above them inside the prefix; an underlay with ones
-    // there fails the check below.)
-    const std::size_t width = bit_width_of(tun_address.addr);
-    const std::size_t host_bits = width - tun_address.length;
-    const std::size_t uwidth = bit_width_of(rule->addr);
-    if (uwidth - rule->length < host_bits)
-      return std::nullopt;  // validated by parse()
-    IpAddr o = tun_address.addr;
-    for (std::size_t k = 0; k < host_bits; ++k)
-      set_bit(o, width - 1 - k, get_bit(underlay, uwidth - 1 - k));
-    out = o;
-  }
+  if (!out)
+    out = detail::overlay_by_rule(*this, underlay, rail);
   // Both ways agree, or there is no such peer: a static entry overrides the
   // rule for its overlay, and the subnet and broadcast map to nothing.
   if (!out || *out == tun_address.addr || underlay_for(*out, rail) != underlay)
     return std::nullopt;
   return out;
 }
+
+namespace detail {
+
+std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail) {
+  const std::optional<IpPrefix>& rule = rail_prefix(c, rail);
+  if (!rule || c.tun_address.addr.empty() || !rule->contains(underlay))
+    return std::nullopt;
+  // The overlay's host bits are the bottom of the underlay. (The rule
+  // writes zeros above them inside the prefix; an underlay with ones
+  // there does not map back, which overlay_for() checks.)
+  const std::size_t width = bit_width_of(c.tun_address.addr);
+  const std::size_t host_bits = width - c.tun_address.length;
+  const std::size_t uwidth = bit_width_of(rule->addr);
+  if (uwidth - rule->length < host_bits)
+    return std::nullopt;  // validated by parse()
+  IpAddr o = c.tun_address.addr;
+  for (std::size_t k = 0; k < host_bits; ++k)
+    set_bit(o, width - 1 - k, get_bit(underlay, uwidth - 1 - k));
+  return o;
+}
+
+}  // namespace detail
 
 namespace {
 // toml++ quotes the byte it stopped at, which may be a newline or another

@@ -23,7 +23,10 @@
 // Checks that refuse a config that cannot work (sanity.cpp): tun.address of
 // /0 or a single address (/32, /128), the subnet or (IPv4) broadcast address
 // as our own overlay, the overlay prefix overlapping an underlay prefix or
-// holding an underlay address, a loopback underlay.
+// holding an underlay address, a loopback underlay; on a rail with a
+// peers.underlay_prefix, our overlay address (tun.address) that the rule
+// does not map to the rail's own address (so our underlay address maps to
+// another overlay address, the overlay's subnet or broadcast, or none).
 //
 // One file for the whole cluster (interfaces.cpp): node.interface names the
 // interface holding each rail's underlay address instead of node.address,

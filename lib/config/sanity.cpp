@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The configs that parse but cannot work, refused with the key to fix
 // (config.hpp lists them). Runs after the cross-field checks.
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "config/checks.hpp"
 
 namespace rcnet::config::detail {
@@ -79,12 +83,74 @@ void check_separate(Reader& r, const Config& c) {
   }
 }
 
+// Where `key` was written, for a message headed by `head`: "line 12", or
+// "FILE:12" when a drop-in set one of them.
+std::string at(const Reader& r, const std::string& key, std::string_view head) {
+  const Origin o = r.where(key);
+  if (o.file == r.where(head).file)
+    return "line " + std::to_string(o.line);
+  return o.file + ":" + std::to_string(o.line);
+}
+
+// This node as its peers see it: on each rail with a prefix rule, a peer
+// sends our overlay address to the underlay address the rule gives it, and
+// takes what our underlay address sends for the overlay address the rule
+// gives back (tun.source_check drops the rest, rcnetd(8)). Both must be
+// ours, or the node reaches no one and nothing says why. A derived
+// tun.address was checked on rail 0 when it was made (interfaces.cpp); a
+// static peer with our overlay was refused before (config.cpp), so the
+// rule is what underlay_for() reads here.
+void check_own_mapping(Reader& r, const Config& c) {
+  if (!c.unresolved.empty())
+    return;
+  const IpPrefix& tun = c.tun_address;
+  const std::string tkey = "tun.address";
+  for (std::size_t k = 0; k < c.rails.size(); ++k) {
+    const std::optional<IpPrefix>& rule = k == 0 ? c.underlay_prefix : c.rails[k].underlay_prefix;
+    const IpAddr& self = k == 0 ? c.manager.local.addr : c.rails[k].local.addr;
+    const std::optional<IpAddr> there = c.underlay_for(tun.addr, k);
+    if (!rule || self.empty() || there == self)
+      continue;
+    const std::string pkey = key_of(r, "peers.underlay_prefix", k);
+    const std::string akey =
+        key_of(r, c.rail_interfaces.empty() ? "node.address" : "node.interface", k);
+    const std::string ours = c.rail_interfaces.empty()
+                                 ? akey + " " + self.to_string() + " (" + at(r, akey, tkey) + ")"
+                                 : c.rail_interfaces[k] + "'s address " + self.to_string() + " (" +
+                                       akey + ", " + at(r, akey, tkey) + ")";
+    // What the rule makes of each: our overlay's underlay, our underlay's
+    // overlay (none when no overlay maps forward to it).
+    const std::string fwd =
+        tun.addr.to_string() + " to " + (there ? there->to_string() : "no underlay address");
+    std::string back = "no overlay address to " + self.to_string();
+    if (const auto o = overlay_by_rule(c, self, k)) {
+      const std::string_view part = host_part(*o, tun.length);
+      const std::size_t host_bits = bit_width_of(*o) - tun.length;
+      if (part == "zero")
+        back = self.to_string() + " to " + o->to_string() + ", the overlay's subnet address";
+      else if (part == "ones" && o->is_v4() && host_bits > 1)
+        back = self.to_string() + " to " + o->to_string() + ", the overlay's broadcast address";
+      else if (c.underlay_for(*o, k) == self)
+        back = self.to_string() + " to " + o->to_string();
+    }
+    const std::string effect = there
+                                   ? "peers would send this node's packets to " + there->to_string()
+                                   : "peers could not send this node any packet";
+    return r.fail_key(tkey, tun.addr.to_string() + " and " + ours + " disagree under " + pkey +
+                                " " + rule->to_string() + " (" + at(r, pkey, tkey) + "): it maps " +
+                                fwd + " and " + back + ": " + effect +
+                                " and drop the ones it sends");
+  }
+}
+
 }  // namespace
 
 void sanity_check(Reader& r, const Config& c) {
   check_overlay(r, c);
   if (!r.failed())
     check_separate(r, c);
+  if (!r.failed())
+    check_own_mapping(r, c);
 }
 
 }  // namespace rcnet::config::detail

@@ -166,6 +166,9 @@ void check_accepted(const config::Config& c) {
     FUZZ_CHECK(up.addr.family == m.local.addr.family);
     FUZZ_CHECK(up.length <= bits(up.addr));
     FUZZ_CHECK(bits(up.addr) - up.length >= bits(c.tun_address.addr) - c.tun_address.length);
+    // Peers find this node by the rule (lib/config/sanity.cpp).
+    if (c.unresolved.empty())
+      FUZZ_CHECK(c.underlay_for(c.tun_address.addr) == m.local.addr);
   }
   for (const IpPrefix& p : m.allowed_peers) {
     FUZZ_CHECK(p.addr.family == m.local.addr.family);

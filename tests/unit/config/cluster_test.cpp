@@ -113,7 +113,8 @@ TEST_CASE("cluster: node.interface reads the rail's address from the interface",
   CHECK(find_key("node.address")->get(c) == Value(std::string("10.99.0.5")));
   CHECK(find_key("node.interface")->get(c) == Value(std::string("ib0")));
   // With a prefix rule: the first address inside it.
-  c = ok(file("interface = \"ib0\"", tun, "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
+  c = ok(file("interface = \"ib0\"", "address = \"10.100.0.7/24\"",
+              "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
          interfaces({{"ib0", {"192.168.1.5", "10.99.0.7"}}}));
   CHECK(c.manager.local.addr == ip("10.99.0.7"));
   // No IPv4: the first global IPv6 address.
@@ -386,4 +387,168 @@ TEST_CASE("cluster: node.interface and tun.address_from_underlay need a restart"
                            "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
   CHECK(restart_required(a, c) ==
         std::vector<std::string>{"node.interface", "tun.address_from_underlay"});
+}
+
+// The lab's own configs (tests/lab/daemon/rcnetd_lib.sh rcd_config,
+// tests/lab/rails/rails_lib.sh rails_config, tests/lab/daemon/ipv6.sh cfg
+// and mesh3.sh), with what they write around the addresses.
+TEST_CASE("cluster: the lab's configs map each node's overlay to its own underlay", "[config]") {
+  const std::string rest = "[log]\nlevel = \"info\"\ntarget = \"stderr\"\n";
+  for (int i = 1; i <= 8; ++i) {
+    const std::string n = std::to_string(i);
+    INFO("node " << n);
+    const Config one = ok("[node]\naddress = \"10.99.0." + n + "\"\n[tun]\naddress = \"10.100.0." +
+                          n + "/24\"\nnetns = \"node" + n +
+                          "\"\n[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n" + rest);
+    CHECK(one.underlay_for(one.tun_address.addr) == one.manager.local.addr);
+    const Config two = ok("[node]\naddress = [\"10.99.0." + n + "\", \"10.98.0." + n +
+                          "\"]\n[tun]\naddress = \"10.100.0." + n +
+                          "/24\"\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n"
+                          "[rails]\nmode = \"active-backup\"\nholddown = \"2s\"\n" +
+                          rest);
+    CHECK(two.underlay_for(two.tun_address.addr, 1) == ip(("10.98.0." + n).c_str()));
+  }
+  // ipv6.sh's phases: both families each way, the prefix rule or static peers.
+  ok(file("address = \"fd99::2\"", "address = \"10.100.0.2/24\"",
+          "[[peers.static]]\noverlay = \"10.100.0.1\"\nunderlay = \"fd99::1\"\n"));
+  ok(file("address = \"10.99.0.2\"", "address = \"fd00:100::2/120\"\nmtu = 1500",
+          "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
+  ok(file("address = \"fd99::2\"", "address = \"fd00:100::2/64\"\nmtu = 1500",
+          "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
+  // mesh3.sh: the derived address cannot disagree.
+  for (const char* a : {"10.99.0.1", "10.99.0.2", "10.99.0.3"})
+    ok(kCluster, interfaces({{"ib0", {a}}}));
+  ok(file("address = \"10.99.0.9\"", "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
+          "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
+  // IPv6 has no broadcast address: all ones is a node's.
+  ok(file("address = \"fd99::ffff:ffff:ffff:ffff\"",
+          "address = \"fd00:100::ffff:ffff:ffff:ffff/64\"",
+          "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
+  // An underlay wider than the overlay: the rule writes zeros above the
+  // overlay's host bits.
+  ok(file("address = \"10.99.0.7\"", "address = \"10.100.0.7/24\"",
+          "[peers]\nunderlay_prefix = \"10.99.0.0/16\"\n"));
+  // Without a rule, peers find this node only by their static tables.
+  ok(file("address = \"10.99.7.7\"", "address = \"10.100.0.1/24\""));
+}
+
+TEST_CASE("cluster: a tun.address the prefix rule does not map to this node is refused",
+          "[config]") {
+  const std::string v4 = "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n";
+  const std::string v6 = "[peers]\nunderlay_prefix = \"fd99::/64\"\n";
+  const std::string tun = "address = \"10.100.0.1/24\"";
+  const std::string then =
+      ": peers would send this node's packets to 10.99.0.1 and drop the ones it sends";
+  struct Case {
+    std::string text;
+    std::string want;
+  };
+  const Case cases[] = {
+      // Another node's overlay address.
+      {file("address = \"10.99.0.2\"", tun, v4),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address 10.99.0.2 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to 10.99.0.1 and "
+       "10.99.0.2 to 10.100.0.2" +
+           then},
+      // The overlay's broadcast and subnet addresses.
+      {file("address = \"10.99.0.255\"", tun, v4),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address 10.99.0.255 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to 10.99.0.1 and "
+       "10.99.0.255 to 10.100.0.255, the overlay's broadcast address" +
+           then},
+      {file("address = \"10.99.0.0\"", tun, v4),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address 10.99.0.0 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to 10.99.0.1 and "
+       "10.99.0.0 to 10.100.0.0, the overlay's subnet address" +
+           then},
+      // Outside the rule's prefix: no overlay address maps to it.
+      {file("address = \"10.99.7.7\"", tun, v4),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address 10.99.7.7 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to 10.99.0.1 and no "
+       "overlay address to 10.99.7.7" +
+           then},
+      // Inside a wider prefix, with ones above the overlay's host bits.
+      {file("address = \"10.99.1.1\"", tun, "[peers]\nunderlay_prefix = \"10.99.0.0/16\"\n"),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address 10.99.1.1 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/16 (line 6): it maps 10.100.0.1 to 10.99.0.1 and no "
+       "overlay address to 10.99.1.1" +
+           then},
+      // IPv6 underlay and overlay.
+      {file("address = \"fd99::2\"", "address = \"fd00:100::1/64\"", v6),
+       "t.toml:4: tun.address: fd00:100::1 and node.address fd99::2 (line 2) disagree under "
+       "peers.underlay_prefix fd99::/64 (line 6): it maps fd00:100::1 to fd99::1 and fd99::2 to "
+       "fd00:100::2: peers would send this node's packets to fd99::1 and drop the ones it sends"},
+      {file("address = \"fd99::\"", "address = \"fd00:100::1/64\"", v6),
+       "t.toml:4: tun.address: fd00:100::1 and node.address fd99:: (line 2) disagree under "
+       "peers.underlay_prefix fd99::/64 (line 6): it maps fd00:100::1 to fd99::1 and fd99:: to "
+       "fd00:100::, the overlay's subnet address: peers would send this node's packets to "
+       "fd99::1 and drop the ones it sends"},
+      // An IPv6 overlay over an IPv4 underlay, and the other way round.
+      {file("address = \"10.99.0.2\"", "address = \"fd00:100::1/120\"", v4),
+       "t.toml:4: tun.address: fd00:100::1 and node.address 10.99.0.2 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps fd00:100::1 to 10.99.0.1 and "
+       "10.99.0.2 to fd00:100::2" +
+           then},
+      {file("address = \"fd99::ff\"", tun, v6),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address fd99::ff (line 2) disagree under "
+       "peers.underlay_prefix fd99::/64 (line 6): it maps 10.100.0.1 to fd99::1 and fd99::ff to "
+       "10.100.0.255, the overlay's broadcast address: peers would send this node's packets to "
+       "fd99::1 and drop the ones it sends"},
+      // Rail 1 disagrees; rail 0 agrees.
+      {file("address = [\"10.99.0.1\", \"10.98.0.2\"]", tun,
+            "[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n"),
+       "t.toml:4: tun.address: 10.100.0.1 and node.address[1] 10.98.0.2 (line 2) disagree under "
+       "peers.underlay_prefix[1] 10.98.0.0/24 (line 6): it maps 10.100.0.1 to 10.98.0.1 and "
+       "10.98.0.2 to 10.100.0.2: peers would send this node's packets to 10.98.0.1 and drop the "
+       "ones it sends"},
+      // A /31's subnet address is a node's (RFC 3021), but the rule maps it to none.
+      {file("address = \"10.99.0.1\"", "address = \"10.100.0.0/31\"", v4),
+       "t.toml:4: tun.address: 10.100.0.0 and node.address 10.99.0.1 (line 2) disagree under "
+       "peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.0 to no underlay address "
+       "and 10.99.0.1 to 10.100.0.1: peers could not send this node any packet and drop the "
+       "ones it sends"},
+  };
+  for (const Case& c : cases)
+    CHECK(err(c.text) == c.want);
+  // The address read from node.interface.
+  CHECK(err(file("interface = \"ib0\"", tun, v4), interfaces({{"ib0", {"10.99.0.7"}}})) ==
+        "t.toml:4: tun.address: 10.100.0.1 and ib0's address 10.99.0.7 (node.interface, line 2) "
+        "disagree under peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to "
+        "10.99.0.1 and 10.99.0.7 to 10.100.0.7" +
+            then);
+  // tun.address_from_underlay agrees on rail 0 by construction; rail 1 is
+  // still checked.
+  CHECK(err(file("address = [\"10.99.0.7\", \"10.98.0.8\"]",
+                 "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
+                 "[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n")) ==
+        "t.toml:4: tun.address: 10.100.0.7 and node.address[1] 10.98.0.8 (line 2) disagree under "
+        "peers.underlay_prefix[1] 10.98.0.0/24 (line 7): it maps 10.100.0.7 to 10.98.0.7 and "
+        "10.98.0.8 to 10.100.0.8: peers would send this node's packets to 10.98.0.7 and drop the "
+        "ones it sends");
+  // A static peer with this node's overlay address names tun.address's line.
+  CHECK(err(file("address = \"10.99.0.1\"", tun,
+                 v4 + "[[peers.static]]\noverlay = \"10.100.0.1\"\nunderlay = \"10.99.1.1\"\n")) ==
+        "t.toml:8: peers.static[0].overlay: 10.100.0.1 is this node's own tun.address (line 4)");
+}
+
+TEST_CASE("cluster: a disagreement between the file and a drop-in names the drop-in", "[config]") {
+  TempDir d;
+  const std::string main =
+      d.write("rcnetd.toml", file("address = \"10.99.0.1\"", "address = \"10.100.0.1/24\"",
+                                  "[peers]\nunderlay_prefix = "
+                                  "\"10.99.0.0/24\"\n"));
+  REQUIRE(load(main));
+  const std::string node2 =
+      d.write("rcnetd.toml.d/50-node2.toml", "[node]\naddress = \"10.99.0.2\"\n");
+  auto bad = load(main);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().context ==
+        main + ":4: tun.address: 10.100.0.1 and node.address 10.99.0.2 (" + node2 +
+            ":2) disagree under peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 "
+            "to 10.99.0.1 and 10.99.0.2 to 10.100.0.2: peers would send this node's packets to "
+            "10.99.0.1 and drop the ones it sends");
+  // The drop-in that sets both agrees.
+  d.write("rcnetd.toml.d/50-node2.toml",
+          "[node]\naddress = \"10.99.0.2\"\n[tun]\naddress = \"10.100.0.2/24\"\n");
+  REQUIRE(load(main));
 }

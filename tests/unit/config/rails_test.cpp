@@ -201,7 +201,7 @@ TEST_CASE("config rails: the inverse of a wide prefix, an IPv6 rail, a single ru
   // prefix and the overlay's 10 host bits, so other addresses there are
   // nobody's.
   const Config wide = parse_ok(
-      "[node]\naddress = [\"172.16.0.1\", \"172.17.0.1\"]\n[tun]\naddress = \"10.100.1.1/22\"\n"
+      "[node]\naddress = [\"172.16.1.1\", \"172.17.1.1\"]\n[tun]\naddress = \"10.100.1.1/22\"\n"
       "[peers]\nunderlay_prefix = [\"172.16.5.5/16\", \"172.17.0.0/16\"]\n");
   CHECK(wide.underlay_for(ip("10.100.3.7"), 1) == ip("172.17.3.7"));
   CHECK(wide.overlay_for(ip("172.17.3.7"), 1) == ip("10.100.3.7"));
@@ -387,15 +387,16 @@ TEST_CASE(
             .empty());
   CHECK(running.rails_holddown == std::chrono::seconds(1));
 
-  // Rail 1's rule and a static peer's rail-1 address apply live.
+  // Rail 1's rule and a static peer's rail-1 address apply live. (The rule
+  // must still map our overlay address to rail 1's, lib/config/sanity.cpp.)
   running = a;
   const Config peers =
-      parse_ok(replaced(replaced(kTwoRails, "\"10.98.0.0/24\"]", "\"10.98.5.0/24\"]"),
+      parse_ok(replaced(replaced(kTwoRails, "\"10.98.0.0/24\"]", "\"10.98.0.0/16\"]"),
                         "\"10.97.1.8\"]", "\"10.96.1.8\"]"));
   CHECK(reload(running, peers).empty());
-  CHECK(running.rails[1].underlay_prefix->to_string() == "10.98.5.0/24");
-  CHECK(running.underlay_for(ip("10.100.0.9"), 1) == ip("10.98.5.9"));
-  CHECK(running.overlay_for(ip("10.98.5.9"), 1) == ip("10.100.0.9"));
+  CHECK(running.rails[1].underlay_prefix->to_string() == "10.98.0.0/16");
+  CHECK(running.underlay_for(ip("10.100.0.9"), 1) == ip("10.98.0.9"));
+  CHECK(running.overlay_for(ip("10.98.0.9"), 1) == ip("10.100.0.9"));
   CHECK(running.underlay_for(ip("10.100.0.8"), 1) == ip("10.96.1.8"));
   CHECK(running.underlay_for(ip("10.100.0.9"), 0) == ip("10.99.0.9"));
 
@@ -406,7 +407,7 @@ TEST_CASE(
   const Refused refused[] = {
       {"holddown = \"5s\"", "holddown = \"5s\"\nmode = \"stripe\"", "rails.mode"},
       {"address = [\"10.99.0.1\", \"10.98.0.1\"]", "address = [\"10.99.0.1\", \"10.97.0.1\"]",
-       "node.address"},
+       "node.address", "\"10.97.0.0/24\"]"},
       // A rail more, with its rule (a rule change alone applies live).
       {"address = [\"10.99.0.1\", \"10.98.0.1\"]",
        "address = [\"10.99.0.1\", \"10.98.0.1\", \"10.97.0.1\"]", "node.address",
