@@ -39,11 +39,13 @@ run 2 ':[0-9]*: srq.size' "$RCNET_RESULTS/bad-mtu.toml"
 printf '[node]\naddress = "10.99.0.1"\n[tun\n' >"$RCNET_RESULTS/syntax.toml"
 run 2 'syntax.toml' "$RCNET_RESULTS/syntax.toml"
 
-sed 's/10.99.0.1"/10.99.7.7"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-owner.toml"
+# node.address and tun.address moved together: the prefix rule maps them to
+# each other, which --check-config demands (rcnetd.toml(5)).
+sed 's/10.99.0.1"/10.99.0.77"/; s#10.100.0.1/24"#10.100.0.77/24"#' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-owner.toml"
 # SIGTERM while waiting: exit 0, nothing created.
 "$RCD_BIN" -c "$RCNET_RESULTS/no-owner.toml" >"$RCNET_RESULTS/no-owner-term.out" 2>&1 &
 pid=$!
-waiting() { grep -q 'node.address 10.99.7.7 is on no interface yet: waiting for it' "$1"; }
+waiting() { grep -q 'node.address 10.99.0.77 is on no interface yet: waiting for it' "$1"; }
 wait_for 20 waiting "$RCNET_RESULTS/no-owner-term.out"
 lab_expect "address on no interface yet: rcnetd waits, saying so: '$(head -1 "$RCNET_RESULTS/no-owner-term.out")'" \
   waiting "$RCNET_RESULTS/no-owner-term.out"
@@ -58,22 +60,22 @@ rm -f "$RCNET_RESULTS/rcnetd-9.log"
 "$RCD_BIN" -c "$RCNET_RESULTS/node-9.toml" >"$RCNET_RESULTS/rcnetd-9.log" 2>&1 &
 RCD_PID[9]=$!
 wait_for 20 waiting "$RCNET_RESULTS/rcnetd-9.log"
-ip addr add 10.99.7.7/24 dev "$(lab_node_dev 1)" || lab_fail "cannot add 10.99.7.7 to $(lab_node_dev 1)"
+ip addr add 10.99.0.77/24 dev "$(lab_node_dev 1)" || lab_fail "cannot add 10.99.0.77 to $(lab_node_dev 1)"
 if line=$(rcd_wait_log 9 'TUN rc0 up' 30); then
-  lab_pass "started once 10.99.7.7 appeared: $(grep -m1 'underlay address present' "$RCNET_RESULTS/rcnetd-9.log")"
+  lab_pass "started once 10.99.0.77 appeared: $(grep -m1 'underlay address present' "$RCNET_RESULTS/rcnetd-9.log")"
 else
-  lab_fail "not started 30 s after 10.99.7.7 appeared: $(tail -3 "$RCNET_RESULTS/rcnetd-9.log" | tr '\n' ' ')"
+  lab_fail "not started 30 s after 10.99.0.77 appeared: $(tail -3 "$RCNET_RESULTS/rcnetd-9.log" | tr '\n' ' ')"
 fi
 rcd_kill 9 TERM
 rcd_wait_exit 9 30
 lab_expect "the late starter exits 0 on SIGTERM (${RCD_EXIT[9]})" [ "${RCD_EXIT[9]}" = 0 ]
-ip addr del 10.99.7.7/24 dev "$(lab_node_dev 1)"
+ip addr del 10.99.0.77/24 dev "$(lab_node_dev 1)"
 
 # A veth (its module is loaded; the kernel cannot autoload others from the
 # guest's chroot) that holds the address but has no rxe device on it.
 ip link add rcnorxe0 type veth peer name rcnorxe1 && ip addr add 10.98.0.1/24 dev rcnorxe0 &&
   ip link set rcnorxe0 up && ip link set rcnorxe1 up || lab_fail "cannot create the veth rcnorxe0"
-sed 's/10.99.0.1"/10.98.0.1"/' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-rxe.toml"
+sed 's/10.99.0.1"/10.98.0.1"/; s|"10.99.0.0/24"|"10.98.0.0/24"|' "$RCNET_RESULTS/node-1.toml" >"$RCNET_RESULTS/no-rxe.toml"
 run 1 'cannot listen on 10.98.0.1:[0-9]* (RDMA device)' "$RCNET_RESULTS/no-rxe.toml"
 lab_expect "one error line for the missing device" [ "$(wc -l <"$RCNET_RESULTS/no-rxe.toml.out")" -eq 1 ]
 # A failure after rc0 exists (created here, then moved): the namespace is
