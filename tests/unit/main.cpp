@@ -4,7 +4,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <spdlog/spdlog.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdlib>
 
 int main(int argc, char* argv[]) {

@@ -2,7 +2,7 @@
 // Admission control (limits.max_pending_setups) on the simulated fabric:
 // REJ busy and its retry-after, our own connects paced in order, and the
 // simultaneous-open merge kept at the limit.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <map>

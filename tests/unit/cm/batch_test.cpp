@@ -4,7 +4,7 @@
 // and the segments of one super-packet go as one chain too; anything that
 // touches a QP inside a batch posts the chain first; a chain the HCA
 // refuses gives every slot back.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <cstring>
 #include <vector>

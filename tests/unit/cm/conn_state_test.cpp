@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The QP state machine's tables: the legal transitions (cm/conn_state.hpp) and
 // each state's time bound and expiry (cm/lifecycle.hpp).
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <optional>
 #include <set>

@@ -5,7 +5,7 @@
 // back-pressure edges, SRQ reposts and the hooks it calls.
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <cstring>
 #include <utility>

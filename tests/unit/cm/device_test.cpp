@@ -3,7 +3,7 @@
 // every object of the device is released within a bound far below the
 // teardown bounds, the device is adopted again once it is back, and
 // connections come back on demand.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "cm/manager.hpp"
 #include "harness.hpp"

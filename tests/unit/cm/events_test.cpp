@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The manager's connection events (cm/events.hpp), as rcnetctl monitor sees
 // them, on the simulated fabric with a virtual clock.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <string>
 #include <vector>

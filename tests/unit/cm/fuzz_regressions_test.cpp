@@ -2,7 +2,7 @@
 // Bugs the `manager` fuzzer found (inputs: tests/fuzz/corpus/manager/regression-*), each
 // pinned by a test. Found while lib/cm was being restructured, fixed after
 // the merge; each test failed (was tagged [!shouldfail]) before its fix.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "cm/manager.hpp"
 #include "harness.hpp"

@@ -2,7 +2,7 @@
 // Offload on the simulated fabric: GSO frames between two capable peers
 // travel whole, header bytes intact; a peer without the capability (an old
 // rcnet, or offload = false) gets plain packets of at most its MTU.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -12,7 +12,7 @@
 // Every packet carries a sequence number; what each node's TUN would have
 // received is recorded with the rail it came in on, so loss, duplicates
 // and order are checked, not assumed.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <array>
 #include <cstring>

@@ -11,7 +11,7 @@
 // and order are checked, not assumed (the fixture: rails_harness.hpp).
 // Every scenario ends by shutting every manager down and requiring every
 // simulated host to hold no QP and no rdma_cm id.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <array>

@@ -2,7 +2,7 @@
 // The idle reaper and LRU eviction (lib/cm/limits.cpp): reaped within
 // idle_timeout + reaper_interval, no wakeup unless something is due, and a
 // wakeup's cost in connections visited is what it reaps, not what exists.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -6,7 +6,7 @@
 // registered receive buffers (rdma::Seam::device_share, cm::SrqBuffers);
 // each keeps its own listener, QPs, CQ and send slots. A RailSet over the
 // two managers, as rcnetd runs them.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <array>
 #include <cstring>

@@ -2,7 +2,7 @@
 // Zero-copy send on the simulated fabric: a packet read into a lent send
 // buffer is posted from it when it can go out at once, whole; in every other
 // case it takes send()'s path from a copy, and the buffer always comes back.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <cstring>

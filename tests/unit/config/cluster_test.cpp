@@ -3,7 +3,7 @@
 // drop-ins, --check-config's origins), the configs refused because they
 // cannot work, and the shipped template.
 #include <unistd.h>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // Bugs the `config` fuzzer found (inputs: tests/fuzz/corpus/config/regression-*), each
 // pinned by a test. Found while lib/config was being restructured, fixed after
 // the merge; each test failed (was tagged [!shouldfail]) before its fix.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "config/config.hpp"
 

@@ -2,7 +2,7 @@
 // The rails of rcnetd.toml (issue 21): node.address, peers.underlay_prefix
 // and a static peer's underlay with one entry per rail, the [rails] table,
 // the per-rail mappings and their checks.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <string>
 #include <vector>

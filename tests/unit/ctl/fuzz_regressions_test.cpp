@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // Bugs the `ctl` fuzzer found, fixed in lib/ctl; each test pins its fix.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ctl/render.hpp"
 

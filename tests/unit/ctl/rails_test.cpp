@@ -5,7 +5,7 @@
 // monitor, and the rails' Prometheus metrics.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>

@@ -7,7 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdlib>
 #include <deque>
 #include <filesystem>

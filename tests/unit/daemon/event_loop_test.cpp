@@ -5,7 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <stdexcept>
 
 #include "loop_timer.hpp"

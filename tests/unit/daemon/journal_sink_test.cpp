@@ -4,7 +4,7 @@
 #include <syslog.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <map>
 
 using namespace rcnet;

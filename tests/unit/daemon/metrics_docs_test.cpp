@@ -5,7 +5,7 @@
 // "status" is documented there, and the section names no metric that is not
 // written. Here rather than in tests/unit/rcnetctl: the daemon's counter
 // tables (TunCounters, CtlCounters) live in daemon/.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <fstream>
 #include <regex>
 #include <set>

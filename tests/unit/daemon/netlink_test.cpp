@@ -4,7 +4,7 @@
 #include <linux/if.h>
 #include <linux/neighbour.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <vector>
 
 #include "private_netns.hpp"

@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cerrno>
 #include <cstdlib>
 #include <map>

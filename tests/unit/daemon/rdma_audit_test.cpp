@@ -5,7 +5,7 @@
 #include <netlink/msg.h>
 #include <rdma/rdma_netlink.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <memory>
 
 using namespace rcnet;

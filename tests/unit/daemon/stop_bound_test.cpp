@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // rcnetd's graceful-stop bound (Daemon::extend_stop): extended while the
 // teardowns move, never past kStopCap, and not at all when nothing moved.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "daemon.hpp"
 

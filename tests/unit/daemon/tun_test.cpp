@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 
 #include <array>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstring>
 #include <optional>
 #include <vector>

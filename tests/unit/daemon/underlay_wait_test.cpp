@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // rcnetd's startup wait (daemon/underlay_wait.hpp): what a rail's address
 // still lacks, read from this machine's interfaces.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "config/config.hpp"
 #include "underlay_wait.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <unistd.h>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>

@@ -5,7 +5,7 @@
 // spell its arguments, who may run it and the level names as the tables do.
 // tests/unit/rcnetctl/meson.build passes the two files' paths.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <fstream>
 #include <regex>
 #include <sstream>

@@ -3,7 +3,7 @@
 // values it must not act on arriving as kOther.
 #include <arpa/inet.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstring>
 #include <set>
 #include <utility>

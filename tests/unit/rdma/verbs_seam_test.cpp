@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <array>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdint>
 #include <string>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "rdma/seam.hpp"
 #include "sim/fabric.hpp"

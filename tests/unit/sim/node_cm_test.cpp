@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The simulated rdma_cm: handshake, REJ, private data limits, failures to
 // reach a peer, simultaneous open, disconnect.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "harness.hpp"
 

@@ -2,7 +2,7 @@
 // The simulated verbs: SEND with immediate, RNR, transport retry, ERR
 // flushes, Last WQE Reached per profile, the drain WR, teardown misuse, the
 // CQ and the SRQ limit.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <string>

@@ -2,7 +2,7 @@
 #include "util/random.hpp"
 
 #include <array>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstdint>
 
 using rcnet::splitmix64;

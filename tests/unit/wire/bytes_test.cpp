@@ -3,7 +3,7 @@
 #include "wire/bytes.hpp"
 
 #include <array>
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -4,7 +4,7 @@
 // and RFC 4443, and the packets no error may answer.
 #include "wire/icmp.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <cstring>
 #include <vector>
 

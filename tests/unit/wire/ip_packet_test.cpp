@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "wire/ip_packet.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <vector>
 
 using rcnet::IpAddr;

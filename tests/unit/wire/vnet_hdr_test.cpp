@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The vnet header (wire/vnet_hdr.hpp) and software GSO (wire/gso.hpp),
 // checked against an independent checksum (gso_packets.hpp).
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <numeric>
 #include <vector>
