@@ -13,8 +13,8 @@
 #
 # Builds the fuzzers first, with clang, ASan and UBSan, in their own build
 # dir (RCNET_FUZZ_BUILD_DIR, default ./build-fuzz; RCNET_FUZZ_CXX picks the
-# compiler, default clang++-14 or clang++). --build-all builds the whole tree
-# there too (the clang -Werror check, and the unit suite under ASan + UBSan
+# compiler, default clang++-14 (Debian 12), clang++-19 (Debian 13) or
+# clang++). --build-all builds the whole tree there too (the clang -Werror check, and the unit suite under ASan + UBSan
 # that tools/test.sh runs from this same dir), not only the fuzzers;
 # --build-only stops after building. RCNET_FUZZ_OPTIMIZATION sets the
 # build's -O level (meson's optimization: 0, 1, 2, 3, g or s; default 2, for
@@ -64,11 +64,11 @@ done
 # --- build -------------------------------------------------------------------
 cxx=${RCNET_FUZZ_CXX:-}
 if [ -z "$cxx" ]; then
-  for c in clang++-14 clang++; do
+  for c in clang++-14 clang++-19 clang++; do
     if command -v "$c" >/dev/null; then cxx=$c; break; fi
   done
 fi
-[ -n "$cxx" ] || { echo "fuzz.sh: no clang++ found (tools/install-deps.sh --test installs clang-14)" >&2; exit 1; }
+[ -n "$cxx" ] || { echo "fuzz.sh: no clang++ found (tools/install-deps.sh --test installs the release's clang)" >&2; exit 1; }
 cc=${cxx/clang++/clang}
 # -fno-sanitize-recover=all: UBSan aborts instead of printing and going on,
 # in every target (the fuzzers add it themselves; the unit suite needs it here).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Installs rcnet's dependencies on Debian 12 (bookworm), by group:
+# Installs rcnet's dependencies on Debian 12 (bookworm) or 13 (trixie), by
+# group:
 #
 #   tools/install-deps.sh [--print] [--node] [--test] [--lab] [--bench]
 #
@@ -9,8 +10,10 @@
 #            the libraries, the packaging tools, rdma-core. Nothing else: no
 #            QEMU, no clang, no Prometheus server (Debian's prometheus
 #            package starts one on :9090).
-#   --test   the test tools beyond that: clang-format, clang-14 and its
-#            libFuzzer runtime (tools/fuzz.sh, the clang build),
+#   --test   the test tools beyond that: clang-format, clang and its
+#            libFuzzer runtime (tools/fuzz.sh, the clang build; clang-14 on
+#            Debian 12, which has no later one, clang-19 on Debian 13,
+#            which has no clang-14: RCNET_CLANG_VERSION overrides),
 #            prometheus for promtool (the unit tests check the metrics
 #            export with it; it also installs the server).
 #   --lab    the QEMU + Soft-RoCE lab (tests/lab, tools/demo.sh): QEMU,
@@ -24,19 +27,29 @@
 # Idempotent: apt-get skips what is already installed.
 set -euo pipefail
 
+# The release's clang (the same version as its libclang-rt, for libFuzzer).
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+case $codename in
+  bookworm | "") clang_version=14 ;;
+  *) clang_version=19 ;;
+esac
+clang_version=${RCNET_CLANG_VERSION:-$clang_version}
+
 node=(
   meson ninja-build g++ pkg-config scdoc
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev libsystemd-dev
   libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   # tools/build-deb.sh: dpkg-buildpackage, debhelper's meson support, lintian
-  git debhelper dpkg-dev fakeroot lintian
+  # (build-essential: dpkg-buildpackage checks for it; --no-install-recommends
+  # does not bring it on a minimal system)
+  git debhelper dpkg-dev fakeroot lintian build-essential
   # at run time: rdma_ucm loading and the user-space verbs providers
   rdma-core ibverbs-providers iproute2
 )
 test=(
   clang-format
   # fuzzing and the clang build: libFuzzer comes with clang's runtime
-  clang-14 libclang-rt-14-dev
+  "clang-$clang_version" "libclang-rt-$clang_version-dev"
   # promtool checks rcnetctl's Prometheus output in the unit tests
   prometheus
 )

@@ -29,7 +29,10 @@ build_deps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$src/debian/control" | sed 's
 for p in $build_deps debhelper dpkg-dev fakeroot lintian git g++ rdma-core ibverbs-providers; do
   check "--node has $p" has "$node" "$p"
 done
-for p in qemu-system-x86 prometheus prometheus-node-exporter clang-14 libclang-rt-14-dev clang-format \
+clang=$("$deps" --print --test | grep -E '^clang-[0-9]+$')
+check "--test has one clang ($clang)" [ "$(wc -l <<<"$clang")" -eq 1 ]
+check "--test has the libFuzzer runtime of $clang" has "$("$deps" --print --test)" "libclang-rt-${clang#clang-}-dev"
+for p in qemu-system-x86 prometheus prometheus-node-exporter "$clang" "libclang-rt-${clang#clang-}-dev" clang-format \
   valgrind gnuplot-nox perftest iperf3 busybox-static; do
   check "--node has no $p" lacks "$node" "$p"
 done
