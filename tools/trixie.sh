@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Builds and tests rcnet on Debian 13 (trixie) from a Debian 12 host, as
+# root: a trixie root made with mmdebstrap from Debian's mirror (cached,
+# RCNET_TRIXIE_CACHE, default /var/cache/rcnet-trixie, remade when older
+# than RCNET_TRIXIE_MAX_AGE days, default 7), with tools/install-deps.sh
+# --node --test run inside it; then, in a copy of the working tree (the
+# tracked and untracked files git knows, as they are on disk):
+#   build    meson setup -Dwerror=true -Dlab_tests=false, ninja: g++ 14, warning-clean
+#   unit     meson test --suite unit (Catch2 v3, tests/unit/catch2_compat.hpp)
+#   package  tools/build-deb.sh: the .deb, and lintian on trixie (its
+#            exit status: an E: tag fails the step)
+#
+#   tools/trixie.sh [STEP...]        (default: build unit package)
+#
+# Prints one line per step, "trixie: STEP ok|FAIL (N s)", the failing
+# step's log tail, and exits non-zero if any step failed. Logs in
+# CACHE/logs/. tools/test-extra.sh runs it in the background of
+# tools/test.sh. Nothing is installed on the host but mmdebstrap; the root
+# is entered with chroot in a mount namespace of its own (proc, dev and the
+# copy are mounted there and vanish with it).
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+cache=${RCNET_TRIXIE_CACHE:-/var/cache/rcnet-trixie}
+mirror=${RCNET_TRIXIE_MIRROR:-http://deb.debian.org/debian}
+max_age=${RCNET_TRIXIE_MAX_AGE:-7}
+steps=("$@")
+((${#steps[@]})) || steps=(build unit package)
+root=$cache/root
+logs=$cache/logs
+say() { echo "trixie: $*"; }
+die() {
+  say "error: $*" >&2
+  exit 1
+}
+[[ $(id -u) -eq 0 ]] || die "must run as root (mmdebstrap, chroot)"
+mkdir -p "$cache" "$logs" || die "cannot create $cache"
+exec {lockfd}>"$cache/.lock"
+flock "$lockfd"
+
+# --- the root ----------------------------------------------------------------------
+in_root() { # CMD: runs the shell command CMD in the root, in a mount namespace of its own
+  unshare --mount --propagation private -- /bin/sh -c '
+    r=$1; shift
+    mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" &&
+      mount -t tmpfs tmpfs "$r/tmp" && mount --bind "$r/../work" "$r/work" &&
+      cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null
+    exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+      DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"' sh "$root" "$1"
+}
+fresh=0
+if [[ -f $root/.ready ]] && [[ -n $(find "$root/.ready" -mtime -"$max_age" 2>/dev/null) ]]; then
+  fresh=1
+fi
+if ((!fresh)); then
+  command -v mmdebstrap >/dev/null || {
+    apt-get install -y -q --no-install-recommends mmdebstrap >"$logs/mmdebstrap-install.log" 2>&1 ||
+      die "cannot install mmdebstrap (see $logs/mmdebstrap-install.log)"
+  }
+  t0=$SECONDS
+  rm -rf "$root.tmp"
+  say "making a trixie root in $root (mmdebstrap, $mirror)"
+  mmdebstrap --variant=minbase --include=ca-certificates,git trixie "$root.tmp" "$mirror" \
+    >"$logs/mmdebstrap.log" 2>&1 || die "mmdebstrap failed (see $logs/mmdebstrap.log)"
+  mkdir -p "$root.tmp/work" "$cache/work"
+  rm -rf "$root"
+  mv "$root.tmp" "$root"
+  cp "$src/tools/install-deps.sh" "$cache/work/install-deps.sh"
+  in_root '/work/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
+    die "install-deps.sh --node --test failed inside the root (see $logs/deps.log)"
+  touch "$root/.ready"
+  say "root ready in $((SECONDS - t0)) s"
+fi
+# Dependencies that changed since the root was made.
+mkdir -p "$cache/work"
+cp "$src/tools/install-deps.sh" "$cache/work/install-deps.sh"
+in_root '/work/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
+  die "install-deps.sh --node --test failed inside the root (see $logs/deps.log)"
+
+# --- the tree ----------------------------------------------------------------------
+rm -rf "$cache/work/rcnet" "$cache/work/build"
+mkdir -p "$cache/work/rcnet"
+(cd "$src" && git ls-files -z -c -o --exclude-standard | tar --null -T - -c) | tar -x -C "$cache/work/rcnet" ||
+  die "cannot copy the tree"
+# tools/build-deb.sh packages git HEAD: the copy gets one commit of itself.
+in_root 'cd /work/rcnet && git init -q && git add -A && git -c user.name=rcnet -c user.email=rcnet@localhost commit -qm tree' \
+  >"$logs/git.log" 2>&1 || die "cannot commit the copy (see $logs/git.log)"
+
+fails=0
+for s in "${steps[@]}"; do
+  case $s in
+    build) cmd='meson setup /work/build /work/rcnet -Dwerror=true -Dlab_tests=false && ninja -C /work/build' ;;
+    unit) cmd='meson test -C /work/build --no-rebuild --print-errorlogs --suite unit' ;;
+    package) cmd='cd /work/rcnet && tools/build-deb.sh /work/dist' ;;
+    *) die "unknown step $s (build, unit, package)" ;;
+  esac
+  t0=$SECONDS
+  if in_root "$cmd" >"$logs/$s.log" 2>&1; then
+    say "$s ok ($((SECONDS - t0)) s)"
+  else
+    say "$s FAIL ($((SECONDS - t0)) s); last lines of $logs/$s.log:"
+    tail -n 25 "$logs/$s.log" | sed 's/^/  /'
+    fails=$((fails + 1))
+  fi
+done
+exit $((fails > 0))
