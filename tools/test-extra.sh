@@ -12,18 +12,22 @@
 #      24 -> 9 s), and this step was the one the suite waited for;
 #   3. the unit suite from that build (any sanitizer report fails it),
 #      without its corpus replays when step 4 replays the same corpora;
-#   4. each fuzzer for FUZZ_SECONDS on its in-tree corpus, two at a time.
+#   4. each fuzzer for FUZZ_SECONDS on its in-tree corpus, two at a time;
+#   5. Debian 13 (tools/trixie.sh build unit): the tree built warning-clean
+#      by trixie's g++ 14 and its unit suite run with Catch2 v3, in a cached
+#      trixie root (the package and lintian on trixie: tools/trixie.sh
+#      package, by hand: too long for this budget). TRIXIE(0|1).
 #
-#   tools/test-extra.sh SRC BUILD SAN_BUILD LOGDIR DEB(0|1) SANITIZE(0|1) FUZZ_SECONDS
+#   tools/test-extra.sh SRC BUILD SAN_BUILD LOGDIR DEB(0|1) SANITIZE(0|1) FUZZ_SECONDS [TRIXIE(0|1)]
 #
 # It lowers its own CPU weight first, so that the lab's QEMU keeps the cores
 # whenever it wants them: a session of its own (setsid, by the caller) with
 # autogroup nice 19 (with autogroups on, a task's nice alone does not yield
 # to another session), SCHED_IDLE, and nice 19 where autogroups are off.
-# Writes LOGDIR/{deb,clang,asan,fuzz}.log and LOGDIR/status (one line per
+# Writes LOGDIR/{deb,clang,asan,fuzz,trixie}.log and LOGDIR/status (one line per
 # step: "<step> <rc> <seconds>"); exits 0.
 set -uo pipefail
-src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7
+src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7 want_trixie=${8:-0}
 
 # Both steps that use the clang build dir must agree on its options, or
 # the second would reconfigure and rebuild it.
@@ -65,5 +69,8 @@ if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
         --jobs 2
     fi
   fi
+fi
+if [ "$want_trixie" = 1 ]; then
+  step trixie "$src/tools/trixie.sh" build unit
 fi
 exit 0

@@ -11,6 +11,8 @@
 #     into ./build-fuzz (any sanitizer report aborts its test: a failure);
 #   - fuzz: tools/fuzz.sh --seconds 60, each fuzzer on its in-tree corpus,
 #     from that same build dir;
+#   - Debian 13: tools/trixie.sh build unit, the tree built and unit-tested
+#     in a cached trixie root (g++ 14, Catch2 v3; RCNET_TRIXIE=0 skips it);
 # then prints their logs and ends with meson's summary and a plain
 # "N passed, N failed, N skipped" line counting meson's tests, the
 # sanitizer-built tests and the fuzzers (one result each).
@@ -53,6 +55,9 @@ wants() {
 }
 wants asan unit || export RCNET_SANITIZE=0
 wants fuzz || export RCNET_FUZZ_SECONDS=0
+wants trixie unit || export RCNET_TRIXIE=0
+want_trixie=${RCNET_TRIXIE:-1}
+export RCNET_TRIXIE=$want_trixie
 want_deb=0
 wants lab package && want_deb=1
 want_san=1
@@ -74,9 +79,9 @@ cleanup() {
   rm -rf "$extra_logs"
 }
 trap cleanup EXIT
-if [ "$want_deb" = 1 ] || [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+if [ "$want_deb" = 1 ] || [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ] || [ "$want_trixie" = 1 ]; then
   setsid "$src/tools/test-extra.sh" "$src" "$build" "$san" "$extra_logs" \
-    "$want_deb" "$want_san" "$fuzz_seconds" </dev/null &
+    "$want_deb" "$want_san" "$fuzz_seconds" "$want_trixie" </dev/null &
   bg=$!
 fi
 
@@ -119,9 +124,16 @@ if [ "$fuzz_seconds" != 0 ] && [ "$san_build_failed" = 0 ]; then
   echo "fuzz: $(step_s fuzz) s"
 fi
 
+if [ "$want_trixie" = 1 ]; then
+  echo "--- Debian 13 (tools/trixie.sh build unit)"
+  cat "$extra_logs/trixie.log" 2>/dev/null || true
+  [ "$(step_rc trixie)" = 0 ] || rc=1
+  echo "trixie: $(step_s trixie) s"
+fi
+
 # A plain closing line any reader understands.
 python3 - "$build/meson-logs/testlog.json" "$san/meson-logs/testlog.json" \
-  "$san_build_failed" "$fuzz_log" <<'PY' || true
+  "$san_build_failed" "$fuzz_log" "$extra_logs/trixie.log" <<'PY' || true
 import json, os, re, sys
 ok = fail = skip = 0
 why = []
@@ -155,6 +167,18 @@ if os.environ["RCNET_FUZZ_SECONDS"] != "0":
         ok += int(m.group(1)); fail += int(m.group(2))
     else:
         fail += 1  # fuzz.sh did not get as far as running them
+if os.environ.get("RCNET_TRIXIE", "1") != "0":
+    # One result per step tools/trixie.sh ran ("trixie: STEP ok|FAIL (N s)").
+    steps = [l for l in (open(sys.argv[5]) if os.path.exists(sys.argv[5]) else [])
+             if re.match(r"trixie: \w+ (ok|FAIL) ", l)]
+    for l in steps:
+        if " ok " in l: ok += 1
+        else:
+            fail += 1
+            why.append(l.strip())
+    if not steps:
+        fail += 1  # trixie.sh did not get as far as a step
+        why.append("trixie: no step ran (see its log above)")
 if why:
     print("--- failed tests, their failed checks")
     print("\n".join(why))
