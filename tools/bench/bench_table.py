@@ -87,11 +87,11 @@ class Table:
         self.rows, self.notes = [], []
 
     def row(self, metric, unit, rcnet, anchor=None, anchor_name=None, goal=None, note=None,
-            r=None):
+            r=...):
         """The goal applies to the ratio when the row has an anchor, else to rcnet.
         r: the row's ratio when it is not rcnet / anchor (a median of
-        same-boot or same-pair ratios, say)."""
-        if r is None:
+        same-boot or same-pair ratios, say; None: not measured)."""
+        if r is ...:
             r = ratio(rcnet, anchor) if anchor_name else None
         self.rows.append({"metric": metric, "unit": unit, "rcnet": rcnet, "anchor": anchor,
                           "anchor_name": anchor_name, "ratio": r, "goal": goal,
