@@ -78,6 +78,13 @@ void Manager::Impl::to_error(Conn& c) {
     post_drain(c);
     return;
   }
+  if (cfg_.use_srq && !dp_.profile().last_wqe) {
+    // The device has no Last WQE Reached (iWARP): waiting for it would
+    // only spend last_wqe_timeout per QP.
+    ++ctr_.last_wqe_skipped;
+    post_drain(c);
+    return;
+  }
   if (!set_state(c, ConnState::kAwaitLastWqe,
                  cfg_.use_srq ? "waiting for Last WQE Reached" : "waiting for RQ flush"))
     return abandon(c, "illegal transition");
@@ -106,6 +113,14 @@ void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
 // Step 3: the drain WR completes after every earlier WR of the QP.
 void Manager::Impl::post_drain(Conn& c) {
   dp_.flush_sends();
+  if (!dp_.profile().drain_after_error) {
+    // A drain WR on a QP in Error never completes on this device (siw,
+    // docs/lab.md): destroy now instead of spending drain_timeout. What the
+    // CQ still holds for the QPN is recognised and ignored.
+    ++ctr_.drains_skipped;
+    destroy_qp(c, "drain skipped: the device completes no WR after Error");
+    return;
+  }
   if (auto r = seam_.post_drain(c.cm_id, make_wr(kTagDrain, c.id)); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f,
