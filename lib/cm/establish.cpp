@@ -180,6 +180,9 @@ Result<void> Manager::Impl::create_qp(Conn& c) {
   if (!qpn)
     return qpn.error();
   c.qpn = *qpn;
+  // Our grant is ours to decide (the REQ or REP says it): receives count
+  // against it from the QP's first one, whatever the peer's private data.
+  c.grant = dp_.grant();
   ++ctr_.qps_created;
   table_.index_qpn(c);
   if (!cfg_.use_srq)
