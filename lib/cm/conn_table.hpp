@@ -57,6 +57,7 @@ struct Conn {
   // DISCONNECTING or ERROR, DISCONNECTED before our own DREQ went out.
   bool last_wqe_seen = false;
   bool disconnected_seen = false;
+  bool cq_sweep = false;  // DRAINING without a drain WR (lifecycle.hpp kCqSweep)
   TimePoint created{}, state_since{};
   // Last packet sent or received (or ESTABLISHED). Written by
   // ConnTable::touch() only, which keeps the idle list in its order.
