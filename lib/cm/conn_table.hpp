@@ -35,6 +35,9 @@ struct SendEntry {
 
 struct Conn;
 
+// Conn::tx_credits of a connection whose peer grants no credits.
+inline constexpr std::uint32_t kNoCreditLimit = 1u << 30;
+
 // Links of a Conn in one of ConnTable's intrusive lists (no allocation, O(1)
 // unlink). Owned and changed by ConnTable only.
 struct ConnLink {
@@ -81,9 +84,11 @@ struct Conn {
   bool cm_deferred = false;  // a deadline was put off for queued rdma_cm events (counted once)
   // Framing and credits (cm/datapath.hpp; docs/design.md "Framing", "Receive
   // credits"), decided from the REQ/REP.
-  bool header = false;                // SENDs carry wire::FrameHeader, no immediate
-  std::uint16_t peer_grant = 0;       // credits the peer granted; 0 = no credit flow to it
-  std::uint32_t tx_credits = 0;       // SENDs the peer can still take (with peer_grant)
+  bool header = false;           // SENDs carry wire::FrameHeader, no immediate
+  std::uint16_t peer_grant = 0;  // credits the peer granted; 0 = no credit flow to it
+  // SENDs the peer can still take; kNoCreditLimit without credit flow, so
+  // that the check costs connections with RNR no branch.
+  std::uint32_t tx_credits = kNoCreditLimit;
   std::uint16_t grant = 0;            // credits we granted; 0 = we return none
   std::uint32_t credits_pending = 0;  // receives consumed, their buffers not reposted yet
   std::uint32_t credits_owed = 0;     // reposted, not yet returned to the peer

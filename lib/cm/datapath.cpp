@@ -59,14 +59,15 @@ std::uint32_t DataPath::credit_conn_cap() const {
 }
 
 void DataPath::negotiated(Conn& c, bool peer_header, std::uint16_t peer_credits) {
-  c.header = wants_header() || peer_header;
+  // Credits come back in headers: a peer that grants them gets headers.
+  c.header = wants_header() || peer_header || peer_credits != 0;
   c.grant = grant_;
   c.peer_grant = peer_credits;
-  c.tx_credits = peer_credits;
+  c.tx_credits = peer_credits != 0 ? peer_credits : kNoCreditLimit;
 }
 
 void DataPath::established(Peer& p, Conn& c) {
-  if (!c.active && profile_.active_sends_first && !c.peer_spoke) {
+  if (!c.active && c.header && profile_.active_sends_first && !c.peer_spoke) {
     c.hold_first = true;  // receive() lets the queue go
     return;
   }
@@ -348,11 +349,11 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, std::uint
                                                 send_pool_.data(slot), wire::kFrameHeaderLen));
     w.sge.length += wire::kFrameHeaderLen;
     w.imm = 0;
+    if (c.peer_grant != 0)
+      --c.tx_credits;
   } else {
     w.sge.addr += wire::kFrameHeaderLen;
   }
-  if (c.peer_grant != 0)
-    --c.tx_credits;
   c.sent_any = true;
   if (batch_depth_ > 0) {
     std::size_t i = 0;
@@ -371,7 +372,7 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, std::uint
     if (auto r = seam_.post_send(c.cm_id, w.wr_id, w.sge, w.imm, w.signaled); !r) {
       send_pool_.give(slot);
       c.credits_owed += returned;
-      if (c.peer_grant != 0)
+      if (c.header && c.peer_grant != 0)
         ++c.tx_credits;
       ++ctr_.send_errors;
       auto f = hooks_.fields(c);
@@ -426,7 +427,7 @@ void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size
               std::span<const std::byte>(send_pool_.data(slot), wire::kFrameHeaderLen)))
         c.credits_owed += h->credits;
     }
-    if (c.peer_grant != 0)
+    if (c.header && c.peer_grant != 0)
       ++c.tx_credits;
     free_slot(slot);
     if (data) {
@@ -457,7 +458,7 @@ bool DataPath::post_rail_message(Conn& c, std::span<const std::byte> msg) {
 bool DataPath::post_control(Conn& c) {
   // The last credit only for a SEND that returns some: otherwise two ends
   // that owe each other could both be left without one.
-  const bool credit = c.peer_grant == 0 || c.tx_credits >= (c.credits_owed > 0 ? 1u : 2u);
+  const bool credit = c.tx_credits >= (c.credits_owed > 0 ? 1u : 2u);
   if (!started_ || !c.has_qp() || !c.header || !credit ||
       c.sends.size() + 2 + 1 > cfg_.qp_send_depth || send_pool_.free_count() == 0)
     return false;

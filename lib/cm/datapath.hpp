@@ -281,7 +281,7 @@ class DataPath {
            credit_for(c, n);
   }
   static bool credit_for(const Conn& c, std::uint32_t n) {
-    return c.peer_grant == 0 || c.tx_credits >= n + kCreditReserve;
+    return c.tx_credits >= n + kCreditReserve;
   }
   // Where a send slot's payload starts: kFrameHeaderLen bytes in, so that a
   // header-framed SEND puts its header in front without a copy.
@@ -299,6 +299,8 @@ class DataPath {
   // and a connection owing half its grant sends a credit update.
   void return_credits();
   void maybe_update_credits(Conn& c);
+  // A header-framed SEND arrived on `c` carrying `credits` returned.
+  void header_received(Conn& c, std::uint16_t credits);
   // A frame `c`'s peer can never take whole or in segments.
   bool too_big_for(const Conn& c, std::span<const std::byte> frame) const;
   // Posts `frame` (a plain packet, or with offload a vnet header + packet)

@@ -222,6 +222,27 @@ void DataPath::recv_error(Conn* c, const rdma::WorkCompletion& wc) {
              c->qpn, c->peer_addr, rdma::describe_status(wc));
 }
 
+void DataPath::header_received(Conn& c, std::uint16_t credits) {
+  if (c.peer_grant != 0)
+    c.tx_credits = std::min<std::uint32_t>(c.tx_credits + credits, c.peer_grant);
+  if (c.grant != 0) {
+    // One of the credits we granted is used; owed once its buffer is
+    // reposted (return_credits()).
+    ++c.credits_pending;
+    if (!c.credit_listed) {
+      c.credit_listed = true;
+      credit_conns_.push_back(c.id);
+    }
+  }
+  if (!c.peer_spoke) {
+    c.peer_spoke = true;
+    if (c.hold_first) {
+      c.hold_first = false;
+      released_.push_back(c.id);
+    }
+  }
+}
+
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
   std::byte* data = buf + headroom_;
   std::size_t len = wc.byte_len;
@@ -233,31 +254,18 @@ void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) 
     const auto h = wire::parse_frame_header(std::span<const std::byte>(data, len));
     if (!h) {
       ++ctr_.recv_errors;
+      if (c != nullptr)
+        header_received(*c, 0);  // it used a receive buffer all the same
       return;
     }
     imm = h->imm;
     data += wire::kFrameHeaderLen;
     len -= wire::kFrameHeaderLen;
-    if (c != nullptr && c->peer_grant != 0)
-      c->tx_credits = std::min<std::uint32_t>(c->tx_credits + h->credits, c->peer_grant);
-  }
-  if (c != nullptr) {
-    if (c->grant != 0) {
-      // One of the credits we granted is used; owed once its buffer is
-      // reposted (return_credits()).
-      ++c->credits_pending;
-      if (!c->credit_listed) {
-        c->credit_listed = true;
-        credit_conns_.push_back(c->id);
-      }
-    }
-    if (!c->peer_spoke) {
-      c->peer_spoke = true;
-      if (c->hold_first) {
-        c->hold_first = false;
-        released_.push_back(c->id);
-      }
-    }
+    // Credits and the active side's first SEND exist only on header-framed
+    // connections (a peer that grants credits or must send first asks for
+    // the header): connections with the immediate pay the one branch above.
+    if (c != nullptr)
+      header_received(*c, h->credits);
   }
   if (imm == wire::kImmRail && c != nullptr) {
     // Not traffic for the counters, but activity: a probed standby link is

@@ -400,7 +400,7 @@ Snapshot Manager::Impl::snapshot() const {
     q.offload = c.gso;
     q.header = c.header;
     q.peer_grant = c.peer_grant;
-    q.tx_credits = c.tx_credits;
+    q.tx_credits = c.peer_grant != 0 ? c.tx_credits : 0;
     q.credits_owed = c.credits_owed;
     q.time_in_state = t - c.state_since;
     q.age = t - c.created;
