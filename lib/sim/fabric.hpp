@@ -135,6 +135,11 @@ struct Timing {
   // order. 0 (default): read at once. For storms: a hub that reads slower
   // than REQs arrive.
   Duration cm_event_cost = 0ns;
+  // From the first CQE of an unpolled CQ to its owner's poll: a loop busy
+  // elsewhere. Receives are reposted only after the poll, so a receiver
+  // this slow runs its SRQ dry under a burst (RNR on IB, a terminated
+  // connection on iWARP). 0 (default): polled at once.
+  Duration cq_poll = 0ns;
 };
 
 // Counters of what the simulator saw. Misuse is what leaks or deadlocks in

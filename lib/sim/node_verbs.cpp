@@ -480,7 +480,7 @@ void SimNode::Impl::push_cqe(const rdma::WorkCompletion& wc) {
   }
   if (!cq_poll_scheduled) {
     cq_poll_scheduled = true;
-    later(0ns, [this] { poll_cq(); });
+    later(fab.timing.cq_poll, [this] { poll_cq(); });
   }
 }
 
