@@ -282,6 +282,8 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
       ++stats.passive_first_terminations;
     else
       ++r->stats.no_buffer_terminations;
+    fab.trace(r->addr, "iWARP terminate QPN {:#x} (from {:#x}): {}", rqp->qpn, qp.qpn,
+              passive_first ? "the passive side sent first" : "no receive WR");
     r->qp_to_error(*rqp);
     r->emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kQpFatal, rqp->qpn});
     later(fab.timing.wire, [this, qpn, epoch] {

@@ -115,7 +115,10 @@ struct Node final : sim::ClusterNode {
   bool link_down = false;    // link_changed(false) told to the manager
   bool device_lost = false;  // CQ overflowed: its CQEs are gone
   bool shut_down = false;
-  bool starved = false;  // starve_receives was ever on here (iWARP then terminates)
+  // starve_receives was ever on here, or its CQ overflowed (completions, and
+  // so reposts, lost): iWARP then terminates connections for want of a
+  // receive WR. Kept across restarts: the simulator's counters are.
+  bool starved = false;
   // For the eviction-rate bound: when this manager started, and the largest
   // max_connections it has run with (reloads may change it).
   TimePoint started{};
@@ -179,6 +182,10 @@ class Cluster {
       base_.credits = 4;
       base_.srq_size = std::max<std::uint32_t>(base_.srq_size, 8);
       base_.rq_depth = std::max<std::uint32_t>(base_.rq_depth, 4);
+      // A loop slow to poll its CQ (reposts late): where the credits
+      // matter. Bits 4-5 of byte 0 (free for iWARP inputs).
+      cluster_.fabric.timing().cq_poll =
+          pick(std::array<Duration, 4>{0ns, 50us, 300us, 2ms}, static_cast<std::uint8_t>(h0 >> 4));
     }
     // RCNET_FUZZ_TRACE=1: the simulator's own trace (every CM event, async
     // event, completion, timer, crash) on stderr, for a reproducer run.
@@ -309,7 +316,8 @@ void check_node(Node& n, TimePoint now) {
                  where(n, "simulator misuse") + ": " +
                      (n.sim->misuse_log().empty() ? "" : n.sim->misuse_log().back()));
   // iWARP: no SEND with immediate, the passive side never first, and no
-  // SEND finds an empty receive queue unless the fuzzer starved it.
+  // SEND finds an empty receive queue unless the fuzzer starved it or
+  // overflowed its CQ.
   FUZZ_CHECK_MSG(st.imm_refused == 0, where(n, "SEND with immediate on iWARP"));
   FUZZ_CHECK_MSG(st.passive_first_terminations == 0, where(n, "passive side sent first"));
   FUZZ_CHECK_MSG(st.no_buffer_terminations == 0 || n.starved,
@@ -634,6 +642,7 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       if (na.up && x >= 0xe0) {  // rare: the node's device is lost for good
         faults.cq_overflow(na.addr);
         na.device_lost = true;
+        na.starved = true;
       }
       break;
     case 21:
