@@ -58,12 +58,15 @@ std::uint32_t DataPath::credit_conn_cap() const {
   return std::max<std::uint32_t>(1, cfg_.srq_size / grant_ - 1);
 }
 
-void DataPath::negotiated(Conn& c, bool peer_header, std::uint16_t peer_credits) {
-  // Credits come back in headers: a peer that grants them gets headers.
-  c.header = wants_header() || peer_header || peer_credits != 0;
+void DataPath::negotiated(Conn& c, const wire::PrivateData& peer) {
+  // The header where the peer needs it (credits come back in headers: a
+  // peer that grants them gets headers too), or where we do, unless the
+  // peer would drop it and the immediate can do instead.
+  c.header = peer.header || peer.credits != 0 ||
+             (wants_header() && (peer.header_ok || !profile_.send_imm || grant_ != 0));
   c.grant = grant_;
-  c.peer_grant = peer_credits;
-  c.tx_credits = peer_credits != 0 ? peer_credits : kNoCreditLimit;
+  c.peer_grant = peer.credits;
+  c.tx_credits = peer.credits != 0 ? peer.credits : kNoCreditLimit;
 }
 
 void DataPath::established(Peer& p, Conn& c) {

@@ -137,7 +137,7 @@ class DataPath {
   // credits or without SRQ.
   std::uint32_t credit_conn_cap() const;
   // Framing and credits of `c` from the peer's REQ or REP.
-  void negotiated(Conn& c, bool peer_header, std::uint16_t peer_credits);
+  void negotiated(Conn& c, const wire::PrivateData& peer);
   // `c` (its peer `p`) is ESTABLISHED: the active side of a header-framed
   // connection sends its first SEND at once (a control SEND); a passive
   // side whose device wants the active side first holds `p`'s queue until

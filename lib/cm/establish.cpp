@@ -203,6 +203,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.busy = true;  // we understand REJ busy
   if (kind != wire::Kind::kRej) {
     pd.header = dp_.wants_header();
+    pd.header_ok = true;  // DataPath::receive() frames by the completion
     pd.credits = dp_.grant();
   }
   pd.overlay = cfg_.overlay;
@@ -246,7 +247,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
-  dp_.negotiated(c, d.data.header, d.data.credits);
+  dp_.negotiated(c, d.data);
   if (Peer* p = table_.find_peer(c.peer)) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
@@ -557,7 +558,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
-  dp_.negotiated(c, d.data.header, d.data.credits);
+  dp_.negotiated(c, d.data);
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
   ++ctr_.accepts;

@@ -130,9 +130,9 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
     out[kOffFamily] = kFamilyNone;
   }
   out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
-  out[kOffCaps] =
-      static_cast<std::uint8_t>((pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) |
-                                (pd.busy ? kCapBusy : 0) | (pd.header ? kCapHeader : 0));
+  out[kOffCaps] = static_cast<std::uint8_t>(
+      (pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) | (pd.busy ? kCapBusy : 0) |
+      (pd.header ? kCapHeader : 0) | (pd.header_ok ? kCapHeaderOk : 0));
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
     put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
   if (pd.kind != Kind::kRej) {
@@ -220,6 +220,7 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   pd.rails = (caps & kCapRails) != 0;
   pd.busy = (caps & kCapBusy) != 0;
   pd.header = (caps & kCapHeader) != 0;
+  pd.header_ok = (caps & kCapHeaderOk) != 0;
   // The retry-after means something in a REJ busy only. Bytes missing from
   // a shorter private data read as the zeros rdma_cm pads with.
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy) {

@@ -22,7 +22,7 @@
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
 //    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy, bit 4
-//                            kCapHeader; bit 0
+//                            kCapHeader, bit 5 kCapHeaderOk; bit 0
 //                            retired, see kCapGso; other bits reserved: sent as
 //                            0, ignored on receipt; absent = 0)
 //    44   2 retry after      (REJ busy only: milliseconds the sender asks the
@@ -104,7 +104,14 @@ inline constexpr std::uint8_t kCapBusy = 0x08;
 // connection uses the immediate only when neither end sets it, so
 // InfiniBand and RoCE keep it and pay nothing.
 inline constexpr std::uint8_t kCapHeader = 0x10;
-inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails | kCapBusy | kCapHeader;
+// kCapHeaderOk: the sender frames a receive without an immediate by its
+// frame header (every build that knows kCapHeader sets it). A peer without
+// it drops such SENDs, so a node that would use the header only by choice
+// (transport.framing = header on a device with immediates) uses the
+// immediate toward it.
+inline constexpr std::uint8_t kCapHeaderOk = 0x20;
+inline constexpr std::uint8_t kKnownCaps =
+    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -141,7 +148,8 @@ struct PrivateData {
   // checked against any maximum: a receiver with fewer rails ignores the
   // rest.
   std::uint8_t rail_count = 0;
-  bool header = false;  // kCapHeader (meaningful in REQ and REP)
+  bool header = false;     // kCapHeader (meaningful in REQ and REP)
+  bool header_ok = false;  // kCapHeaderOk (meaningful in REQ and REP)
   // REQ/REP: receive credits granted (bytes 47..48); 0 = no credit flow.
   std::uint16_t credits = 0;
   bool operator==(const PrivateData&) const = default;

@@ -50,15 +50,18 @@ TEST_CASE("wire: kCapHeader and the credit grant travel in REQ and REP", "[wire]
     pd.node_id = 0x0A630001;
     pd.incarnation = 7;
     pd.header = true;
+    pd.header_ok = true;
     pd.credits = 0x0102;
     const auto e = encode(pd);
     static_assert(kEncodedSize == 49);
     CHECK((e[43] & kCapHeader) != 0);
+    CHECK((e[43] & kCapHeaderOk) != 0);
     CHECK(e[47] == 0x01);
     CHECK(e[48] == 0x02);
     const Decoded d = decode(e, kind);
     REQUIRE(d.ok);
     CHECK(d.data.header);
+    CHECK(d.data.header_ok);
     CHECK(d.data.credits == 0x0102);
     // siw delivers 4 more bytes than were sent (docs/lab.md): still within
     // a REQ's limit, and not interpreted.
