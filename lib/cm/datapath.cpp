@@ -55,7 +55,10 @@ Result<void> DataPath::set_profile(const rdma::ProviderProfile& device) {
 std::uint32_t DataPath::credit_conn_cap() const {
   if (grant_ == 0 || !cfg_.use_srq)
     return std::numeric_limits<std::uint32_t>::max();
-  return std::max<std::uint32_t>(1, cfg_.srq_size / grant_ - 1);
+  // Rails on ports of one device share its SRQ (docs/design.md "Rails"):
+  // each data path holding it gets an equal part.
+  const auto sharing = static_cast<std::uint32_t>(std::max<long>(1, srq_.use_count()));
+  return std::max<std::uint32_t>(1, (cfg_.srq_size / grant_ - 1) / sharing);
 }
 
 void DataPath::negotiated(Conn& c, const wire::PrivateData& peer) {

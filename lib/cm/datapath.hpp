@@ -133,8 +133,8 @@ class DataPath {
   bool wants_header() const { return !profile_.send_imm || !profile_.rnr; }
   std::uint16_t grant() const { return grant_; }
   // Connections the SRQ's credits can hold (srq_size / credits - 1: one
-  // window kept for a connection still in teardown); no limit without
-  // credits or without SRQ.
+  // window kept for a connection still in teardown), split evenly between
+  // the rails that share the SRQ; no limit without credits or without SRQ.
   std::uint32_t credit_conn_cap() const;
   // Framing and credits of `c` from the peer's REQ or REP.
   void negotiated(Conn& c, const wire::PrivateData& peer);

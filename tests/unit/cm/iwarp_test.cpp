@@ -271,3 +271,13 @@ TEST_CASE("iWARP: a configuration without room for credits is refused at start",
   REQUIRE_FALSE(r);
   CHECK(r.error().code.value() == EINVAL);
 }
+
+TEST_CASE("iWARP: rails on ports of one device split its SRQ's credits", "[cm][iwarp]") {
+  Cluster c(Profile::kIwarp);
+  Node& a = c.add(1);  // srq.size 128, 16 credits: 7 connections alone
+  CHECK(a.mgr->snapshot().max_connections == 7);
+  Node& a2 = c.add_port_node<Node>(node_addr(1), *IpAddr::parse("10.98.0.1"));
+  REQUIRE(c.start(a2, test_config(a2.addr, 0x1001)));
+  CHECK(a.mgr->snapshot().max_connections == 3);
+  CHECK(a2.mgr->snapshot().max_connections == 3);
+}
