@@ -35,6 +35,9 @@ struct SendEntry {
 
 struct Conn;
 
+// Conn::tx_credits of a connection whose peer grants no credits.
+inline constexpr std::uint32_t kNoCreditLimit = 1u << 30;
+
 // Links of a Conn in one of ConnTable's intrusive lists (no allocation, O(1)
 // unlink). Owned and changed by ConnTable only.
 struct ConnLink {
@@ -57,6 +60,7 @@ struct Conn {
   // DISCONNECTING or ERROR, DISCONNECTED before our own DREQ went out.
   bool last_wqe_seen = false;
   bool disconnected_seen = false;
+  bool cq_sweep = false;  // DRAINING without a drain WR (lifecycle.hpp kCqSweep)
   TimePoint created{}, state_since{};
   // Last packet sent or received (or ESTABLISHED). Written by
   // ConnTable::touch() only, which keeps the idle list in its order.
@@ -78,6 +82,21 @@ struct Conn {
   bool rails = false;                // the peer advertised kCapRails: it takes rail messages
   std::uint8_t peer_rail_count = 0;  // the rails the peer said it has (0: not said)
   bool cm_deferred = false;  // a deadline was put off for queued rdma_cm events (counted once)
+  // Framing and credits (cm/datapath.hpp; docs/design.md "Framing", "Receive
+  // credits"), decided from the REQ/REP.
+  bool header = false;           // SENDs carry wire::FrameHeader, no immediate
+  std::uint16_t peer_grant = 0;  // credits the peer granted; 0 = no credit flow to it
+  // SENDs the peer can still take; kNoCreditLimit without credit flow, so
+  // that the check costs connections with RNR no branch.
+  std::uint32_t tx_credits = kNoCreditLimit;
+  std::uint16_t grant = 0;            // credits we granted; 0 = we return none
+  std::uint32_t credits_pending = 0;  // receives consumed, their buffers not reposted yet
+  std::uint32_t credits_owed = 0;     // reposted, not yet returned to the peer
+  bool credit_listed = false;         // on DataPath's list of conns with credits pending
+  bool control_due = false;           // a hello or credit update waits for a slot or credit
+  bool peer_spoke = false;            // a SEND of the peer arrived on this QP
+  bool sent_any = false;              // a SEND of ours was posted on this QP
+  bool hold_first = false;  // passive, ESTABLISHED: waits for the active side's first SEND
 
   bool has_qp() const { return qpn != 0; }
 };

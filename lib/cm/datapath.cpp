@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <utility>
 
 #include "cm/datapath.hpp"
@@ -25,13 +26,78 @@ DataPath::DataPath(const ManagerConfig& cfg, Counters& ctr, rdma::Seam& seam, Ti
       hooks_(hooks),
       self_(node_id_for(cfg.local.addr)) {}
 
+Result<void> DataPath::set_profile(const rdma::ProviderProfile& device) {
+  profile_ = device;
+  if (cfg_.framing == Framing::kHeader)
+    profile_.send_imm = false;
+  else if (cfg_.framing == Framing::kImmediate)
+    profile_.send_imm = true;
+  grant_ = 0;
+  if (profile_.rnr)
+    return {};
+  const std::uint32_t g = cfg_.use_srq ? cfg_.credits : cfg_.rq_depth;
+  if (g < 4) {
+    return Error::from_errno(
+        EINVAL, fmt::format("the device has no RNR retry ({}): every connection needs at least 4 "
+                            "receive credits, {} has {}",
+                            profile_.transport, cfg_.use_srq ? "credits" : "srq.rq_depth", g));
+  }
+  if (cfg_.use_srq && cfg_.srq_size < 2 * g) {
+    return Error::from_errno(
+        EINVAL, fmt::format("the device has no RNR retry ({}): srq.size {} holds fewer than two "
+                            "connections' {} receive credits each",
+                            profile_.transport, cfg_.srq_size, g));
+  }
+  grant_ = static_cast<std::uint16_t>(std::min<std::uint32_t>(g, 0xffff));
+  return {};
+}
+
+std::uint32_t DataPath::credit_conn_cap() const {
+  if (grant_ == 0 || !cfg_.use_srq)
+    return std::numeric_limits<std::uint32_t>::max();
+  // Rails on ports of one device share its SRQ (docs/design.md "Rails"):
+  // each data path holding it gets an equal part.
+  const auto sharing = static_cast<std::uint32_t>(std::max<long>(1, srq_.use_count()));
+  return std::max<std::uint32_t>(1, (cfg_.srq_size / grant_ - 1) / sharing);
+}
+
+void DataPath::negotiated(Conn& c, const wire::PrivateData& peer) {
+  // The header where the peer needs it (credits come back in headers: a
+  // peer that grants them gets headers too), or where we do, unless the
+  // peer would drop it and the immediate can do instead.
+  c.header = peer.header || peer.credits != 0 ||
+             (wants_header() && (peer.header_ok || !profile_.send_imm || grant_ != 0));
+  c.grant = grant_;
+  c.peer_grant = peer.credits;
+  c.tx_credits = peer.credits != 0 ? peer.credits : kNoCreditLimit;
+}
+
+void DataPath::established(Peer& p, Conn& c) {
+  if (!c.active && c.header && profile_.active_sends_first && !c.peer_spoke) {
+    c.hold_first = true;  // receive() lets the queue go
+    return;
+  }
+  // Queued packets first: the first of them is the active side's first
+  // SEND, and a control SEND must not take the send slot they need.
+  flush_queue(p, c);
+  if (c.active && c.header && !c.sent_any && !post_control(c)) {
+    c.control_due = true;  // sent from settle() once a slot is free
+    control_due_.push_back(c.id);
+  }
+  if (c.grant != 0)
+    maybe_update_credits(c);  // SENDs that came before ESTABLISHED was read
+}
+
 Result<void> DataPath::start() {
   // Offload: a receive holds a whole frame (header + super-packet) after a
   // header's worth of headroom; a send slot is as large (one pool size).
-  buf_size_ = cfg_.offload
-                  ? static_cast<std::uint32_t>(kReceiveHeadroom + wire::kVnetHdrLen +
-                                               std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket))
-                  : cfg_.mtu;
+  // Every buffer has room for a frame header too (wire/frame_header.hpp):
+  // the framing is per connection, the buffers are shared.
+  buf_size_ = static_cast<std::uint32_t>(
+      wire::kFrameHeaderLen + (cfg_.offload
+                                   ? kReceiveHeadroom + wire::kVnetHdrLen +
+                                         std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket)
+                                   : cfg_.mtu));
   headroom_ = cfg_.offload ? kReceiveHeadroom : 0;
   if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
     return r;
@@ -65,6 +131,11 @@ SendResult DataPath::send(const Endpoint& dst, std::span<const std::byte> packet
     return SendResult::kRefused;
   Peer& p = table_.peer_for(node, dst);
   Conn* c = table_.conn_of(p);
+  if (c != nullptr && c->state == ConnState::kEstablished && c->hold_first) {
+    // The active side has not sent yet: the packet waits for it (receive()).
+    const bool dropped = enqueue(p, packet);
+    return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
+  }
   if (c != nullptr && c->state == ConnState::kEstablished) {
     if (too_big_for(*c, packet)) {
       ++ctr_.drops_oversize;
@@ -89,14 +160,14 @@ std::span<std::byte> DataPath::lend_send_buffer() {
     const std::size_t largest =
         cfg_.offload ? wire::kVnetHdrLen + std::max<std::size_t>(wire::kGsoMaxPacket, cfg_.mtu)
                      : cfg_.mtu;
-    if (!started_ || send_pool_.buffer_size() <= largest)
+    if (!started_ || payload_room() <= largest)
       return {};
     const auto slot = send_pool_.take();
     if (!slot)
       return {};
     lent_slot_ = *slot;
   }
-  return {send_pool_.data(*lent_slot_), send_pool_.buffer_size()};
+  return {payload(*lent_slot_), payload_room()};
 }
 
 SendResult DataPath::send_lent(const Endpoint& dst, std::size_t len) {
@@ -104,8 +175,7 @@ SendResult DataPath::send_lent(const Endpoint& dst, std::size_t len) {
     return SendResult::kRefused;
   const std::uint32_t slot = *lent_slot_;
   lent_slot_.reset();
-  const std::span<const std::byte> frame(send_pool_.data(slot),
-                                         std::min<std::size_t>(len, send_pool_.buffer_size()));
+  const std::span<const std::byte> frame(payload(slot), std::min<std::size_t>(len, payload_room()));
   if (Conn* c = direct_target(dst, frame)) {
     if (cfg_.offload && wire::parse_vnet_hdr(frame)->is_gso())
       ++ctr_.gso_sent;
@@ -140,12 +210,12 @@ Conn* DataPath::direct_target(const Endpoint& dst, std::span<const std::byte> fr
   if (p == nullptr || !p->queue.empty())
     return nullptr;
   Conn* c = table_.conn_of(*p);
-  if (c == nullptr || c->state != ConnState::kEstablished || too_big_for(*c, frame))
+  if (c == nullptr || !may_send(*c) || too_big_for(*c, frame))
     return nullptr;
   if (cfg_.offload && !c->gso)
     return nullptr;  // plain packets: post_packet() strips, cuts, completes
   // room_for(c, 1) without the pool check: the slot is taken already.
-  if (c->sends.size() + 3 > cfg_.qp_send_depth)
+  if (c->sends.size() + 3 > cfg_.qp_send_depth || !credit_for(*c, 1))
     return nullptr;
   return c;
 }
@@ -204,12 +274,15 @@ bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
         return post_segments(c, *h, payload);
     }
   }
-  if (!room_for(c, 1))
+  if (!room_for(c, 1)) {
+    if (!credit_for(c, 1))
+      ++ctr_.credit_waits;
     return false;
+  }
   const std::uint32_t slot = *send_pool_.take();
-  std::memcpy(send_pool_.data(slot), payload.data(), payload.size());
+  std::memcpy(this->payload(slot), payload.data(), payload.size());
   if (h && !c.gso && h->needs_csum() &&
-      !wire::complete_checksum(*h, std::span(send_pool_.data(slot), payload.size()))) {
+      !wire::complete_checksum(*h, std::span(this->payload(slot), payload.size()))) {
     send_pool_.give(slot);
     ++ctr_.drops_gso_to_legacy_peer;
     return true;
@@ -225,7 +298,8 @@ bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
 bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet) {
   const auto plan = wire::plan_segments(h, packet);
   if (!plan || plan->segments > send_pool_.count() || plan->segments + 2 > cfg_.qp_send_depth ||
-      plan->max_segment_len() > send_pool_.buffer_size()) {
+      plan->max_segment_len() > payload_room() ||
+      (c.peer_grant != 0 && plan->segments + kCreditReserve > c.peer_grant)) {
     ++ctr_.drops_gso_to_legacy_peer;
     auto f = hooks_.fields(c);
     log::event(spdlog::level::debug, f,
@@ -238,35 +312,55 @@ bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const st
     ++ctr_.drops_oversize;
     return true;
   }
-  if (!room_for(c, plan->segments))
+  if (!room_for(c, plan->segments)) {
+    if (!credit_for(c, plan->segments))
+      ++ctr_.credit_waits;
     return false;
+  }
   BatchScope batch(*this);  // the segments of one super-packet: one doorbell
   for (std::uint32_t i = 0; i < plan->segments; ++i) {
     const std::uint32_t slot = *send_pool_.take();
-    const std::size_t len = wire::build_segment(
-        *plan, packet, i, std::span(send_pool_.data(slot), send_pool_.buffer_size()));
+    const std::size_t len =
+        wire::build_segment(*plan, packet, i, std::span(payload(slot), payload_room()));
     post_slot(c, slot, len);
   }
   ++ctr_.gso_segmented;
   return true;
 }
 
-void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail_msg) {
+void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, std::uint32_t imm,
+                         bool force_signal) {
   const bool scarce = send_pool_.free_count() < send_pool_.count() / 4;
   // The last WR that fits before the room kept for reclaim SEND and drain is always
   // signaled: an SQ full of unsignaled WRs would otherwise produce no
   // completion until the reaper's reclaim SEND, and the TUN would stall that long.
   const bool last_room = c.sends.size() + 3 >= cfg_.qp_send_depth;
-  const bool signaled = scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
+  const bool signaled =
+      force_signal || scarce || last_room || ++c.unsignaled_run >= cfg_.signal_every;
   if (signaled)
     c.unsignaled_run = 0;
-  // c.gso: every SEND on c carries a frame (post_packet, the lent path).
-  const rdma::SendWr w{make_wr(kTagSend, slot),
-                       send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
-                       rail_msg ? wire::kImmRail
-                       : c.gso  ? wire::kImmFrame
-                                : wire::kImmData,
-                       signaled};
+  // c.gso: every data SEND on c carries a frame (post_packet, the lent path).
+  if (imm == wire::kImmData && c.gso)
+    imm = wire::kImmFrame;
+  const bool data = imm == wire::kImmData || imm == wire::kImmFrame;
+  rdma::SendWr w{make_wr(kTagSend, slot), send_pool_.sge(slot, static_cast<std::uint32_t>(len)),
+                 imm, signaled};
+  std::uint16_t returned = 0;
+  if (c.header) {
+    // The one branch the immediate's connections pay: the header goes in
+    // front of the payload, with the credits owed, and no immediate.
+    returned = static_cast<std::uint16_t>(std::min<std::uint32_t>(c.credits_owed, 0xffff));
+    c.credits_owed -= returned;
+    wire::put_frame_header({imm, returned}, std::span<std::byte, wire::kFrameHeaderLen>(
+                                                send_pool_.data(slot), wire::kFrameHeaderLen));
+    w.sge.length += wire::kFrameHeaderLen;
+    w.imm = 0;
+    if (c.peer_grant != 0)
+      --c.tx_credits;
+  } else {
+    w.sge.addr += wire::kFrameHeaderLen;
+  }
+  c.sent_any = true;
   if (batch_depth_ > 0) {
     std::size_t i = 0;
     while (i < chains_used_ && chains_[i].conn != c.id)
@@ -283,6 +377,9 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail
     ++ctr_.send_doorbells;
     if (auto r = seam_.post_send(c.cm_id, w.wr_id, w.sge, w.imm, w.signaled); !r) {
       send_pool_.give(slot);
+      c.credits_owed += returned;
+      if (c.header && c.peer_grant != 0)
+        ++c.tx_credits;
       ++ctr_.send_errors;
       auto f = hooks_.fields(c);
       log::event(spdlog::level::warn, f, "ibv_post_send QPN {}: {}", c.qpn, r.error().message());
@@ -290,9 +387,11 @@ void DataPath::post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail
     }
   }
   slot_owner_[slot] = c.id;
-  c.sends.push_back({w.wr_id, signaled, static_cast<std::uint32_t>(len), !rail_msg});
+  c.sends.push_back({w.wr_id, signaled, static_cast<std::uint32_t>(len), data});
   const TimePoint t = timers_.coarse_now();
   table_.sq_tail_posted(c, signaled, t);
+  if (imm == wire::kImmControl)
+    return;  // not traffic: the idle time and the packet counters stay
   table_.touch(c, t);
   ++c.tx_packets;
   c.tx_bytes += len;
@@ -324,12 +423,25 @@ void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size
     // The chain is c.sends' tail, in order (see flush_sends' callers).
     if (c.sends.empty() || c.sends.back().wr_id != wrs[k].wr_id)
       break;
+    const bool data = c.sends.back().data;
+    const std::uint32_t len = c.sends.back().len;
     c.sends.pop_back();
-    free_slot(static_cast<std::uint32_t>(wr_low(wrs[k].wr_id)));
-    --c.tx_packets;
-    c.tx_bytes -= wrs[k].sge.length;
-    --ctr_.packets_tx;
-    ctr_.bytes_tx -= wrs[k].sge.length;
+    const auto slot = static_cast<std::uint32_t>(wr_low(wrs[k].wr_id));
+    if (c.header) {
+      // The credits this WR was to return are owed again.
+      if (const auto h = wire::parse_frame_header(
+              std::span<const std::byte>(send_pool_.data(slot), wire::kFrameHeaderLen)))
+        c.credits_owed += h->credits;
+    }
+    if (c.header && c.peer_grant != 0)
+      ++c.tx_credits;
+    free_slot(slot);
+    if (data) {
+      --c.tx_packets;
+      c.tx_bytes -= len;
+      --ctr_.packets_tx;
+      ctr_.bytes_tx -= len;
+    }
     ++ctr_.send_errors;
   }
   // What is now the SQ's tail decides the reclaim list; when unsure (nothing of
@@ -341,12 +453,71 @@ void DataPath::unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size
 }
 
 bool DataPath::post_rail_message(Conn& c, std::span<const std::byte> msg) {
-  if (!started_ || c.state != ConnState::kEstablished || msg.size() > buf_size_ || !room_for(c, 1))
+  if (!started_ || !may_send(c) || msg.size() > payload_room() || !room_for(c, 1))
     return false;
   const std::uint32_t slot = *send_pool_.take();
-  std::memcpy(send_pool_.data(slot), msg.data(), msg.size());
-  post_slot(c, slot, msg.size(), true);
+  std::memcpy(payload(slot), msg.data(), msg.size());
+  post_slot(c, slot, msg.size(), wire::kImmRail);
   return true;
+}
+
+bool DataPath::post_control(Conn& c) {
+  // The last credit only for a SEND that returns some: otherwise two ends
+  // that owe each other could both be left without one.
+  const bool credit = c.tx_credits >= (c.credits_owed > 0 ? 1u : 2u);
+  if (!started_ || !c.has_qp() || !c.header || !credit ||
+      c.sends.size() + 2 + 1 > cfg_.qp_send_depth || send_pool_.free_count() == 0)
+    return false;
+  if (c.credits_owed > 0)
+    ++ctr_.credit_updates;
+  const std::uint32_t slot = *send_pool_.take();
+  post_slot(c, slot, 0, wire::kImmControl, true);
+  return true;
+}
+
+void DataPath::post_due_controls() {
+  auto due = std::move(control_due_);
+  control_due_.clear();
+  for (const std::uint64_t id : due) {
+    Conn* c = table_.find(id);
+    if (c == nullptr || !c->control_due)
+      continue;
+    if (c->state != ConnState::kEstablished || (!c->active && !c->peer_spoke) ||
+        (c->sent_any && c->credits_owed == 0)) {
+      c->control_due = false;  // gone, not ours to send first, or no longer needed
+      continue;
+    }
+    if (post_control(*c))
+      c->control_due = false;
+    else
+      control_due_.push_back(id);
+  }
+}
+
+void DataPath::return_credits() {
+  for (const std::uint64_t id : credit_conns_) {
+    Conn* c = table_.find(id);
+    if (c == nullptr)
+      continue;
+    c->credit_listed = false;
+    c->credits_owed += std::exchange(c->credits_pending, 0);
+    maybe_update_credits(*c);
+  }
+  credit_conns_.clear();
+}
+
+void DataPath::maybe_update_credits(Conn& c) {
+  // Half a window owed: say so now rather than wait for traffic the other
+  // way (a peer that only sends would otherwise stop at its reserve). Not
+  // below 2, or two ends would answer each other's update forever. Before
+  // ESTABLISHED (SENDs can complete on the passive side before the RTU is
+  // read) it waits for established().
+  if (c.credits_owed < std::max<std::uint32_t>(2, c.grant / 2) || c.control_due || !may_send(c))
+    return;
+  if (!post_control(c)) {
+    c.control_due = true;
+    control_due_.push_back(c.id);
+  }
 }
 
 void DataPath::take_unsent(Conn& c, std::vector<std::vector<std::byte>>& out) {
@@ -354,7 +525,7 @@ void DataPath::take_unsent(Conn& c, std::vector<std::vector<std::byte>>& out) {
   for (const SendEntry& e : c.sends) {
     if (wr_tag(e.wr_id) != kTagSend || !e.data)
       continue;
-    const auto* p = send_pool_.data(static_cast<std::uint32_t>(wr_low(e.wr_id)));
+    const auto* p = payload(static_cast<std::uint32_t>(wr_low(e.wr_id)));
     std::vector<std::byte> pkt;
     // What send() takes: with offload a frame. A slot holds a frame only
     // when c negotiated GSO; a plain packet (or a segment, its checksum
@@ -370,6 +541,13 @@ void DataPath::take_unsent(Conn& c, std::vector<std::vector<std::byte>>& out) {
 
 void DataPath::post_reclaim(Conn& c) {
   flush_sends();
+  if (c.header) {
+    // A zero-length SEND without a header would mean nothing to the peer:
+    // the control SEND (signaled) returns the slots the same way.
+    if (c.state != ConnState::kEstablished || c.hold_first || !post_control(c))
+      table_.sq_tail_posted(c, false, timers_.now());
+    return;
+  }
   const std::uint64_t wr = make_wr(kTagReclaim, c.id);
   if (!seam_.post_send(c.cm_id, wr, send_pool_.sge(0, 0), wire::kImmControl, true)) {
     table_.sq_tail_posted(c, false, timers_.now());  // the tail is still unsignaled: next tick
@@ -421,7 +599,7 @@ void DataPath::unblock() {
       continue;
     p->blocked = false;
     Conn* c = table_.conn_of(*p);
-    if (c == nullptr || c->state != ConnState::kEstablished)
+    if (c == nullptr || !may_send(*c))
       continue;
     flush_queue(*p, *c);  // may re-block it at the back
   }

@@ -49,7 +49,9 @@
 #include "cm/buffer_pool.hpp"
 #include "cm/conn_table.hpp"
 #include "cm/manager.hpp"
+#include "rdma/provider.hpp"
 #include "util/log.hpp"
+#include "wire/frame_header.hpp"
 #include "wire/vnet_hdr.hpp"
 
 namespace rcnet::cm {
@@ -79,6 +81,11 @@ constexpr std::uint64_t wr_low(std::uint64_t wr) {
 // a peer without offload gets a zeroed virtio_net_hdr written in front of it
 // and goes to the sink without a copy (datapath_recv.cpp receive()).
 inline constexpr std::uint32_t kReceiveHeadroom = wire::kVnetHdrLen;
+
+// Credits a sender keeps for a SEND that returns credits (docs/design.md
+// "Receive credits"): data and rail messages never take the last one, so
+// two ends that each owe the other can always say so.
+inline constexpr std::uint32_t kCreditReserve = 1;
 
 // What the data path needs from the rest of the connection manager
 // (Manager::Impl implements it). Called from inside DataPath's calls, on the
@@ -113,6 +120,33 @@ class DataPath {
            PacketSink& sink, ConnTable& table, DataPathHooks& hooks);
   DataPath(const DataPath&) = delete;
   DataPath& operator=(const DataPath&) = delete;
+
+  // --- the device's profile (rdma/provider.hpp) -----------------------------------------
+  // After Seam::open, before start(): the device's profile with
+  // cfg.framing's override applied. Errors: EINVAL when the device needs
+  // credits (no RNR) and cfg leaves fewer than 4 per connection, or an SRQ
+  // too small for two connections' windows.
+  Result<void> set_profile(const rdma::ProviderProfile& device);
+  const rdma::ProviderProfile& profile() const { return profile_; }
+  // What REQ and REP advertise: kCapHeader, and the credits granted (0 =
+  // none: the device has RNR).
+  bool wants_header() const { return !profile_.send_imm || !profile_.rnr; }
+  std::uint16_t grant() const { return grant_; }
+  // Connections the SRQ's credits can hold (srq_size / credits - 1: one
+  // window kept for a connection still in teardown), split evenly between
+  // the rails that share the SRQ; no limit without credits or without SRQ.
+  std::uint32_t credit_conn_cap() const;
+  // Framing and credits of `c` from the peer's REQ or REP.
+  void negotiated(Conn& c, const wire::PrivateData& peer);
+  // `c` (its peer `p`) is ESTABLISHED: the active side of a header-framed
+  // connection sends its first SEND at once (a control SEND); a passive
+  // side whose device wants the active side first holds `p`'s queue until
+  // that SEND arrived; otherwise the queue goes out (flush_queue).
+  void established(Peer& p, Conn& c);
+  // ESTABLISHED and allowed to send (not holding for the active side).
+  static bool may_send(const Conn& c) {
+    return c.state == ConnState::kEstablished && !c.hold_first;
+  }
 
   // --- set-up ------------------------------------------------------------------------
   // After Seam::open: sizes the buffers from cfg (mtu, offload), registers
@@ -181,6 +215,8 @@ class DataPath {
   void settle() {
     if (!capacity_)
       unblock();
+    if (!control_due_.empty())
+      post_due_controls();
   }
 
   // --- per connection -----------------------------------------------------------------
@@ -239,10 +275,32 @@ class DataPath {
   // Gives back the send slots of c.sends [begin, end) and forgets those WRs.
   void forget_sends(Conn& c, std::deque<SendEntry>::iterator end);
   // Room for `n` more SENDs on `c` (send slots and SQ, keeping room for
-  // reclaim SEND and drain).
+  // reclaim SEND and drain; and the peer's credits, keeping kCreditReserve).
   bool room_for(const Conn& c, std::uint32_t n) const {
-    return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n;
+    return c.sends.size() + 2 + n <= cfg_.qp_send_depth && send_pool_.free_count() >= n &&
+           credit_for(c, n);
   }
+  static bool credit_for(const Conn& c, std::uint32_t n) {
+    return c.tx_credits >= n + kCreditReserve;
+  }
+  // Where a send slot's payload starts: kFrameHeaderLen bytes in, so that a
+  // header-framed SEND puts its header in front without a copy.
+  std::byte* payload(std::uint32_t slot) const {
+    return send_pool_.data(slot) + wire::kFrameHeaderLen;
+  }
+  std::size_t payload_room() const { return send_pool_.buffer_size() - wire::kFrameHeaderLen; }
+  // A control SEND on header-framed `c` (the first SEND of the active side,
+  // a credit update, or the reclaim SEND): no payload, signaled, carrying
+  // the credits owed. May take the last credit only when it returns some.
+  // false when no slot, SQ room or credit (the caller retries).
+  bool post_control(Conn& c);
+  void post_due_controls();
+  // After a batch's reposts: credits of the buffers reposted become owed,
+  // and a connection owing half its grant sends a credit update.
+  void return_credits();
+  void maybe_update_credits(Conn& c);
+  // A header-framed SEND arrived on `c` carrying `credits` returned.
+  void header_received(Conn& c, std::uint16_t credits);
   // A frame `c`'s peer can never take whole or in segments.
   bool too_big_for(const Conn& c, std::span<const std::byte> frame) const;
   // Posts `frame` (a plain packet, or with offload a vnet header + packet)
@@ -252,7 +310,12 @@ class DataPath {
   bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
   // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
   // a batch, appends it to c's chain instead (posted by flush_sends()).
-  void post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail_msg = false);
+  // `imm` says what it carries (wire/immediate.hpp), as the immediate or,
+  // on a header-framed `c`, in the frame header written in front of the
+  // payload. Data SENDs count as traffic; control and rail SENDs do not.
+  // Each SEND takes one of the peer's credits (with credit flow).
+  void post_slot(Conn& c, std::uint32_t slot, std::size_t len, std::uint32_t imm = wire::kImmData,
+                 bool force_signal = false);
   // Undoes the accounting of c's WRs [posted, n) of a chain that
   // ibv_post_send did not take (they are c.sends' tail).
   void unpost_tail(Conn& c, std::span<const rdma::SendWr> wrs, std::size_t posted,
@@ -279,7 +342,12 @@ class DataPath {
   PacketSink& sink_;
   ConnTable& table_;
   DataPathHooks& hooks_;
-  const NodeId self_;  // node_id_for(cfg.local.addr): never a destination
+  const NodeId self_;                        // node_id_for(cfg.local.addr): never a destination
+  rdma::ProviderProfile profile_;            // set_profile()
+  std::uint16_t grant_ = 0;                  // credits granted per connection; 0 = none
+  std::vector<std::uint64_t> credit_conns_;  // conns with credits_pending (credit_listed)
+  std::vector<std::uint64_t> control_due_;   // conns with control_due
+  std::vector<std::uint64_t> released_;      // passive conns whose active side spoke
 
   bool started_ = false;
   std::uint32_t buf_size_ = 0;  // bytes per receive buffer and send slot

@@ -90,6 +90,22 @@ void DataPath::on_completions(std::span<const rdma::WorkCompletion> wcs) {
   for (const auto& wc : wcs)
     on_wc(wc);
   flush_srq_reposts();
+  if (!credit_conns_.empty())
+    return_credits();
+  if (!released_.empty()) {
+    // Passive connections whose active side has spoken: their queues go.
+    auto ids = std::move(released_);
+    released_.clear();
+    for (const std::uint64_t id : ids) {
+      Conn* c = table_.find(id);
+      Peer* p = c != nullptr ? table_.find_peer(c->peer) : nullptr;
+      if (p != nullptr && c->in_service && may_send(*c)) {
+        flush_queue(*p, *c);
+        if (c->grant != 0)
+          maybe_update_credits(*c);
+      }
+    }
+  }
 }
 
 void DataPath::on_wc(const rdma::WorkCompletion& wc) {
@@ -206,38 +222,83 @@ void DataPath::recv_error(Conn* c, const rdma::WorkCompletion& wc) {
              c->qpn, c->peer_addr, rdma::describe_status(wc));
 }
 
+void DataPath::header_received(Conn& c, std::uint16_t credits) {
+  if (c.peer_grant != 0)
+    c.tx_credits = std::min<std::uint32_t>(c.tx_credits + credits, c.peer_grant);
+  if (c.grant != 0) {
+    // One of the credits we granted is used; owed once its buffer is
+    // reposted (return_credits()).
+    ++c.credits_pending;
+    if (!c.credit_listed) {
+      c.credit_listed = true;
+      credit_conns_.push_back(c.id);
+    }
+  }
+  if (!c.peer_spoke) {
+    c.peer_spoke = true;
+    if (c.hold_first) {
+      c.hold_first = false;
+      released_.push_back(c.id);
+    }
+  }
+}
+
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
-  if (wc.has_imm && wc.imm == wire::kImmRail && c != nullptr) {
+  std::byte* data = buf + headroom_;
+  std::size_t len = wc.byte_len;
+  std::uint32_t imm = wc.imm;
+  if (!wc.has_imm) {
+    // No immediate: the SEND says what it is in its frame header
+    // (wire/frame_header.hpp), whatever this side recorded of the
+    // negotiation (see kImmFrame).
+    const auto h = wire::parse_frame_header(std::span<const std::byte>(data, len));
+    if (!h) {
+      ++ctr_.recv_errors;
+      if (c != nullptr)
+        header_received(*c, 0);  // it used a receive buffer all the same
+      return;
+    }
+    imm = h->imm;
+    data += wire::kFrameHeaderLen;
+    len -= wire::kFrameHeaderLen;
+    // Credits and the active side's first SEND exist only on header-framed
+    // connections (a peer that grants credits or must send first asks for
+    // the header): connections with the immediate pay the one branch above.
+    if (c != nullptr)
+      header_received(*c, h->credits);
+  }
+  if (imm == wire::kImmRail && c != nullptr) {
     // Not traffic for the counters, but activity: a probed standby link is
     // not idle (cm/rails.hpp).
     table_.touch(*c, timers_.coarse_now());
-    hooks_.rail_message(*c, std::span<const std::byte>(buf + headroom_, wc.byte_len));
+    hooks_.rail_message(*c, std::span<const std::byte>(data, len));
     return;
   }
-  if (!wc.has_imm || (wc.imm != wire::kImmData && wc.imm != wire::kImmFrame))
-    return;  // control (reclaim SEND) or foreign
-  if (wc.byte_len == 0 || wc.byte_len > buf_size_ - headroom_) {
+  if (imm != wire::kImmData && imm != wire::kImmFrame)
+    return;  // control (first SEND, credit update, reclaim SEND) or foreign
+  if (len == 0 || len > buf_size_ - headroom_ - wire::kFrameHeaderLen) {
     ++ctr_.recv_errors;
     return;
   }
-  std::byte* data = buf + headroom_;
-  std::size_t len = wc.byte_len;
-  const bool framed = wc.imm == wire::kImmFrame;
+  const bool framed = imm == wire::kImmFrame;
   if (framed && (!cfg_.offload || len <= wire::kVnetHdrLen)) {
     ++ctr_.recv_errors;  // a frame we never negotiated, or one without a packet
     return;
   }
+  const std::size_t bytes = len;
   if (cfg_.offload && !framed) {
-    data = buf;
+    // The headroom (kReceiveHeadroom) takes the zeroed header in front of
+    // the packet, past a frame header if one came first.
+    data -= wire::kVnetHdrLen;
     len += wire::kVnetHdrLen;
     wire::put_vnet_hdr(wire::VnetHdr{}, std::span(data, wire::kVnetHdrLen));
   }
   ++ctr_.packets_rx;
-  ctr_.bytes_rx += wc.byte_len;
+  ctr_.bytes_rx += bytes;
   NodeId from = 0;
   if (c != nullptr) {
     ++c->rx_packets;
-    c->rx_bytes += wc.byte_len;
+    c->rx_bytes += bytes;
     table_.touch(*c, timers_.coarse_now());
     from = c->peer;
   }

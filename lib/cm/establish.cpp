@@ -130,12 +130,12 @@ void Manager::Impl::start_connect(Peer& p) {
       // queue instead of trying again (and logging) per packet.
       const Duration wait = evictable_at(*lru) - now();
       spdlog::debug("connect to {} waits {:.0f} ms: max_connections {} in use", p.underlay,
-                    to_ms(wait), cfg_.max_connections);
+                    to_ms(wait), max_connections());
       retry_later(p, wait + jitter(kCollisionBackoff));
       return;
     }
     spdlog::warn("cannot connect to {}: max_connections {} in use, all of them in setup",
-                 p.underlay, cfg_.max_connections);
+                 p.underlay, max_connections());
     drop_queue(p, ctr_.drops_connect_failed);
     return;
   }
@@ -180,6 +180,9 @@ Result<void> Manager::Impl::create_qp(Conn& c) {
   if (!qpn)
     return qpn.error();
   c.qpn = *qpn;
+  // Our grant is ours to decide (the REQ or REP says it): receives count
+  // against it from the QP's first one, whatever the peer's private data.
+  c.grant = dp_.grant();
   ++ctr_.qps_created;
   table_.index_qpn(c);
   if (!cfg_.use_srq)
@@ -198,6 +201,11 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.rails = rail_hooks_ != nullptr;
   pd.rail_count = cfg_.rail_count;
   pd.busy = true;  // we understand REJ busy
+  if (kind != wire::Kind::kRej) {
+    pd.header = dp_.wants_header();
+    pd.header_ok = true;  // DataPath::receive() frames by the completion
+    pd.credits = dp_.grant();
+  }
   pd.overlay = cfg_.overlay;
   pd.reason = reason;
   return pd;
@@ -239,6 +247,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
+  dp_.negotiated(c, d.data);
   if (Peer* p = table_.find_peer(c.peer)) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
@@ -269,7 +278,7 @@ void Manager::Impl::established(Conn& c) {
   p->attempts = 0;
   p->last_result = "ESTABLISHED";
   p->last_result_at = now();
-  dp_.flush_queue(*p, c);
+  dp_.established(*p, c);
   if (rail_hooks_ != nullptr)
     rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails, c.peer_rail_count);
 }
@@ -549,6 +558,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.gso = cfg_.offload && d.data.gso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
+  dp_.negotiated(c, d.data);
   table_.index_cm_id(c);
   table_.make_in_service(p, c);
   ++ctr_.accepts;

@@ -20,6 +20,13 @@
 
 namespace rcnet::cm {
 
+// DRAINING on a device that completes no drain WR after Error
+// (rdma::ProviderProfile::drain_after_error false): no WR is posted, and
+// the QP is destroyed once this much time let the loop poll the flushed
+// WRs the move to Error put in the CQ (cm/teardown.cpp post_drain). Not
+// counted as a drain timeout.
+inline constexpr Duration kCqSweep = std::chrono::milliseconds(5);
+
 // What the manager does when a state's bound ran out.
 enum class Expiry : std::uint8_t {
   kNone,  // no bound: the state never expires

@@ -26,7 +26,7 @@ TimePoint Manager::Impl::evictable_at(const Conn& c) const {
 }
 
 std::string Manager::Impl::no_room_detail() const {
-  return fmt::format("max_connections {} in use, none older than {:.0f} ms", cfg_.max_connections,
+  return fmt::format("max_connections {} in use, none older than {:.0f} ms", max_connections(),
                      to_ms(kEvictMinAge));
 }
 
@@ -36,7 +36,7 @@ std::string Manager::Impl::no_room_detail() const {
 // full and its sender backs off, or our own connect waits until the LRU
 // connection is old enough (start_connect()).
 bool Manager::Impl::make_room() {
-  if (table_.in_service() < cfg_.max_connections)
+  if (table_.in_service() < max_connections())
     return true;
   Conn* lru = table_.idle_front();
   if (lru == nullptr)
@@ -47,7 +47,7 @@ bool Manager::Impl::make_room() {
   }
   ++ctr_.evictions;
   std::string why =
-      fmt::format("evicted: least recently used at max_connections {}", cfg_.max_connections);
+      fmt::format("evicted: least recently used at max_connections {}", max_connections());
   emit(EventKind::kEvict, *lru, why, lru->state);
   teardown(*lru, TeardownKind::kGraceful, std::move(why));
   return true;

@@ -21,6 +21,18 @@ Manager::Impl::Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, P
   rng_ = cfg_.incarnation * 0x9e3779b97f4a7c15ull + self_;
 }
 
+std::string_view to_string(Framing f) {
+  switch (f) {
+    case Framing::kAuto:
+      return "auto";
+    case Framing::kImmediate:
+      return "immediate";
+    case Framing::kHeader:
+      return "header";
+  }
+  return "?";
+}
+
 ManagerConfig Manager::Impl::with_defaults(ManagerConfig c) {
   if (c.max_connections == 0)
     c.max_connections = c.use_srq ? 4096 : 128;
@@ -58,6 +70,8 @@ Result<void> Manager::Impl::start() {
   if (!info)
     return info.error();
   device_ = *info;
+  if (auto r = dp_.set_profile(device_.profile); !r)
+    return r;
   if (auto r = dp_.start(); !r)
     return r;
   const std::uint32_t buf_size = dp_.buffer_size();
@@ -66,7 +80,7 @@ Result<void> Manager::Impl::start() {
   };
   spdlog::info(
       "rcnet manager up: node {} incarnation {:#x} on {} ({}), {}; {} send slots x {} bytes "
-      "({:.1f} MiB); mtu {}, offload {}, max {} connections",
+      "({:.1f} MiB); mtu {}, offload {}, max {} connections; {} device: {} framing{}",
       self_, cfg_.incarnation, cfg_.local, device_.name,
       cfg_.use_srq
           ? fmt::format("SRQ of {} receive WRs x {} bytes ({:.1f} MiB registered)", cfg_.srq_size,
@@ -74,7 +88,17 @@ Result<void> Manager::Impl::start() {
           : fmt::format("per-QP RQ of {} receive WRs x {} bytes ({:.1f} MiB registered per QP)",
                         cfg_.rq_depth, buf_size, mib(cfg_.rq_depth)),
       cfg_.send_slots, buf_size, mib(cfg_.send_slots), cfg_.mtu,
-      cfg_.offload ? "on (GSO frames up to 64 KiB)" : "off", cfg_.max_connections);
+      cfg_.offload ? "on (GSO frames up to 64 KiB)" : "off", max_connections(),
+      dp_.profile().transport, dp_.wants_header() ? "header" : "immediate",
+      dp_.grant() != 0 ? fmt::format(", {} receive credits per connection (no RNR)", dp_.grant())
+                       : std::string());
+  if (max_connections() < cfg_.max_connections) {
+    spdlog::warn(
+        "max_connections {} lowered to {}: the device has no RNR retry, and the SRQ's {} "
+        "receive buffers hold {} connections' {} credits each (one window kept for a "
+        "connection in teardown); raise srq.size for more",
+        cfg_.max_connections, max_connections(), cfg_.srq_size, max_connections(), dp_.grant());
+  }
   return {};
 }
 
@@ -339,6 +363,10 @@ Snapshot Manager::Impl::snapshot() const {
   s.device_removed = device_gone_;
   s.mtu = cfg_.mtu;
   s.offload = cfg_.offload;
+  s.transport = std::string(dp_.profile().transport);
+  s.header = dp_.wants_header();
+  s.credits = dp_.grant();
+  s.max_connections = max_connections();
   dp_.snapshot(s);
   table_.for_each_peer([&](const Peer& p) {
     PeerSnapshot ps;
@@ -370,6 +398,10 @@ Snapshot Manager::Impl::snapshot() const {
     q.active = c.active;
     q.in_service = c.in_service;
     q.offload = c.gso;
+    q.header = c.header;
+    q.peer_grant = c.peer_grant;
+    q.tx_credits = c.peer_grant != 0 ? c.tx_credits : 0;
+    q.credits_owed = c.credits_owed;
     q.time_in_state = t - c.state_since;
     q.age = t - c.created;
     q.idle = t - c.last_activity;

@@ -57,6 +57,15 @@ class PacketSink {
 // never catches up) cannot keep an attempt alive past it.
 inline constexpr Duration kCmBacklogGrace = 30s;
 
+// How a connection's SENDs say what they carry (docs/design.md "Framing";
+// config key transport.framing): kAuto follows the device's profile
+// (rdma::ProviderProfile::send_imm); kImmediate and kHeader override a
+// provider that says it can when it cannot, or the reverse. Either end
+// asking for the header (kCapHeader) makes the connection use it.
+enum class Framing : std::uint8_t { kAuto, kImmediate, kHeader };
+// "auto", "immediate", "header".
+std::string_view to_string(Framing f);
+
 struct ManagerConfig {
   Endpoint local;                 // underlay address + port to bind and listen on
   std::uint64_t incarnation = 0;  // nonzero; random per daemon start
@@ -81,6 +90,16 @@ struct ManagerConfig {
   std::uint32_t srq_limit = 0;     // low watermark; 0 = srq_size / 8
   std::uint32_t rq_depth = 64;     // per-QP receive buffers without SRQ
   std::uint32_t send_slots = 256;  // registered send buffers (each mtu bytes) shared by all QPs
+  Framing framing = Framing::kAuto;
+  // Receive credits (docs/design.md "Receive credits"), used only on a
+  // device without RNR (rdma::ProviderProfile::rnr false, iWARP): receive
+  // buffers of the SRQ reserved for each connection, granted to the peer in
+  // the private data; the peer never has more SENDs outstanding than that.
+  // The SRQ then holds srq_size / credits - 1 connections, and
+  // max_connections is lowered to that. At least 4 (a credit is kept for
+  // credit updates, and they go out at half a window). Without SRQ the
+  // grant is rq_depth.
+  std::uint32_t credits = 16;
   // Max outstanding send WRs per QP (ibv_qp_init_attr.cap.max_send_wr).
   // Providers round the SQ up to a power of two past depth + 1 (rxe: 128
   // asks for 129 and maps 256 WQEs of 256 B), so 2^k - 1 uses every entry

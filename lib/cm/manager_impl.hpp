@@ -55,6 +55,11 @@ class Manager::Impl final : private DataPathHooks {
   // srq_limit (srq_size / 8, at least 1), signal_every (1).
   static ManagerConfig with_defaults(ManagerConfig c);
   Result<void> start();
+  // cfg.max_connections, lowered to what the SRQ's receive credits hold on
+  // a device without RNR (DataPath::credit_conn_cap).
+  std::uint32_t max_connections() const {
+    return std::min(cfg_.max_connections, dp_.credit_conn_cap());
+  }
   // After every entry point: one wakeup request for the earliest deadline, and
   // the true edge of back-pressure when room came back.
   void settle();

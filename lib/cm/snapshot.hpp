@@ -43,6 +43,8 @@ namespace rcnet::cm {
   X(last_wqe_received, "Last WQE Reached events received")                                \
   X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")     \
   X(drains_completed, "drain WR completions seen")                                        \
+  X(last_wqe_skipped, "AWAIT_LAST_WQE skipped: the device has no Last WQE Reached")       \
+  X(drains_skipped, "DRAINING skipped: the device completes no drain WR after Error")     \
   X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion")   \
   X(forced_destroys, "QPs destroyed without the full spec sequence")                      \
   X(slow_destroys, "QP destroys that blocked the event loop for 100 ms or more")          \
@@ -75,6 +77,8 @@ namespace rcnet::cm {
   X(drops_no_slot, "packets refused: no send slot")                                       \
   X(drops_shutting_down, "packets dropped: stopping, link down, device lost")             \
   X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")            \
+  X(credit_waits, "sends held in the peer's queue: no receive credit left (no RNR)")      \
+  X(credit_updates, "control SENDs that returned credits (no data went the other way)")   \
   X(sends_zero_copy, "packets posted from the send buffer they were read into (no copy)") \
   X(send_doorbells, "ibv_post_send calls for data SENDs (a chain of WRs counts once)")    \
   X(gso_segmented, "GSO super-packets cut in software for peers without offload")         \
@@ -138,6 +142,10 @@ struct QpSnapshot {
   bool active = false;      // we sent the REQ
   bool in_service = false;  // the peer's connection (not one in teardown)
   bool offload = false;     // both ends advertised kCapGso: GSO frames travel whole
+  bool header = false;      // SENDs framed by wire::FrameHeader (no immediate)
+  // Receive credits (a device without RNR): what the peer granted (0 = no
+  // credit flow), SENDs it can still take, and credits we owe it.
+  std::uint32_t peer_grant = 0, tx_credits = 0, credits_owed = 0;
   Duration time_in_state{};
   Duration age{};
   Duration idle{};
@@ -246,6 +254,14 @@ struct Snapshot {
   bool device_removed = false;  // lost, not adopted again yet (Manager::device_present)
   std::uint32_t mtu = 0;
   bool offload = false;  // ManagerConfig::offload: GSO frames, kCapGso advertised
+  // The device's profile (rdma/provider.hpp) as applied: its transport,
+  // whether this node asks for header framing, the credits it grants per
+  // connection (0: none, the device has RNR), and the connection limit
+  // those leave (max_connections, lowered by credits).
+  std::string transport = "infiniband";
+  bool header = false;
+  std::uint32_t credits = 0;
+  std::uint32_t max_connections = 0;
   std::uint32_t send_slots_total = 0, send_slots_free = 0;
   std::vector<PeerSnapshot> peers;
   std::vector<QpSnapshot> qps;  // every QP, in service and in teardown

@@ -4,6 +4,7 @@
 // DESTROYED, every wait bounded (cm/lifecycle.cpp) and every fallback
 // counted; then the rdma_cm id is released from the timer path, never inside
 // its own event. Also the graceful stop of the whole manager.
+#include "cm/lifecycle.hpp"
 #include "cm/manager_impl.hpp"
 
 namespace rcnet::cm {
@@ -78,6 +79,13 @@ void Manager::Impl::to_error(Conn& c) {
     post_drain(c);
     return;
   }
+  if (cfg_.use_srq && !dp_.profile().last_wqe) {
+    // The device has no Last WQE Reached (iWARP): waiting for it would
+    // only spend last_wqe_timeout per QP.
+    ++ctr_.last_wqe_skipped;
+    post_drain(c);
+    return;
+  }
   if (!set_state(c, ConnState::kAwaitLastWqe,
                  cfg_.use_srq ? "waiting for Last WQE Reached" : "waiting for RQ flush"))
     return abandon(c, "illegal transition");
@@ -106,6 +114,19 @@ void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
 // Step 3: the drain WR completes after every earlier WR of the QP.
 void Manager::Impl::post_drain(Conn& c) {
   dp_.flush_sends();
+  if (!dp_.profile().drain_after_error) {
+    // A drain WR on a QP in Error never completes on this device (siw,
+    // docs/lab.md): no drain_timeout per QP. Its flushed WRs are in the CQ
+    // already (the device flushes at the move to Error); DRAINING waits
+    // kCqSweep for the loop to poll them, so that none is read after its
+    // QPN went to a new QP (siw hands out the lowest free QPN again).
+    ++ctr_.drains_skipped;
+    c.cq_sweep = true;
+    if (!set_state(c, ConnState::kDraining, "no drain WR on this device: one CQ sweep"))
+      return abandon(c, "illegal transition");
+    table_.set_deadline(c, now() + kCqSweep);
+    return;
+  }
   if (auto r = seam_.post_drain(c.cm_id, make_wr(kTagDrain, c.id)); !r) {
     auto f = fields(c);
     log::event(spdlog::level::err, f,
@@ -131,6 +152,10 @@ void Manager::Impl::last_wqe_timed_out(Conn& c) {
 }
 
 void Manager::Impl::drain_timed_out(Conn& c) {
+  if (c.cq_sweep) {
+    destroy_qp(c, "CQ swept (the device completes no drain WR after Error)");
+    return;
+  }
   ++ctr_.drain_timeouts;
   ++ctr_.forced_destroys;
   auto f = fields(c);

@@ -21,6 +21,9 @@ constexpr auto kLevelNames = log_level_names();
 // rails.holddown: 0 (take a recovered rail back at once) to 10 minutes.
 constexpr std::pair<Duration, Duration> kHolddownRange = {Duration(0), std::chrono::minutes(10)};
 
+// transport.framing, indexed by cm::Framing.
+constexpr std::array<std::string_view, 3> kFramingNames = {"auto", "immediate", "header"};
+static_assert(static_cast<std::size_t>(cm::Framing::kHeader) + 1 == kFramingNames.size());
 constexpr Apply kLive = Apply::kLive;
 constexpr Apply kRestart = Apply::kRestart;
 using M = cm::ManagerConfig;
@@ -130,6 +133,13 @@ constexpr Key kKeys[] = {
         "12 = 0.64 ms, 14 = 1.28 ms, 18 = 5.12 ms, 31 = 491.52 ms, 0 = 655.36 ms"),
     key("transport.connect_retries", kLive, integer<kM, &M::connect_retries>(0, 100, "attempts"),
         "further connect attempts after a failed one before queued packets are dropped"),
+    key("transport.framing", kRestart, enumeration<kFramingNames, kM, &M::framing>(),
+        "how a SEND says what it carries: auto (the device's transport: the immediate on "
+        "InfiniBand and RoCE, an in-band header on iWARP), immediate, or header (for a provider "
+        "that misreports itself); a connection uses the header when either end asks for it"),
+    key("transport.credits", kRestart, integer<kM, &M::credits>(4, 32768, "receive WRs"),
+        "on a device without RNR retry (iWARP): SRQ receive buffers reserved per connection "
+        "and granted to its peer; max_connections becomes at most srq.size / credits - 1"),
     key("transport.offload", kRestart, boolean<kM, &M::offload>(),
         "TUN with IFF_VNET_HDR, TSO and checksum offload; GSO super-packets up to 64 KiB travel "
         "as one SEND to peers that negotiate it; receive buffers and send slots become 64 KiB"),

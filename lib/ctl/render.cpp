@@ -183,6 +183,13 @@ std::string render_status(const json& d) {
   out += "local " + text(d, "local") + "  device " + text(d, "device") +
          (gone ? " (removed)" : "") + "  mtu " + text(d, "mtu") + "  offload " +
          text(d, "offload") + "\n";
+  // A device that differs from InfiniBand and RoCE (iWARP) says how:
+  // framing, credits per connection and the connection limit they leave.
+  if (const json* tr = field(d, "transport");
+      tr != nullptr && tr->is_string() && tr->get<std::string>() != "infiniband") {
+    out += "transport " + text(d, "transport") + "  framing " + text(d, "framing") + "  credits " +
+           text(d, "credits") + "  max connections " + text(d, "max_connections") + "\n";
+  }
   out += "peers " + text(d, "peers") + "  connections " + text(d, "connections") +
          "  established " + text(d, "established") + "  qps " + text(d, "qps") + "  in teardown " +
          text(d, "in_teardown") + "\n";

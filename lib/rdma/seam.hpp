@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rdma/provider.hpp"
 #include "util/address.hpp"
 #include "util/result.hpp"
 #include "util/time.hpp"
@@ -181,6 +182,8 @@ struct DeviceInfo {
   std::uint32_t max_qp_wr = 0;
   std::uint32_t max_srq_wr = 0;
   std::uint32_t max_cqe = 0;
+  // What the device can do (rdma/provider.hpp), from its transport type.
+  ProviderProfile profile;
 };
 
 // A registered memory region (ibv_reg_mr(3)) over memory the caller owns and
@@ -210,11 +213,14 @@ struct Sge {
   std::uint32_t lkey = 0;
 };
 
-// One SEND with immediate of a chain (Seam::post_sends).
+// One SEND of a chain (Seam::post_sends): with immediate (IBV_WR_SEND_WITH_IMM)
+// when `imm` is nonzero, a plain IBV_WR_SEND when it is 0 (every rcnet
+// immediate is nonzero, wire/immediate.hpp; a device without immediate data,
+// ProviderProfile::send_imm false, gets only plain SENDs).
 struct SendWr {
   std::uint64_t wr_id = 0;
   Sge sge;
-  std::uint32_t imm = 0;  // host order
+  std::uint32_t imm = 0;  // host order; 0 = no immediate
   bool signaled = false;
 };
 
@@ -277,7 +283,8 @@ class Seam {
   // --- verbs -----------------------------------------------------------------
   // ibv_modify_qp(3) to IBV_QPS_ERR (IB spec 10.3.1 step 1).
   virtual Result<void> modify_qp_to_error(CmIdHandle id) = 0;
-  // One signaled-or-not SEND (with immediate when `imm` is set) of one SGE.
+  // One signaled-or-not SEND of one SGE: with immediate when `imm` is
+  // nonzero, a plain SEND when it is 0 (as SendWr).
   virtual Result<void> post_send(CmIdHandle id, std::uint64_t wr_id, const Sge& sge,
                                  std::uint32_t imm, bool signaled) = 0;
   // `wrs` as one chain (ibv_send_wr::next) in one ibv_post_send(3): one

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -82,6 +83,23 @@ Result<MemoryRegion> VerbsDevice::register_memory(std::span<std::byte> mem) {
   if (!mr) {
     Error e = mr.error();
     e.context = std::to_string(mem.size()) + " bytes: " + e.context;
+    const int err = e.code.value();
+    if (err == ENOMEM || err == EPERM) {
+      // Pinning counts against RLIMIT_MEMLOCK: siw checks it even for root
+      // (docs/lab.md), other providers through the kernel's common path.
+      // Say what the limit is and how to raise it, not just "Cannot
+      // allocate memory".
+      rlimit rl{};
+      const auto bytes = [](rlim_t v) {
+        return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v) + " bytes";
+      };
+      if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        e.context += "; locked memory limit (RLIMIT_MEMLOCK) is " + bytes(rl.rlim_cur) + " (hard " +
+                     bytes(rl.rlim_max) +
+                     "): raise it with LimitMEMLOCK=infinity in the systemd unit or "
+                     "`ulimit -l unlimited` in the shell that starts rcnetd";
+      }
+    }
     return e;
   }
   MemoryRegion out;

@@ -21,7 +21,7 @@ Result<void> VerbsSeam::post_send(CmIdHandle h, std::uint64_t wr_id, const Sge& 
   wr.wr_id = wr_id;
   wr.sg_list = &s;
   wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.opcode = imm != 0 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
   wr.imm_data = htonl(imm);
   wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
   ibv_send_wr* bad = nullptr;
@@ -46,7 +46,7 @@ PostSendsResult VerbsSeam::post_sends(CmIdHandle h, std::span<const SendWr> wrs)
     w.wr_id = wrs[i].wr_id;
     w.sg_list = &send_sges_[i];
     w.num_sge = 1;
-    w.opcode = IBV_WR_SEND_WITH_IMM;
+    w.opcode = wrs[i].imm != 0 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
     w.imm_data = htonl(wrs[i].imm);
     w.send_flags = wrs[i].signaled ? IBV_SEND_SIGNALED : 0;
     w.next = i + 1 < n ? &send_chain_[i + 1] : nullptr;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -229,8 +230,54 @@ Result<ibv_qp*> VerbsSeam::qp_of(CmIdHandle h, const char* what) {
 
 namespace {
 
+// Whether a TCP socket listens on `local`'s port, on its address or on the
+// wildcard, as /proc/net/tcp and /proc/net/tcp6 list them (state 0A,
+// LISTEN; an IPv4 address printed as the 32-bit word in host order). An
+// iWARP device's listener takes a port of the TCP port space (iwpmd(8)), so
+// such a socket keeps rdma_listen from working on it. false when the
+// tables cannot be read.
+bool tcp_listener_on(const Endpoint& local) {
+  std::string v4_hex;
+  if (local.addr.is_v4()) {
+    const auto& b = local.addr.bytes;
+    v4_hex = fmt::format("{:02X}{:02X}{:02X}{:02X}", b[3], b[2], b[1], b[0]);
+  }
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::FILE* f = std::fopen(table, "re");
+    if (f == nullptr)
+      continue;
+    char line[512];
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+      char addr[64] = {}, rem[64] = {};
+      unsigned port = 0, state = 0;
+      unsigned slot = 0;
+      if (std::sscanf(line, " %u: %63[0-9A-Fa-f]:%x %63s %x", &slot, addr, &port, rem, &state) != 5)
+        continue;
+      if (state != 0x0A || port != local.port)
+        continue;
+      const std::string a(addr);
+      const bool wildcard = a.find_first_not_of('0') == std::string::npos;
+      found = wildcard || (!v4_hex.empty() && a == v4_hex);
+    }
+    std::fclose(f);
+    if (found)
+      return true;
+  }
+  return false;
+}
+
+Error tcp_port_taken(int err, const Endpoint& local) {
+  return Error::from_errno(
+      err, fmt::format("cannot listen on {}: a TCP socket already listens on port {}, and an "
+                       "iWARP device's listener shares the TCP port space (iwpmd(8)); stop that "
+                       "service or choose another node.port",
+                       local.to_string(), local.port));
+}
+
 // rdma_bind_addr(3) to `local`, then rdma_listen(3). The errors name the
-// likely cause: no RDMA device owns the address.
+// likely cause: no RDMA device owns the address; on iWARP, a TCP socket
+// that holds the port.
 Result<void> bind_and_listen(rdma_cm_id* listener, const Endpoint& local, int backlog) {
   const std::string where = local.to_string();
   sockaddr_storage ss{};
@@ -249,7 +296,12 @@ Result<void> bind_and_listen(rdma_cm_id* listener, const Endpoint& local, int ba
     return Error::from_errno(ENODEV,
                              "no RDMA device owns " + local.addr.to_string() + " (rdma_bind_addr)");
   }
+  const bool iwarp = listener->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+  if (iwarp && tcp_listener_on(local))
+    return tcp_port_taken(EADDRINUSE, local);
   if (auto r = check_rdma(rdma_listen(listener, backlog), "rdma_listen"); !r) {
+    if (iwarp && r.error().code.value() == EADDRINUSE)
+      return tcp_port_taken(EADDRINUSE, local);
     return with_context(r.error(), where);
   }
   return {};
@@ -267,6 +319,11 @@ Result<DeviceInfo> query_device(ibv_context* verbs) {
   info.max_qp_wr = static_cast<std::uint32_t>(attr.max_qp_wr);
   info.max_srq_wr = static_cast<std::uint32_t>(attr.max_srq_wr);
   info.max_cqe = static_cast<std::uint32_t>(attr.max_cqe);
+  // The profile follows the transport alone: no iWARP device carries
+  // immediate data on a SEND or has RNR (rdma/provider.hpp); a provider that
+  // differs is corrected by transport.framing.
+  info.profile =
+      verbs->device->transport_type == IBV_TRANSPORT_IWARP ? iwarp_profile() : infiniband_profile();
   return info;
 }
 

@@ -50,8 +50,8 @@
 //    for a destroyed id are discarded, as the real stack does, except copies
 //    made by FaultAction::kDuplicate / kDelay / kReorder (late events).
 //  - Data path: one SEND in flight per QP (in order), Timing::wire each way
-//    plus size / link rate. The bytes are copied at post time. Every SEND
-//    carries an immediate (has_imm is always true at the receiver). No
+//    plus size / link rate. The bytes are copied at post time. A SEND
+//    posted with a nonzero immediate carries it (has_imm), one with 0 none. No
 //    receive WR (or Faults::starve_receives) → RNR NAK, retried after the
 //    responder's DeviceConfig::min_rnr_timer (rdma/ib_timers.hpp; 12 =
 //    0.64 ms), which its QPs hold from creation. No responder (host crashed
@@ -90,11 +90,22 @@ namespace rcnet::sim {
 
 // Device quirk profiles (docs/design.md "Components").
 enum class Profile : std::uint8_t {
-  kMlx,   // delivers Last WQE Reached for an SRQ QP entering ERR
-  kEhca,  // never delivers Last WQE Reached for an SRQ QP in ERR with an empty RQ
-  kRxe,   // Soft-RoCE as measured in docs/lab.md: no async events at all, passive QP
-          // stays RTS after DISCONNECTED, retry_count 7 is infinite, drain CQE
-          // after 2-3 ms, flushed receives reported as SEND with byte_len 0
+  kMlx,    // delivers Last WQE Reached for an SRQ QP entering ERR
+  kEhca,   // never delivers Last WQE Reached for an SRQ QP in ERR with an empty RQ
+  kRxe,    // Soft-RoCE as measured in docs/lab.md: no async events at all, passive QP
+           // stays RTS after DISCONNECTED, retry_count 7 is infinite, drain CQE
+           // after 2-3 ms, flushed receives reported as SEND with byte_len 0
+  kIwarp,  // an iWARP device as Soft-iWARP behaves (docs/lab.md; the kernel's
+           // drivers/infiniband/sw/siw): the profile says iwarp
+           // (rdma/provider.hpp); a SEND with immediate is refused at post
+           // (EINVAL, as libsiw); no RNR: a SEND that finds no receive WR
+           // terminates the connection (both QPs to ERR, the sender's SEND
+           // fails with REM_OP_ERR, the receiver gets QP FATAL); data from
+           // the passive side before the active side sent anything
+           // terminates it likewise (siw's initiator); no Last WQE Reached;
+           // a drain WR on a QP in ERR never completes; rdma_disconnect
+           // leaves the QP out of ERR (SQD), and a QP moved to ERR closes
+           // the stream: the peer sees DISCONNECTED.
 };
 std::string_view to_string(Profile p);
 
@@ -124,6 +135,11 @@ struct Timing {
   // order. 0 (default): read at once. For storms: a hub that reads slower
   // than REQs arrive.
   Duration cm_event_cost = 0ns;
+  // From the first CQE of an unpolled CQ to its owner's poll: a loop busy
+  // elsewhere. Receives are reposted only after the poll, so a receiver
+  // this slow runs its SRQ dry under a burst (RNR on IB, a terminated
+  // connection on iWARP). 0 (default): polled at once.
+  Duration cq_poll = 0ns;
 };
 
 // Counters of what the simulator saw. Misuse is what leaks or deadlocks in
@@ -142,6 +158,12 @@ struct SimStats {
   std::uint64_t packets_delivered = 0;  // receive completions with success
   std::uint64_t bytes_delivered = 0;
   std::uint64_t rnr_naks = 0;  // RNR NAKs this node received as sender
+  // kIwarp (this node's side of the connection): SENDs with immediate
+  // refused at post; connections terminated because a SEND found no receive
+  // WR here; connections terminated because our passive QP sent first.
+  std::uint64_t imm_refused = 0;
+  std::uint64_t no_buffer_terminations = 0;
+  std::uint64_t passive_first_terminations = 0;
   std::uint64_t retry_exceeded = 0;
   std::uint64_t rnr_retry_exceeded = 0;
   std::uint64_t length_errors = 0;      // receive buffer too small (this node's receive side)

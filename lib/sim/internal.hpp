@@ -183,6 +183,8 @@ struct SimQp {
   PeerRef peer;
   bool fail_next_send = false;     // Faults::inject_retry_exceeded
   bool comm_est_reported = false;  // IBV_EVENT_COMM_EST: first receive while RTR
+  bool passive = false;            // created for an accepted REQ
+  bool sent = false;               // a SEND of this QP reached the responder
 };
 
 struct SimNode::Impl final : public rdma::Seam, public TimerService {

@@ -21,6 +21,8 @@ std::string_view to_string(Profile p) {
       return "ehca";
     case Profile::kRxe:
       return "rxe";
+    case Profile::kIwarp:
+      return "iwarp";
   }
   return "?";
 }

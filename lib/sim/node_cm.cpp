@@ -79,6 +79,7 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
   info.max_qp_wr = profile == Profile::kEhca ? 16384 : 32768;
   info.max_srq_wr = profile == Profile::kRxe ? 1048576 : 32767;
   info.max_cqe = profile == Profile::kRxe ? 32767 : 4194303;
+  info.profile = profile == Profile::kIwarp ? rdma::iwarp_profile() : rdma::infiniband_profile();
   if (c.cq_size == 0 || c.cq_size > info.max_cqe)
     return fail(EINVAL, "ibv_create_cq: cq_size");
   if (c.srq_size > info.max_srq_wr)
@@ -283,6 +284,7 @@ Result<void> SimNode::Impl::accept(rdma::CmIdHandle h, const rdma::ConnParams& p
   qp.ack_timeout = cfg.ack_timeout;
   qp.peer = id.peer;
   qp.peer.id = id.peer.id;
+  qp.passive = true;
   if (qp.state == QpStateSim::kInit)
     qp.state = QpStateSim::kRtr;
   id.state = IdState::kRepSent;
@@ -500,8 +502,9 @@ Result<void> SimNode::Impl::disconnect(rdma::CmIdHandle h) {
     default:
       return fail(EINVAL, fmt::format("rdma_disconnect in {}", to_string(id.state)));
   }
-  // librdmacm moves an IB QP to ERR before it sends the DREQ.
-  if (id.qpn && qps.contains(*id.qpn))
+  // librdmacm moves an IB QP to ERR before it sends the DREQ; an iWARP
+  // QP goes to SQD (its owner moves it to ERR later).
+  if (id.qpn && qps.contains(*id.qpn) && profile != Profile::kIwarp)
     qp_to_error(qps.at(*id.qpn));
   switch (id.state) {
     case IdState::kConnected:

@@ -102,6 +102,14 @@ Result<void> SimNode::Impl::modify_qp_to_error(rdma::CmIdHandle h) {
   if (!qp)
     return qp.error();
   qp_to_error(**qp);
+  // iWARP: Error closes the TCP stream; the peer's CM reports DISCONNECTED.
+  if (profile == Profile::kIwarp) {
+    CmId& id = ids.at(h);
+    if (id.state == IdState::kConnected) {
+      id.state = IdState::kDisconnecting;
+      send_dreq(id);
+    }
+  }
   return {};
 }
 
@@ -165,6 +173,11 @@ Result<void> SimNode::Impl::post_one_send(rdma::CmIdHandle h, std::uint64_t wr_i
   }
   if (qp.sq.size() >= qp.max_send_wr)
     return Error::from_errno(ENOMEM, "sim ibv_post_send: SQ full");
+  if (imm != 0 && profile == Profile::kIwarp) {
+    // libsiw maps IBV_WR_SEND_WITH_IMM to an opcode the kernel refuses.
+    ++stats.imm_refused;
+    return fail(EINVAL, "ibv_post_send: SEND_WITH_IMM on an iWARP device");
+  }
   ++stats.sends_posted;
   if (qp.state == QpStateSim::kErr) {
     push_cqe(rdma::WorkCompletion{wr_id, rdma::WcStatus::kFlushErr, rdma::WcOpcode::kSend, 0, false,
@@ -258,6 +271,30 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   }
 
   std::deque<RecvWr>& source = rqp->use_srq ? r->dev->srq : rqp->rq;
+  // iWARP: data reaching the active side before it sent anything is a
+  // protocol error to its MPA initiator; a SEND that finds no receive WR
+  // is a DDP "no buffer" error. Either terminates the connection.
+  const bool passive_first =
+      r->profile == Profile::kIwarp && qp.passive && !rqp->passive && !rqp->sent;
+  const bool no_buffer = r->profile == Profile::kIwarp && (r->starved || source.empty());
+  if (passive_first || no_buffer) {
+    if (passive_first)
+      ++stats.passive_first_terminations;
+    else
+      ++r->stats.no_buffer_terminations;
+    fab.trace(r->addr, "iWARP terminate QPN {:#x} (from {:#x}): {}", rqp->qpn, qp.qpn,
+              passive_first ? "the passive side sent first" : "no receive WR");
+    r->qp_to_error(*rqp);
+    r->emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kQpFatal, rqp->qpn});
+    later(fab.timing.wire, [this, qpn, epoch] {
+      auto it = qps.find(qpn);
+      if (it == qps.end() || it->second.epoch != epoch)
+        return;
+      fail_head(it->second, rdma::WcStatus::kRemoteOpErr);
+    });
+    return;
+  }
+  qp.sent = true;
   if (r->starved || source.empty()) {
     ++stats.rnr_naks;
     if (qp.rnr_retry_count != kInfiniteRetry && ++qp.rnr_tries > qp.rnr_retry_count) {
@@ -315,7 +352,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   ++r->stats.packets_delivered;
   r->stats.bytes_delivered += wr.bytes.size();
   r->push_cqe(rdma::WorkCompletion{rwr.wr_id, rdma::WcStatus::kSuccess, rdma::WcOpcode::kRecv,
-                                   static_cast<std::uint32_t>(wr.bytes.size()), true, wr.imm,
+                                   static_cast<std::uint32_t>(wr.bytes.size()), wr.imm != 0, wr.imm,
                                    rqpn});
   // The ACK comes back one wire latency later.
   later(fab.timing.wire, [this, qpn, epoch] {
@@ -343,8 +380,8 @@ Result<void> SimNode::Impl::post_drain(rdma::CmIdHandle h, std::uint64_t wr_id) 
     return fail(EINVAL, "drain WR on a QP not in ERR");
   if (qp.sq.size() >= qp.max_send_wr)
     return Error::from_errno(ENOMEM, "sim drain WR: SQ full");
-  if (drop_drain.contains(qp.qpn)) {
-    ++stats.drains_dropped;
+  if (drop_drain.contains(qp.qpn) || profile == Profile::kIwarp) {
+    ++stats.drains_dropped;  // siw: a drain WR after Error never completed (docs/lab.md)
     return {};
   }
   const Duration d = profile == Profile::kRxe
@@ -445,7 +482,7 @@ void SimNode::Impl::push_cqe(const rdma::WorkCompletion& wc) {
   }
   if (!cq_poll_scheduled) {
     cq_poll_scheduled = true;
-    later(0ns, [this] { poll_cq(); });
+    later(fab.timing.cq_poll, [this] { poll_cq(); });
   }
 }
 

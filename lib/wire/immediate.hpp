@@ -4,7 +4,8 @@
 // says what the SEND carries (docs/design.md "Data path"). Part of the wire
 // protocol, like the private data (wire/private_data.hpp): both ends must
 // agree on these values. A receiver ignores a SEND whose immediate it does
-// not know, or that carries none.
+// not know. A SEND without an immediate is framed by its in-band header
+// instead (wire/frame_header.hpp), whose kind byte is the low byte of these.
 #include <cstdint>
 
 namespace rcnet::wire {

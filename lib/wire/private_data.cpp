@@ -23,9 +23,11 @@ constexpr std::size_t kOffReason = 42;
 constexpr std::size_t kOffCaps = 43;
 constexpr std::size_t kOffRetryAfter = 44;
 constexpr std::size_t kOffRailCount = 46;
+constexpr std::size_t kOffCredits = 47;
 static_assert(kOffReason + 1 == kBaseSize);
 static_assert(kOffRetryAfter + 2 == kOffRailCount);
-static_assert(kOffRailCount + 1 == kEncodedSize);
+static_assert(kOffRailCount + 1 == kOffCredits);
+static_assert(kOffCredits + 2 == kEncodedSize);
 static_assert(kEncodedSize <= kMaxReqSize);
 
 constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
@@ -128,12 +130,15 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
     out[kOffFamily] = kFamilyNone;
   }
   out[kOffReason] = static_cast<std::uint8_t>(pd.reason);
-  out[kOffCaps] = static_cast<std::uint8_t>((pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) |
-                                            (pd.busy ? kCapBusy : 0));
+  out[kOffCaps] = static_cast<std::uint8_t>(
+      (pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) | (pd.busy ? kCapBusy : 0) |
+      (pd.header ? kCapHeader : 0) | (pd.header_ok ? kCapHeaderOk : 0));
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
     put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
-  if (pd.kind != Kind::kRej)
+  if (pd.kind != Kind::kRej) {
     out[kOffRailCount] = pd.rail_count;
+    put_be<std::uint16_t>(std::span(out), kOffCredits, pd.credits);
+  }
   return out;
 }
 
@@ -214,6 +219,8 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   pd.gso = (caps & kCapGso) != 0;
   pd.rails = (caps & kCapRails) != 0;
   pd.busy = (caps & kCapBusy) != 0;
+  pd.header = (caps & kCapHeader) != 0;
+  pd.header_ok = (caps & kCapHeaderOk) != 0;
   // The retry-after means something in a REJ busy only. Bytes missing from
   // a shorter private data read as the zeros rdma_cm pads with.
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy) {
@@ -226,6 +233,9 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   // The rail count means something in a REQ or REP only.
   if (pd.kind != Kind::kRej && bytes.size() > kOffRailCount)
     pd.rail_count = bytes[kOffRailCount];
+  // So is the credit grant; a peer from before the field grants none.
+  if (pd.kind != Kind::kRej && bytes.size() >= kOffCredits + 2)
+    pd.credits = get_be<std::uint16_t>(bytes, kOffCredits);
   d.ok = true;
   return d;
 }

@@ -21,7 +21,8 @@
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
-//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy; bit 0
+//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy, bit 4
+//                            kCapHeader, bit 5 kCapHeaderOk; bit 0
 //                            retired, see kCapGso; other bits reserved: sent as
 //                            0, ignored on receipt; absent = 0)
 //    44   2 retry after      (REJ busy only: milliseconds the sender asks the
@@ -32,7 +33,16 @@
 //                            paired by index, the sender has: 1..255 as
 //                            said, 0 = not said (an older peer); sent as 0
 //                            in a REJ; absent = 0)
-//    47     = kEncodedSize
+//    47   2 credits          (REQ/REP: receive buffers the sender reserves for
+//                            this connection, i.e. SENDs it can take before it
+//                            returns credits (wire/frame_header.hpp); 0 = no
+//                            credit flow: its device has RNR retry and the
+//                            peer may send freely. Sent as 0 in a REJ;
+//                            absent = 0)
+//    49     = kEncodedSize
+//
+// iWARP carries private data in the MPA request and reply (siw adds 4
+// bytes of its own: 49 sent, 53 received, within kMaxReqSize).
 //
 // Capabilities sit in a byte of their own because v1 receivers refuse any
 // unknown bit in the flags byte (kBadFlags, REJ malformed), while they do not
@@ -59,7 +69,7 @@ namespace rcnet::wire {
 
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kBaseSize = 43;     // v1 without capabilities (the minimum)
-inline constexpr std::size_t kEncodedSize = 47;  // what encode() writes
+inline constexpr std::size_t kEncodedSize = 49;  // what encode() writes
 inline constexpr std::size_t kMaxReqSize = 56;
 inline constexpr std::size_t kMaxRepSize = 196;
 inline constexpr std::size_t kMaxRejSize = 148;
@@ -88,7 +98,20 @@ inline constexpr std::uint8_t kCapRails = 0x04;
 // kCapBusy: the sender understands REJ busy and its retry-after (bytes
 // 44..45): it waits that long, plus jitter, instead of its ordinary backoff.
 inline constexpr std::uint8_t kCapBusy = 0x08;
-inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails | kCapBusy;
+// kCapHeader: the sender's device cannot carry (or the sender grants
+// credits and needs back) what the immediate says: every SEND to it starts
+// with a frame header (wire/frame_header.hpp) and carries no immediate. A
+// connection uses the immediate only when neither end sets it, so
+// InfiniBand and RoCE keep it and pay nothing.
+inline constexpr std::uint8_t kCapHeader = 0x10;
+// kCapHeaderOk: the sender frames a receive without an immediate by its
+// frame header (every build that knows kCapHeader sets it). A peer without
+// it drops such SENDs, so a node that would use the header only by choice
+// (transport.framing = header on a device with immediates) uses the
+// immediate toward it.
+inline constexpr std::uint8_t kCapHeaderOk = 0x20;
+inline constexpr std::uint8_t kKnownCaps =
+    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -125,6 +148,10 @@ struct PrivateData {
   // checked against any maximum: a receiver with fewer rails ignores the
   // rest.
   std::uint8_t rail_count = 0;
+  bool header = false;     // kCapHeader (meaningful in REQ and REP)
+  bool header_ok = false;  // kCapHeaderOk (meaningful in REQ and REP)
+  // REQ/REP: receive credits granted (bytes 47..48); 0 = no credit flow.
+  std::uint16_t credits = 0;
   bool operator==(const PrivateData&) const = default;
 };
 

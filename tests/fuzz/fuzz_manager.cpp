@@ -115,6 +115,10 @@ struct Node final : sim::ClusterNode {
   bool link_down = false;    // link_changed(false) told to the manager
   bool device_lost = false;  // CQ overflowed: its CQEs are gone
   bool shut_down = false;
+  // starve_receives was ever on here, or its CQ overflowed (completions, and
+  // so reposts, lost): iWARP then terminates connections for want of a
+  // receive WR. Kept across restarts: the simulator's counters are.
+  bool starved = false;
   // For the eviction-rate bound: when this manager started, and the largest
   // max_connections it has run with (reloads may change it).
   TimePoint started{};
@@ -142,10 +146,12 @@ std::vector<std::byte> make_packet(int from, std::uint32_t seq, std::size_t size
 
 class Cluster {
  public:
-  // `in` holds at least kHeaderSize bytes; byte 0 picks the profile, byte 2
-  // seeds the fabric.
+  // `in` holds at least kHeaderSize bytes; byte 0 picks the profile (bit 6:
+  // iWARP, else mlx, ehca or rxe by its value mod 3), byte 2 seeds the fabric.
   explicit Cluster(Input& in)
-      : cluster_(static_cast<Profile>(in.bytes[0] % 3), 1 + std::uint64_t{in.bytes[2]}) {
+      : cluster_(
+            (in.bytes[0] & 0x40) != 0 ? Profile::kIwarp : static_cast<Profile>(in.bytes[0] % 3),
+            1 + std::uint64_t{in.bytes[2]}) {
     const std::uint8_t h0 = in.u8(), h1 = in.u8();
     // Byte 2 seeds the fabric and also says which nodes run with offload
     // (bit i: node i): GSO frames with a virtio_net_hdr, mixed with nodes
@@ -170,6 +176,17 @@ class Cluster {
     // paced connects (0 bits: the default, 256, which never bites here).
     base_.max_pending_setups = pick(std::array<std::uint32_t, 4>{256, 1, 2, 0}, h6 >> 4);
     apply_timeouts(base_, h7);
+    if (cluster_.profile() == Profile::kIwarp) {
+      // No RNR: receive credits, at least 4 per connection, two windows on
+      // the SRQ (cm::DataPath::set_profile refuses less).
+      base_.credits = 4;
+      base_.srq_size = std::max<std::uint32_t>(base_.srq_size, 8);
+      base_.rq_depth = std::max<std::uint32_t>(base_.rq_depth, 4);
+      // A loop slow to poll its CQ (reposts late): where the credits
+      // matter. Bits 4-5 of byte 0 (free for iWARP inputs).
+      cluster_.fabric.timing().cq_poll =
+          pick(std::array<Duration, 4>{0ns, 50us, 300us, 2ms}, static_cast<std::uint8_t>(h0 >> 4));
+    }
     // RCNET_FUZZ_TRACE=1: the simulator's own trace (every CM event, async
     // event, completion, timer, crash) on stderr, for a reproducer run.
     if (std::getenv("RCNET_FUZZ_TRACE") != nullptr)
@@ -298,6 +315,13 @@ void check_node(Node& n, TimePoint now) {
   FUZZ_CHECK_MSG(st.misuse == 0,
                  where(n, "simulator misuse") + ": " +
                      (n.sim->misuse_log().empty() ? "" : n.sim->misuse_log().back()));
+  // iWARP: no SEND with immediate, the passive side never first, and no
+  // SEND finds an empty receive queue unless the fuzzer starved it or
+  // overflowed its CQ.
+  FUZZ_CHECK_MSG(st.imm_refused == 0, where(n, "SEND with immediate on iWARP"));
+  FUZZ_CHECK_MSG(st.passive_first_terminations == 0, where(n, "passive side sent first"));
+  FUZZ_CHECK_MSG(st.no_buffer_terminations == 0 || n.starved,
+                 where(n, "a SEND found no receive WR (credits)"));
   FUZZ_CHECK_MSG(g_log->bugs == 0, where(n, "manager BUG") + ": " + g_log->last);
   FUZZ_CHECK_MSG(n.sink.edge_errors == 0, where(n, "send_capacity edges do not alternate"));
   // Eviction takes only connections ESTABLISHED for kEvictMinAge (1 s), and
@@ -597,8 +621,10 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
     case 15:  // RNR, or a loop that leaves its rdma_cm channel unread (a REQ storm)
       if (x & 0x80)
         faults.hold_cm_channel(na.addr, (x & 1) != 0);
-      else
+      else {
         faults.starve_receives(na.addr, (x & 1) != 0);
+        na.starved = na.starved || (x & 1) != 0;
+      }
       break;
     case 16:
       faults.partition(na.addr, nb.addr, (x & 1) != 0);
@@ -616,6 +642,7 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
       if (na.up && x >= 0xe0) {  // rare: the node's device is lost for good
         faults.cq_overflow(na.addr);
         na.device_lost = true;
+        na.starved = true;
       }
       break;
     case 21:

@@ -73,6 +73,8 @@ ack_timeout = 12
 rnr_retry_count = 6
 rnr_timer = 14
 connect_retries = 4
+framing = "header"
+credits = 24
 offload = false
 poll_us = 50
 [log]
@@ -582,6 +584,8 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "limits.qp_send_depth",
                                          "transport.ack_timeout",
                                          "transport.rnr_timer",
+                                         "transport.framing",
+                                         "transport.credits",
                                          "transport.offload",
                                          "transport.poll_us",
                                          "log.target",
@@ -661,6 +665,8 @@ constexpr Change kChanges[] = {
     {"transport.rnr_retry_count", "\nrnr_retry_count = 6", "\nrnr_retry_count = 5"},
     {"transport.rnr_timer", "\nrnr_timer = 14", "\nrnr_timer = 0"},
     {"transport.connect_retries", "\nconnect_retries = 4", "\nconnect_retries = 3"},
+    {"transport.framing", "\nframing = \"header\"", "\nframing = \"immediate\""},
+    {"transport.credits", "\ncredits = 24", "\ncredits = 32"},
     {"transport.offload", "\noffload = false", "\noffload = true"},
     {"transport.poll_us", "\npoll_us = 50", "\npoll_us = 0"},
     {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},

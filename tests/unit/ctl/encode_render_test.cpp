@@ -352,6 +352,18 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   CHECK(status_json(gone)["device_removed"] == true);
   CHECK_THAT(render_status(status_json(gone)), Catch::Contains("device rxe0 (removed)"));
 
+  // InfiniBand and RoCE: no transport line. iWARP: framing, credits and
+  // the connection limit they leave (docs/design.md "Providers").
+  CHECK_THAT(status, !Catch::Contains("transport"));
+  cm::Snapshot iw = s;
+  iw.transport = "iwarp";
+  iw.header = true;
+  iw.credits = 16;
+  iw.max_connections = 31;
+  CHECK(status_json(iw)["framing"] == "header");
+  CHECK_THAT(render_status(status_json(iw)),
+             Catch::Contains("transport iwarp  framing header  credits 16  max connections 31"));
+
   const auto peers = lines(render_peers(peers_json(s)));
   REQUIRE(peers.size() == 3);
   CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",

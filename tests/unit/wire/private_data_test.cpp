@@ -307,12 +307,14 @@ TEST_CASE("wire: a first-version peer without capabilities is understood both wa
   // bytes (the flags byte among them) and treats the rest as padding. Our
   // flags byte must therefore never carry the capability.
   CHECK((ours[24] & ~0x01) == 0);
-  // Past the capabilities, a REP carries only its rail count (a REJ busy's
-  // retry-after is not written).
+  // Past the capabilities, a REP carries its rail count and its credit
+  // grant (a REJ busy's retry-after is not written).
   CHECK(ours[kBaseSize + 1] == 0);
   CHECK(ours[kBaseSize + 2] == 0);
   CHECK(ours[kBaseSize + 3] == pd.rail_count);
-  CHECK(ours.size() == kBaseSize + 4);
+  CHECK(ours[kBaseSize + 4] == 0);  // credits: none granted
+  CHECK(ours[kBaseSize + 5] == 0);
+  CHECK(ours.size() == kBaseSize + 6);
 }
 
 TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso]") {
