@@ -250,6 +250,9 @@ class DataPath {
   // counted); false when send slots or SQ room are short.
   bool post_packet(Conn& c, std::span<const std::byte> frame);
   bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
+  // A frame with header `h` goes to `c` whole: c negotiated GSO, and a UDP
+  // super-packet only to a peer whose TUN takes it (kCapUso).
+  static bool goes_whole(const Conn& c, const wire::VnetHdr& h);
   // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
   // a batch, appends it to c's chain instead (posted by flush_sends()).
   void post_slot(Conn& c, std::uint32_t slot, std::size_t len, bool rail_msg = false);

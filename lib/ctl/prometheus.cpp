@@ -134,10 +134,17 @@ constexpr MetricRow kMetricRows[] = {
     {"sends_zero_copy", "rcnet_zero_copy_sends_total", "", ""},
     {"send_doorbells", "rcnet_send_doorbells_total", "", ""},
     {"gso_segmented", "rcnet_gso_segmented_packets_total", "", ""},
+    {"uso_segmented", "rcnet_uso_segmented_packets_total", "", ""},
     {"comm_est_notified", "rcnet_comm_est_notified_total", "", ""},
     {"connect_deadlines_deferred", "rcnet_connect_deadlines_deferred_total", "", ""},
     {"device_removals", "rcnet_device_removals_total", "", ""},
     {"device_readopts", "rcnet_device_readopts_total", "", ""},
+    // Which path noticed first (docs/design.md "Device loss and return").
+    {"device_removals_async", "rcnet_device_removals_noticed_total", "path", "async_event"},
+    {"device_removals_monitor", "rcnet_device_removals_noticed_total", "path", "netlink_monitor"},
+    {"device_readopts_monitor", "rcnet_device_readopts_noticed_total", "path", "netlink_monitor"},
+    {"device_readopts_poll", "rcnet_device_readopts_noticed_total", "path", "poll"},
+    {"device_notices_late", "rcnet_device_notices_late_total", "", ""},
     {"illegal_transitions", "rcnet_illegal_transitions_total", "", ""},
     // The rails' (cm RCNET_RAIL_COUNTERS).
     {"failovers_port_error", "rcnet_failovers_total", "cause", "port_error"},
