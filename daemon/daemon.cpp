@@ -388,6 +388,7 @@ Result<void> Daemon::setup_tun() {
                                      "\" (setns needs CAP_SYS_ADMIN): " + r.error().context};
   }
   tun_.emplace(std::move(*tun));
+  tun_path_->set_uso(tun_->uso());
   if (tun_->uso() && !cfg_.manager.uso) {
     // USO is the kernel's to grant (6.2+), known only now that the TUN is
     // open: the rails' next REQ/REP advertise kCapUso (wire/private_data.hpp).

@@ -172,6 +172,7 @@ constexpr MetricRow kMetricRows[] = {
     {"drops_refused", "rcnet_tun_refused_packets_total", "", ""},
     {"drops_tun_write", kDropped, "reason", "tun_write"},
     {"drops_not_attached", kDropped, "reason", "not_attached"},
+    {"rx_uso_segmented", "rcnet_tun_uso_segmented_packets_total", "", ""},
     {"read_pauses", "rcnet_tun_read_pauses_total", "", ""},
     {"read_empty", "rcnet_tun_reads_empty_total", "", ""},
     {"tx_via_gateway", "rcnet_tun_gateway_packets_total", "", ""},
