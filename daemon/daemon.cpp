@@ -12,7 +12,6 @@
 #include <cstring>
 
 #include "logging.hpp"
-#include "rdma_audit.hpp"
 
 namespace rcnet::daemon {
 
@@ -258,25 +257,9 @@ void Daemon::start_rdma_monitor() {
   }
   rdma_monitor_ = std::move(*m);
   rdma_monitor_state_ = "subscribed";
-  refresh_device_indexes();
   spdlog::info(
       "RDMA netlink monitor: subscribed (RDMA_NL_GROUP_NOTIFY): device removal and return "
       "noticed at once; the readopt poll stays as the fallback");
-}
-
-void Daemon::refresh_device_indexes() {
-  auto devices = dump_kernel_devices();
-  for (auto& r : rails_) {
-    std::optional<std::uint32_t> index;
-    if (devices) {
-      const std::string name = r->device_view().device;
-      for (const KernelDevice& d : *devices) {
-        if (d.name == name)
-          index = d.index;
-      }
-    }
-    r->set_device_index(index);
-  }
 }
 
 void Daemon::on_rdma_event(const MonitorEvent& ev) {
@@ -290,7 +273,6 @@ void Daemon::on_rdma_event(const MonitorEvent& ev) {
               describe(ev));
   if (stopping_)
     return;
-  bool adopted = false;
   for (std::size_t k = 0; k < rails_.size(); ++k) {
     switch (actions[k]) {
       case MonitorAction::kRelease:
@@ -298,23 +280,18 @@ void Daemon::on_rdma_event(const MonitorEvent& ev) {
         rails_[k]->device_unregistered(describe(ev));
         break;
       case MonitorAction::kAdopt:
-        adopted = rails_[k]->adopt_now(cm::DevicePath::kNetlinkMonitor) || adopted;
+        (void)rails_[k]->adopt_now(cm::DevicePath::kNetlinkMonitor);
         break;
       case MonitorAction::kNone:
         break;
     }
   }
-  if (adopted)
-    refresh_device_indexes();
 }
 
 void Daemon::on_rdma_overflow() {
   // The lost notices may have been a return: the poll's check, now.
-  bool adopted = false;
   for (auto& r : rails_)
-    adopted = r->adopt_now(cm::DevicePath::kPoll) || adopted;
-  if (adopted)
-    refresh_device_indexes();
+    (void)r->adopt_now(cm::DevicePath::kPoll);
 }
 
 std::string Daemon::rdma_monitor_state() const {

@@ -103,8 +103,6 @@ class Daemon {
   void start_rdma_monitor();
   void on_rdma_event(const MonitorEvent& ev);
   void on_rdma_overflow();
-  // Each rail's ib_device index (RDMA_NLDEV_CMD_GET), for matching UNREGISTER.
-  void refresh_device_indexes();
   std::string rdma_monitor_state() const;
   void on_status_tick();
   void after_iteration();

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "rdma_audit.hpp"
+
 namespace rcnet::daemon {
 
 Result<std::unique_ptr<RailRuntime>> RailRuntime::create(EventLoop& loop, std::size_t index,
@@ -95,6 +97,7 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
   // the device from its timer path; the seam calls this before it closes
   // the async and completion fds, and the readopt timer takes over.
   seam_->set_close_hook([this] { on_device_closing(); });
+  read_device_index();
   auto readopt = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(50), "readopt",
                                 [this] { on_readopt_tick(); });
   if (!readopt)
@@ -141,7 +144,7 @@ bool RailRuntime::try_readopt(cm::DevicePath by) {
     return false;
   }
   (void)readopt_timer_.arm_at(TimePoint::max());
-  device_index_.reset();
+  read_device_index();
   if (auto r = watch_device(); !r) {
     // Without the completion fd the data path would stall: stop rather
     // than run deaf (systemd restarts the daemon).
@@ -153,6 +156,20 @@ bool RailRuntime::try_readopt(cm::DevicePath by) {
   }
   on_completions_ready();
   return true;
+}
+
+void RailRuntime::read_device_index() {
+  device_index_.reset();
+  const std::string name = manager_->snapshot().device;
+  auto devices = dump_kernel_devices();
+  if (!devices) {
+    spdlog::debug("rail {}: index of RDMA device {}: {}", index_, name, devices.error().message());
+    return;
+  }
+  for (const KernelDevice& d : *devices) {
+    if (d.name == name)
+      device_index_ = d.index;
+  }
 }
 
 RailDeviceView RailRuntime::device_view() const {

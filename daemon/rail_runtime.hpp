@@ -89,10 +89,10 @@ class RailRuntime {
   // --- The RDMA netlink monitor (daemon/rdma_monitor.hpp) -------------------------------
   // What the monitor's decide() needs of this rail.
   RailDeviceView device_view() const;
-  // Records the ib_device index of the rail's device (RDMA_NLDEV_CMD_GET),
-  // so that an UNREGISTER is matched by index, not only by name. Called
-  // after start and after each adoption while the monitor runs.
-  void set_device_index(std::optional<std::uint32_t> index) { device_index_ = index; }
+  // The ib_device index of the rail's device is read (RDMA_NLDEV_CMD_GET,
+  // one short dump) at start and at each adoption, whoever adopted: an
+  // UNREGISTER of the old device still unread when the poll adopted the
+  // new one under the same name must not release the new one.
   // UNREGISTER of the rail's device: Manager::device_unregistered.
   void device_unregistered(const std::string& what);
   // REGISTER or NETDEV_ATTACH that may be the rail's device: try to adopt
@@ -110,6 +110,7 @@ class RailRuntime {
   void on_device_closing();
   void on_readopt_tick();
   bool try_readopt(cm::DevicePath by);
+  void read_device_index();
   void on_completions_ready();
 
   EventLoop& loop_;
