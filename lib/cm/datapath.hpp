@@ -12,7 +12,10 @@
 // the frame is one SEND, header included, and arrives in the peer's TUN as
 // the same GSO super-packet; to any other peer it goes as plain packets: a
 // super-packet cut into segments of at most the peer's MTU, a packet whose
-// checksum the kernel left to the device (NEEDS_CSUM) completed. A frame
+// checksum the kernel left to the device (NEEDS_CSUM) completed. A UDP
+// super-packet goes whole only to a peer that also advertised kCapUso; a
+// kCapGso peer without it gets the segments, each as a frame behind a
+// zeroed header (uso_segmented). A frame
 // that cannot be cut is dropped and counted (drops_gso_to_legacy_peer):
 // unsupported GSO type, headers that disagree, or more segments than an SQ
 // or the send slots can ever hold; a legacy peer never receives more than

@@ -21,9 +21,9 @@
 //    26  16 overlay address  (IPv4 in the first 4 bytes, rest zero)
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
-//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy, bit 4
-//                            kCapUso; bit 0 retired, see kCapGso; other bits
-//                            reserved: sent as 0, ignored on receipt; absent = 0)
+//    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy; bit 0
+//                            retired, see kCapGso; other bits reserved: sent as
+//                            0, ignored on receipt; absent = 0)
 //    44   2 retry after      (REJ busy only: milliseconds the sender asks the
 //                            active side to wait before its next REQ, 0 = not
 //                            said; sent as 0 and not interpreted in anything
@@ -80,6 +80,13 @@ enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
 // not understood on this point, so it is never sent and ignored on receipt,
 // and such a peer gets plain packets.
 inline constexpr std::uint8_t kCapGso = 0x02;
+// kCapUso (bit 5; with kCapGso): the sender's TUN takes UDP GSO frames
+// (VIRTIO_NET_HDR_GSO_UDP_L4): its kernel granted TUN_F_USO4|TUN_F_USO6
+// (Linux 6.2 and later). A TUN without USO refuses such a frame on write
+// (virtio_net_hdr_to_skb before 6.2 knows no UDP_L4), so a peer with kCapGso
+// alone gets UDP super-packets cut in software, and TCP ones whole
+// (docs/design.md "Offloads").
+inline constexpr std::uint8_t kCapUso = 0x20;
 // kCapRails: the sender understands rail messages (kImmRail,
 // wire/rail_message.hpp): it switches its direction of a connection to
 // another rail when told that ours went down. Without it a peer still works
@@ -88,13 +95,6 @@ inline constexpr std::uint8_t kCapRails = 0x04;
 // kCapBusy: the sender understands REJ busy and its retry-after (bytes
 // 44..45): it waits that long, plus jitter, instead of its ordinary backoff.
 inline constexpr std::uint8_t kCapBusy = 0x08;
-// kCapUso (with kCapGso): the sender's TUN takes UDP GSO frames
-// (VIRTIO_NET_HDR_GSO_UDP_L4): its kernel granted TUN_F_USO4|TUN_F_USO6
-// (Linux 6.2 and later). A TUN without USO refuses such a frame on write
-// (virtio_net_hdr_to_skb before 6.2 knows no UDP_L4), so a peer with kCapGso
-// alone gets UDP super-packets cut in software, and TCP ones whole
-// (docs/design.md "Offloads").
-inline constexpr std::uint8_t kCapUso = 0x10;
 inline constexpr std::uint8_t kKnownCaps = kCapGso | kCapRails | kCapBusy | kCapUso;
 
 // Why a connection request was refused. Carried in REJ private data.
@@ -120,10 +120,10 @@ struct PrivateData {
   bool srq = true;
   IpAddr overlay;  // AF_UNSPEC = none
   RejectReason reason = RejectReason::kNone;
+  bool uso = false;    // kCapUso (meaningful in REQ and REP, with gso)
   bool gso = false;    // kCapGso (meaningful in REQ and REP)
   bool rails = false;  // kCapRails (meaningful in REQ and REP)
   bool busy = false;   // kCapBusy (meaningful in REQ and REP)
-  bool uso = false;    // kCapUso (meaningful in REQ and REP, with gso)
   // REJ busy only (0 in anything else): how long the active side should wait
   // before its next REQ, in milliseconds; 0 = not said.
   std::uint16_t retry_after_ms = 0;

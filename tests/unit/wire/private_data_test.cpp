@@ -350,14 +350,14 @@ TEST_CASE("wire: kCapRails round-trips on its own bit, apart from kCapGso", "[wi
   CHECK_FALSE(decode(old, Kind::kRep).data.rails);
 }
 
-TEST_CASE("wire: kCapUso is bit 4 of byte 43, beside kCapGso", "[wire][gso][uso]") {
+TEST_CASE("wire: kCapUso is bit 5 of byte 43, beside kCapGso", "[wire][gso][uso]") {
   PrivateData pd = sample(Kind::kReq);
   pd.gso = true;
   pd.uso = true;
   pd.rails = false;
   pd.busy = false;
   const auto b = encode(pd);
-  CHECK(b[kBaseSize] == (kCapGso | 0x10));
+  CHECK(b[kBaseSize] == (kCapGso | 0x20));
   const Decoded d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK(d.data.gso);
