@@ -4,7 +4,8 @@
 // rcnetctl's --format prometheus and rcnet-metrics.service use) for a
 // snapshot with every counter table (the manager's and rails', the TUN
 // side's, the ctl server's), both histograms, two rails (rxe0, rxe1) and the
-// daemon block: every metric family and label rcnetd can write. Shared by
+// daemon block: every metric family and label rcnetd can write, rendered
+// from the replies as rcnetctl parses them. Shared by
 // metrics_docs_test.cpp and alert_rules_test.cpp.
 #include <chrono>
 #include <string>
@@ -32,7 +33,10 @@ inline std::string full_prometheus_export() {
     stats["counters"].push_back(c);
   json status = ctl::status_json(s);
   status["daemon"] = {{"version", "1"}, {"start_time_s", 1.5}};
-  return ctl::render_prometheus(stats, status);
+  // Through text and back, as rcnetctl gets them from the socket: the
+  // renderer reads counts as JSON's unsigned numbers, which a parsed reply
+  // has and a json built in process (a state's 0) may not.
+  return ctl::render_prometheus(json::parse(stats.dump()), json::parse(status.dump()));
 }
 
 }  // namespace rcnet::test
