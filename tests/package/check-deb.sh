@@ -51,6 +51,8 @@ for path in \
     ./usr/share/man/man8/rcnetd.8.gz \
     ./usr/share/man/man8/rcnetctl.8.gz \
     ./usr/share/man/man5/rcnetd.toml.5.gz \
+    ./usr/share/man/man7/rcnet-alerts.7.gz \
+    ./usr/share/rcnet/prometheus/rcnet-alerts.yml \
     ./usr/share/bash-completion/completions/rcnetctl \
     ./usr/share/doc/rcnet/rcnetd-netns.conf \
     ./usr/share/doc/rcnet/rcnetd.example.toml \

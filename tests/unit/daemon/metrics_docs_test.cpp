@@ -5,37 +5,20 @@
 // "status" is documented there, and the section names no metric that is not
 // written. Here rather than in tests/unit/rcnetctl: the daemon's counter
 // tables (TunCounters, CtlCounters) live in daemon/.
-#include "catch2_compat.hpp"
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include "catch2_compat.hpp"
 
-#include "ctl/render.hpp"
-#include "ctl/views.hpp"
-#include "ctl_server.hpp"
-#include "tun_path.hpp"
+#include "full_export.hpp"
 
 using namespace rcnet;
-using ctl::json;
 
 TEST_CASE("rcnetctl(8) METRICS documents exactly the metric families rcnetctl writes",
           "[ops][docs]") {
-  cm::Snapshot s;
-  cm::RailSnapshot r;
-  r.device = "rxe0";
-  s.rails = {r, r};
-  s.rails[1].index = 1;
-  s.connect_time.observe(std::chrono::milliseconds(2));
-  json stats = ctl::stats_json(s);
-  for (const json& c : ctl::counters_json(daemon::TunCounters{}))
-    stats["counters"].push_back(c);
-  for (const json& c : ctl::counters_json(daemon::CtlCounters{}))
-    stats["counters"].push_back(c);
-  json status = ctl::status_json(s);
-  status["daemon"] = {{"version", "1"}, {"start_time_s", 1.5}};
-  const std::string text = ctl::render_prometheus(stats, status);
+  const std::string text = test::full_prometheus_export();
 
   std::set<std::string> written;
   std::istringstream in(text);
