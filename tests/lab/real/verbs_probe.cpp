@@ -8,7 +8,7 @@
 //   rcnet-verbs-probe --connect DST --bind SRC [--port P] [--messages N] ...
 //
 // The client connects, both sides exchange N SENDs with immediate (imm = the
-// sequence number; every payload byte checked), then each side tears its QP
+// sequence number + 1; every payload byte checked), then each side tears its QP
 // down the IB spec 10.3.1 way: rdma_disconnect, modify to ERR, wait (bounded)
 // for Last WQE Reached, post the drain WR, wait for its flush completion,
 // destroy the QP, then the id. One JSON line on stdout summarises the run.
@@ -458,21 +458,24 @@ class Probe final : public EventSink {
 
   void on_recv(const WorkCompletion& wc) {
     const auto slot = static_cast<std::uint32_t>(wc.wr_id);
-    bool good = wc.has_imm && wc.byte_len == o_.size && wc.qpn == qpn_;
+    // The immediate is seq + 1: the seam posts a plain SEND for an
+    // immediate of 0 (rdma/seam.hpp post_send).
+    const std::uint32_t seq = wc.imm - 1;
+    bool good = wc.has_imm && wc.imm != 0 && wc.byte_len == o_.size && wc.qpn == qpn_;
     const int peer_side = 1 - side_;
     const auto* p = reinterpret_cast<const std::uint8_t*>(recv_buf(slot));
     for (std::uint32_t k = 0; good && k < wc.byte_len; ++k) {
-      good = p[k] == pattern(wc.imm, k, peer_side);
+      good = p[k] == pattern(seq, k, peer_side);
     }
     if (client_) {
       good ? ++replies_ok_ : ++replies_bad_;
     } else {
       good ? ++recv_ok_ : ++recv_bad_;
       if (good)
-        replies_due_.push_back(wc.imm);
+        replies_due_.push_back(seq);
     }
     if (!good)
-      fail("payload or immediate mismatch on seq " + std::to_string(wc.imm));
+      fail("payload or immediate mismatch on seq " + std::to_string(seq));
     repost(slot);
     if (!client_ && o_.crash_after != 0 && recv_ok_ >= o_.crash_after) {
       // A peer that vanishes without a DREQ: the kernel reclaims its QP.
@@ -489,7 +492,7 @@ class Probe final : public EventSink {
     auto* p = reinterpret_cast<std::uint8_t*>(send_buf(slot));
     for (std::uint32_t k = 0; k < o_.size; ++k)
       p[k] = pattern(seq, k, side_);
-    check(seam_.post_send(id_, kSendTag | slot, sge_of(send_buf(slot), o_.size), seq, true),
+    check(seam_.post_send(id_, kSendTag | slot, sge_of(send_buf(slot), o_.size), seq + 1, true),
           "post_send");
     return true;
   }
