@@ -64,11 +64,12 @@ void decode_side(Kind expected, std::span<const std::uint8_t> in) {
   const std::uint8_t caps = in.size() > kBaseSize ? in[kBaseSize] : 0;
   FUZZ_CHECK(enc[kBaseSize] == (caps & kKnownCaps));
   // The retry-after (bytes kBaseSize + 1, + 2) is interpreted in a REJ busy
-  // only, the rail count (kBaseSize + 3) in a REQ or REP only; missing bytes
-  // read as rdma_cm's zero padding.
+  // only, the rail count (kBaseSize + 3) and the credits granted (kBaseSize
+  // + 4, + 5) in a REQ or REP only; missing bytes read as rdma_cm's zero
+  // padding.
   for (std::size_t i = kBaseSize + 1; i < kEncodedSize; ++i) {
     const bool busy = expected == Kind::kRej && d.data.reason == RejectReason::kBusy;
-    const bool kept = i == kBaseSize + 3 ? expected != Kind::kRej : busy;
+    const bool kept = i >= kBaseSize + 3 ? expected != Kind::kRej : busy;
     FUZZ_CHECK(enc[i] == (kept && i < in.size() ? in[i] : 0));
   }
 

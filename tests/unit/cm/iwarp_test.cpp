@@ -5,7 +5,7 @@
 // The simulator terminates a connection on each rule broken and counts it
 // (SimStats::imm_refused, passive_first_terminations,
 // no_buffer_terminations), so these tests fail when the manager breaks one.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 #include <set>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The in-band frame header (wire/frame_header.hpp) and the private data's
 // kCapHeader and credit grant (wire/private_data.hpp): the bytes on the wire.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <array>
 #include <cstddef>
