@@ -43,7 +43,7 @@ in_root() { # CMD: runs the shell command CMD in the root, in a mount namespace 
   unshare --mount --propagation private -- /bin/sh -c '
     r=$1; shift
     mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" &&
-      mount -t tmpfs tmpfs "$r/tmp" && mount --bind "$r/../work" "$r/work" &&
+      mount -t tmpfs tmpfs "$r/tmp" && mount --bind "$r/../share" "$r/rcnet-build" &&
       cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null
     exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
       DEBIAN_FRONTEND=noninteractive /bin/bash -c "$1"' sh "$root" "$1"
@@ -62,36 +62,38 @@ if ((!fresh)); then
   say "making a trixie root in $root (mmdebstrap, $mirror)"
   mmdebstrap --variant=minbase --include=ca-certificates,git trixie "$root.tmp" "$mirror" \
     >"$logs/mmdebstrap.log" 2>&1 || die "mmdebstrap failed (see $logs/mmdebstrap.log)"
-  mkdir -p "$root.tmp/work" "$cache/work"
+  mkdir -p "$root.tmp/rcnet-build" "$cache/share"
   rm -rf "$root"
   mv "$root.tmp" "$root"
-  cp "$src/tools/install-deps.sh" "$cache/work/install-deps.sh"
-  in_root '/work/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
+  cp "$src/tools/install-deps.sh" "$cache/share/install-deps.sh"
+  in_root '/rcnet-build/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
     die "install-deps.sh --node --test failed inside the root (see $logs/deps.log)"
   touch "$root/.ready"
   say "root ready in $((SECONDS - t0)) s"
 fi
-# Dependencies that changed since the root was made.
-mkdir -p "$cache/work"
-cp "$src/tools/install-deps.sh" "$cache/work/install-deps.sh"
-in_root '/work/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
+# Dependencies that changed since the root was made (a root made before the
+# share was named rcnet-build gets its mount point too).
+mkdir -p "$root/rcnet-build"
+mkdir -p "$cache/share"
+cp "$src/tools/install-deps.sh" "$cache/share/install-deps.sh"
+in_root '/rcnet-build/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
   die "install-deps.sh --node --test failed inside the root (see $logs/deps.log)"
 
 # --- the tree ----------------------------------------------------------------------
-rm -rf "$cache/work/rcnet" "$cache/work/build"
-mkdir -p "$cache/work/rcnet"
-(cd "$src" && git ls-files -z -c -o --exclude-standard | tar --null -T - -c) | tar -x -C "$cache/work/rcnet" ||
+rm -rf "$cache/share/rcnet" "$cache/share/build"
+mkdir -p "$cache/share/rcnet"
+(cd "$src" && git ls-files -z -c -o --exclude-standard | tar --null -T - -c) | tar -x -C "$cache/share/rcnet" ||
   die "cannot copy the tree"
 # tools/build-deb.sh packages git HEAD: the copy gets one commit of itself.
-in_root 'cd /work/rcnet && git init -q && git add -A && git -c user.name=rcnet -c user.email=rcnet@localhost commit -qm tree' \
+in_root 'cd /rcnet-build/rcnet && git init -q && git add -A && git -c user.name=rcnet -c user.email=rcnet@localhost commit -qm tree' \
   >"$logs/git.log" 2>&1 || die "cannot commit the copy (see $logs/git.log)"
 
 fails=0
 for s in "${steps[@]}"; do
   case $s in
-    build) cmd='meson setup /work/build /work/rcnet -Dwerror=true -Dlab_tests=false && ninja -C /work/build' ;;
-    unit) cmd='meson test -C /work/build --no-rebuild --print-errorlogs --suite unit' ;;
-    package) cmd='cd /work/rcnet && tools/build-deb.sh /work/dist' ;;
+    build) cmd='meson setup /rcnet-build/build /rcnet-build/rcnet -Dwerror=true -Dlab_tests=false && ninja -C /rcnet-build/build' ;;
+    unit) cmd='meson test -C /rcnet-build/build --no-rebuild --print-errorlogs --suite unit' ;;
+    package) cmd='cd /rcnet-build/rcnet && tools/build-deb.sh /rcnet-build/dist' ;;
     *) die "unknown step $s (build, unit, package)" ;;
   esac
   t0=$SECONDS

@@ -4,8 +4,8 @@
 #define CATCH_CONFIG_RUNNER
 #include <spdlog/spdlog.h>
 
-#include "catch2_compat.hpp"
 #include <cstdlib>
+#include "catch2_compat.hpp"
 
 int main(int argc, char* argv[]) {
   const char* level = std::getenv("RCNET_TEST_LOG");

@@ -5,7 +5,6 @@
 // monitor, and the rails' Prometheus metrics.
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"

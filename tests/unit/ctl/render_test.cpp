@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The daemon-side parts of rcnetctl's tables that lib/ctl/render.cpp draws:
 // the status "daemon" line and the audit's seam-against-manager lists.
-#include "catch2_compat.hpp"
 #include <sstream>
 #include <string>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"

@@ -7,13 +7,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "config/keys.hpp"
 

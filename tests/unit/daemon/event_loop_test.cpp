@@ -5,8 +5,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <stdexcept>
+#include "catch2_compat.hpp"
 
 #include "loop_timer.hpp"
 #include "unique_fd.hpp"

@@ -4,8 +4,8 @@
 #include <syslog.h>
 
 #include <algorithm>
-#include "catch2_compat.hpp"
 #include <map>
+#include "catch2_compat.hpp"
 
 using namespace rcnet;
 using namespace rcnet::daemon;

@@ -4,8 +4,8 @@
 #include <linux/if.h>
 #include <linux/neighbour.h>
 
-#include "catch2_compat.hpp"
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "private_netns.hpp"
 #include "tun.hpp"

@@ -7,11 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "../wire/gso_packets.hpp"
 #include "fib.hpp"

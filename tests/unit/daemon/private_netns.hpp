@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <string>
+#include "catch2_compat.hpp"
 
 #include "unique_fd.hpp"
 

@@ -5,8 +5,8 @@
 #include <netlink/msg.h>
 #include <rdma/rdma_netlink.h>
 
-#include "catch2_compat.hpp"
 #include <memory>
+#include "catch2_compat.hpp"
 
 using namespace rcnet;
 using namespace rcnet::daemon;

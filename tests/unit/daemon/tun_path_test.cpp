@@ -6,9 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "catch2_compat.hpp"
 #include <map>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "unique_fd.hpp"
 

@@ -8,10 +8,10 @@
 #include <sys/socket.h>
 
 #include <array>
-#include "catch2_compat.hpp"
 #include <cstring>
 #include <optional>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "nl.hpp"
 #include "private_netns.hpp"

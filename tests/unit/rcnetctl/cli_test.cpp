@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <unistd.h>
-#include "catch2_compat.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include "catch2_compat.hpp"
 
 #include "cli.hpp"
 #include "config/keys.hpp"

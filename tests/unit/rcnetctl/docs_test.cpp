@@ -5,12 +5,12 @@
 // spell its arguments, who may run it and the level names as the tables do.
 // tests/unit/rcnetctl/meson.build passes the two files' paths.
 #include <algorithm>
-#include "catch2_compat.hpp"
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "config/log_level.hpp"
 #include "ctl/commands.hpp"

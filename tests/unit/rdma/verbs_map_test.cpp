@@ -3,11 +3,11 @@
 // values it must not act on arriving as kOther.
 #include <arpa/inet.h>
 
-#include "catch2_compat.hpp"
 #include <cstring>
 #include <set>
 #include <utility>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "rdma/verbs_map.hpp"
 

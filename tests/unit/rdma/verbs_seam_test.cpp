@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <array>
-#include "catch2_compat.hpp"
 #include <cstdint>
 #include <string>
+#include "catch2_compat.hpp"
 
 #include "rdma/verbs_seam.hpp"
 

@@ -2,8 +2,8 @@
 #include "util/random.hpp"
 
 #include <array>
-#include "catch2_compat.hpp"
 #include <cstdint>
+#include "catch2_compat.hpp"
 
 using rcnet::splitmix64;
 

@@ -3,10 +3,10 @@
 #include "wire/bytes.hpp"
 
 #include <array>
-#include "catch2_compat.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include "catch2_compat.hpp"
 
 using namespace rcnet::wire;
 

@@ -4,9 +4,9 @@
 // and RFC 4443, and the packets no error may answer.
 #include "wire/icmp.hpp"
 
-#include "catch2_compat.hpp"
 #include <cstring>
 #include <vector>
+#include "catch2_compat.hpp"
 
 #include "wire/ip_packet.hpp"
 

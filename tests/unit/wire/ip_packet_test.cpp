@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "wire/ip_packet.hpp"
 
-#include "catch2_compat.hpp"
 #include <vector>
+#include "catch2_compat.hpp"
 
 using rcnet::IpAddr;
 using rcnet::wire::ip_destination;
