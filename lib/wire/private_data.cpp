@@ -223,19 +223,20 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   pd.header_ok = (caps & kCapHeaderOk) != 0;
   // The retry-after means something in a REJ busy only. Bytes missing from
   // a shorter private data read as the zeros rdma_cm pads with.
+  const auto at = [&](std::size_t off) -> unsigned { return off < bytes.size() ? bytes[off] : 0; };
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy) {
-    const auto at = [&](std::size_t off) -> unsigned {
-      return off < bytes.size() ? bytes[off] : 0;
-    };
     pd.retry_after_ms =
         static_cast<std::uint16_t>(at(kOffRetryAfter) << 8 | at(kOffRetryAfter + 1));
   }
   // The rail count means something in a REQ or REP only.
-  if (pd.kind != Kind::kRej && bytes.size() > kOffRailCount)
-    pd.rail_count = bytes[kOffRailCount];
-  // So is the credit grant; a peer from before the field grants none.
-  if (pd.kind != Kind::kRej && bytes.size() >= kOffCredits + 2)
-    pd.credits = get_be<std::uint16_t>(bytes, kOffCredits);
+  if (pd.kind != Kind::kRej)
+    pd.rail_count = static_cast<std::uint8_t>(at(kOffRailCount));
+  // So is the credit grant; a peer from before the field grants none (its
+  // private data is zero-padded there), and a private data cut inside the
+  // field reads the missing byte as that padding too, so that the same
+  // prefix padded with zeros decodes to the same value.
+  if (pd.kind != Kind::kRej)
+    pd.credits = static_cast<std::uint16_t>(at(kOffCredits) << 8 | at(kOffCredits + 1));
   d.ok = true;
   return d;
 }

@@ -79,6 +79,15 @@ TEST_CASE("wire: kCapHeader and the credit grant travel in REQ and REP", "[wire]
   REQUIRE(d.ok);
   CHECK_FALSE(d.data.header);
   CHECK(d.data.credits == 0);
+  // Private data cut inside the credits field reads the missing byte as
+  // rdma_cm's zero padding: 48 bytes decode as the 56 zero-padded ones do
+  // (fuzz-wire, corpus/wire/credits-cut-99d7f419).
+  PrivateData granted = old;
+  granted.credits = 0x0300;
+  e = encode(granted);
+  const Decoded cut = decode(std::span<const std::uint8_t>(e.data(), 48), Kind::kReq);
+  REQUIRE(cut.ok);
+  CHECK(cut.data.credits == 0x0300);
   // A REJ carries neither.
   PrivateData rej = old;
   rej.kind = Kind::kRej;
