@@ -2,23 +2,100 @@
 #include "rdma/verbs_device.hpp"
 
 #include <fcntl.h>
+#include <rdma/siw-abi.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "rdma/verbs_map.hpp"
 #include "rdma/verbs_seam.hpp"
 
 namespace rcnet::rdma {
 
+namespace {
+
+// siw's mmap keys. The kernel hands user space one key per queue it maps
+// (CQ, SRQ, each QP's SQ): the byte offset of the first page of a free run
+// of pages in the context's mmap space, the lowest run that fits
+// (drivers/infiniband/core/ib_core_uverbs.c), counted from 0 for each
+// context. libsiw (rdma-core providers/siw/siw.c) takes a key equal to
+// SIW_INVAL_UOBJ_KEY (rdma/siw-abi.h: 0x90000, page 144 of 4 KiB) for the
+// kernel's "no mapping", destroys the new object and returns NULL without
+// setting errno: a queue whose first page would be page 144 can never be
+// created, and since the same free run comes back each time, every later
+// attempt fails alike. With rcnetd's defaults (SRQ 14 pages, CQ 129) the
+// second QP's SQ lands there: one connection per process, then
+// "rdma_create_qp: <a stale errno>" for every other (lab, 2026-11-29).
+//
+// The guard: on the context's empty mmap space, CQs fill pages 0 to K-2
+// (K the page of the bad key), a 2-page CQ takes K-1 and K and is kept,
+// and the fillers are destroyed. Page K is then never the first page of
+// anything, and the freed pages 0..K-2 take the SRQ, CQ and SQs as before.
+constexpr std::uint32_t kSiwVendorId = 0x626d74;
+
+// Pages a siw CQ of `cqe` entries maps: the kernel rounds cqe up to a
+// power of two and adds its notification word (siw_create_cq()).
+std::size_t siw_cq_pages(std::uint32_t cqe, std::size_t page) {
+  const std::size_t bytes = std::bit_ceil(cqe) * sizeof(siw_cqe) + sizeof(siw_cq_ctrl);
+  return (bytes + page - 1) / page;
+}
+
+// Returns the guard CQ, or nullptr when none is needed or it could not be
+// placed (logged: the context was not empty, or a CQ failed).
+CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (page == 0 || SIW_INVAL_UOBJ_KEY % page != 0)
+    return nullptr;  // no page starts at the bad key
+  const std::size_t bad = SIW_INVAL_UOBJ_KEY / page;
+  if (bad == 0)
+    return nullptr;
+  std::vector<CqPtr> fillers;
+  std::size_t left = bad - 1;
+  while (left > 0) {
+    // The largest CQ that fits what is left (1 entry is 1 page).
+    std::uint32_t cqe = 1;
+    while (cqe * 2 <= info.max_cqe && siw_cq_pages(cqe * 2, page) <= left)
+      cqe *= 2;
+    ibv_cq* cq = ibv_create_cq(verbs, static_cast<int>(cqe), nullptr, nullptr, 0);
+    if (cq == nullptr) {
+      spdlog::warn(
+          "{}: cannot place the siw mmap key guard (filler CQ of {} entries failed); "
+          "a queue mapped at key {:#x} will fail to be created",
+          info.name, cqe, SIW_INVAL_UOBJ_KEY);
+      return nullptr;
+    }
+    fillers.emplace_back(cq);
+    left -= siw_cq_pages(cqe, page);
+  }
+  std::uint32_t cqe = 1;
+  while (siw_cq_pages(cqe, page) < 2)
+    cqe *= 2;
+  ibv_cq* guard = ibv_create_cq(verbs, static_cast<int>(cqe), nullptr, nullptr, 0);
+  if (guard == nullptr) {
+    spdlog::warn("{}: cannot place the siw mmap key guard (CQ of {} entries failed)", info.name,
+                 cqe);
+    return nullptr;
+  }
+  spdlog::debug("{}: siw mmap key guard: a {}-entry CQ over pages {} and {} ({} fillers freed)",
+                info.name, cqe, bad - 1, bad, fillers.size());
+  return CqPtr(guard);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(ibv_context* verbs, std::uint32_t srq_size,
                                                          const DeviceInfo& info) {
   std::shared_ptr<VerbsDevice> d(new VerbsDevice(verbs));
   d->name_ = info.name;
+  if (info.vendor_id == kSiwVendorId)
+    d->key_guard_ = siw_key_guard(verbs, info);
   auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
   if (!pd)
     return pd.error();
@@ -51,6 +128,7 @@ void VerbsDevice::release() {
   mrs_.clear();
   srq_.reset();
   pd_.reset();
+  key_guard_.reset();
   qp_owner_.clear();
   srq_limit_owner_ = nullptr;
   share_.reset();

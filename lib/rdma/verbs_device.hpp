@@ -50,7 +50,9 @@ class VerbsSeam;
 class VerbsDevice {
  public:
   // `verbs` is librdmacm's context (borrowed: kept open by the seams'
-  // listeners). Allocates the PD and, when srq_size > 0, the SRQ of
+  // listeners). On siw, first places a small CQ over the one mmap key
+  // libsiw cannot use (verbs_device.cpp, siw_key_guard()). Allocates the
+  // PD and, when srq_size > 0, the SRQ of
   // srq_size WRs clamped to info.max_srq_wr (logged); sets the async fd
   // O_NONBLOCK. Errors: those of ibv_alloc_pd(3), ibv_create_srq(3), fcntl(2).
   static Result<std::shared_ptr<VerbsDevice>> create(ibv_context* verbs, std::uint32_t srq_size,
@@ -103,6 +105,9 @@ class VerbsDevice {
   ibv_context* verbs_;
   std::string name_;
   PdPtr pd_;
+  // siw only: the CQ that holds the mmap key libsiw mistakes for "none"
+  // (siw_key_guard() in verbs_device.cpp); nullptr elsewhere.
+  CqPtr key_guard_;
   SrqPtr srq_;
   std::uint32_t srq_size_ = 0;  // as configured by the first seam (0 = none)
   std::map<std::uint32_t, MrPtr> mrs_;

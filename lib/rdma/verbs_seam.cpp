@@ -319,6 +319,7 @@ Result<DeviceInfo> query_device(ibv_context* verbs) {
   info.max_qp_wr = static_cast<std::uint32_t>(attr.max_qp_wr);
   info.max_srq_wr = static_cast<std::uint32_t>(attr.max_srq_wr);
   info.max_cqe = static_cast<std::uint32_t>(attr.max_cqe);
+  info.vendor_id = attr.vendor_id;
   // The profile follows the transport alone: no iWARP device carries
   // immediate data on a SEND or has RNR (rdma/provider.hpp); a provider that
   // differs is corrected by transport.framing.
