@@ -520,8 +520,15 @@ Result<Qpn> VerbsSeam::create_qp(CmIdHandle h, const QpCaps& caps) {
   attr.cap.max_recv_wr = caps.use_srq ? 0 : caps.max_recv_wr;
   attr.cap.max_send_sge = 1;
   attr.cap.max_recv_sge = 1;
-  if (auto r = check_rdma(rdma_create_qp(id, device_->pd(), &attr), "rdma_create_qp"); !r) {
-    return r.error();
+  // A provider may fail without setting errno (libsiw does, when the
+  // kernel's mmap key is the one it takes for "none": verbs_device.cpp):
+  // errno is cleared first so that a stale EAGAIN from the event loop is
+  // not reported as the cause.
+  errno = 0;
+  if (rdma_create_qp(id, device_->pd(), &attr) != 0) {
+    if (errno == 0)
+      return Error::from_errno(EIO, "rdma_create_qp: the provider failed without an error code");
+    return Error::from_errno(errno, "rdma_create_qp");
   }
   (*e)->qp.reset(id);
   device_->qp_created(id->qp->qp_num, this);

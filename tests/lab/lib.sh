@@ -260,7 +260,7 @@ lab_rail_routes() {
 lab_setup_nodes() {
   local n=$RCNET_LAB_NODES rails=$RCNET_LAB_RAILS i j r key dev batch=$RCNET_RESULTS/.lab-setup
   local nset=
-  local v6=$RCNET_LAB_IPV6 static_arp=0
+  local v6=$RCNET_LAB_IPV6 static_arp=0 provider=${RCNET_LAB_PROVIDER:-rxe}
   while (($#)); do
     case $1 in
       --static-arp)
@@ -336,6 +336,16 @@ lab_setup_nodes() {
     for ((r = 0; r < rails; r++)); do
       for ((i = 1; i <= n; i++)); do
         echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $(lab_node_dev "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
+        # siw's connections are kernel TCP sockets bound to the address but
+        # not to the device: without a rule by source they matched no oif
+        # rule and went over lo, never through v_i and the bridge (lab,
+        # 2026-11-29: lo carried the traffic, v_2 received nothing). rxe
+        # always names the device, so rxe labs keep their rules as they were.
+        # Only for what the node sends itself (iif lo): an input lookup from
+        # the peer's address must still find the local table, or ARP
+        # requests between nodes go unanswered.
+        [[ $provider == siw ]] &&
+          echo "rule add pref $(_lab_rail_pref "$i" "$r") iif lo from $(lab_node_addr "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
         _lab_rail_route_cmds "$i" "$r" "$n"
       done
       ((static_arp)) || continue
@@ -375,6 +385,8 @@ lab_setup_nodes() {
           dev=$(lab_node_dev "$i" "$r")
           echo "addr add $(lab_node_addr6 "$i" "$r")/64 dev $dev nodad"
           echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $dev lookup $(_lab_rail_table "$i" "$r")"
+          [[ $provider == siw ]] &&
+            echo "rule add pref $(_lab_rail_pref "$i" "$r") iif lo from $(lab_node_addr6 "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
           _lab_rail_route6_cmds "$i" "$r" "$n"
           for ((j = 1; j <= n; j++)); do
             ((i == j)) && continue
@@ -395,7 +407,6 @@ lab_setup_nodes() {
       done
     done
   done
-  local provider=${RCNET_LAB_PROVIDER:-rxe}
   if [[ $provider == siw && ! -d /sys/module/siw ]]; then
     # Built by rcnet-lab for this kernel (Debian builds no siw); its
     # dependencies from the kernel's tree first.

@@ -10,7 +10,7 @@
 # (gso_sent), rcnetctl's connections naming the peer's underlay address,
 # rcnetctl qps == the kernel's QPs of rcnetd's pid, and after SIGTERM no QP
 # left. The RoCEv2 packets' outer header follows the underlay's family (IPv6
-# packets received on v_2). v6u-v6o starts with both nodes sending at once
+# packets received on v_2; TCP on siw). v6u-v6o starts with both nodes sending at once
 # (simultaneous open), and at its end reaps the idle connection (idle cut to
 # 2 s by SIGHUP) and reconnects on demand. "full" as the scenario's argument (rcnet-lab run ...
 # -- full) adds rping over the IPv6 underlay and an IPv4-only run first, for
@@ -34,10 +34,13 @@ FULL=0
 [[ ${1:-} == full ]] && FULL=1
 idle_ms=2000
 tick_ms=500
+# What carries the fabric's packets: RoCEv2 (UDP) on rxe, TCP on siw.
+WIRE=RoCEv2
+[[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]] && WIRE="iWARP (TCP)"
 
 lab_setup_nodes 2 --ipv6 || lab_die "node setup"
 
-# --- the fabric: rxe's GIDs (and, with "full", rping) over IPv6 ----------------
+# --- the fabric: rxe's GIDs (and, with "full", rping) over IPv6 -----------------
 for i in 1 2; do
   dev=$(lab_node_rdma_dev "$i")
   echo "== $dev GIDs (index gid type)"
@@ -47,6 +50,8 @@ for i in 1 2; do
     read -r ty <"/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null
     echo "  ${f##*/} $g ${ty:-}"
   done
+  # iWARP (siw) has no RoCE GIDs: its connections are TCP over the address.
+  [[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]] && continue
   gi=$(lab_gid_index "$dev" "$(lab_node_addr6 "$i")")
   lab_expect "$dev has a RoCE v2 GID for $(lab_node_addr6 "$i") (index ${gi:-none})" [ -n "$gi" ]
 done
@@ -273,9 +278,9 @@ phase() {
   lab_expect "$tag: TCP went as TSO super-packets, one SEND each (gso_sent +$sent of $pkts SENDs)" \
     [ "$sent" -gt 0 ]
   if [[ $u2 == *:* ]]; then
-    lab_expect "$tag: RoCEv2 over IPv6: $in6 IPv6 packets received on v_2" [ "$in6" -gt 1000 ]
+    lab_expect "$tag: $WIRE over IPv6: $in6 IPv6 packets received on v_2" [ "$in6" -gt 1000 ]
   else
-    lab_expect "$tag: RoCEv2 over IPv4: $in6 IPv6 packets received on v_2" [ "$in6" -lt 100 ]
+    lab_expect "$tag: $WIRE over IPv4: $in6 IPv6 packets received on v_2" [ "$in6" -lt 100 ]
   fi
   "$CTL" -s "$(sock 1)" connections >"$OUT/connections-1.txt" 2>&1
   "$CTL" -s "$(sock 1)" peers >"$OUT/peers-1.txt" 2>&1
@@ -359,7 +364,7 @@ first_pings() {
   lab_expect "$tag: both nodes pinged each other at once (exit $r1, $r2)" [ "$r1" -eq 0 -a "$r2" -eq 0 ]
   rcd_wait_qps 1 1 10 >/dev/null
   rcd_wait_qps 2 1 10 >/dev/null
-  lab_expect "$tag: one QP on each side after the simultaneous sends (rxe_1 $(rcd_qps 1), rxe_2 $(rcd_qps 2))" \
+  lab_expect "$tag: one QP on each side after the simultaneous sends ($(lab_node_rdma_dev 1) $(rcd_qps 1), $(lab_node_rdma_dev 2) $(rcd_qps 2))" \
     [ "$(rcd_qps 1)" -eq 1 -a "$(rcd_qps 2)" -eq 1 ]
   if grep -q "REJ collision to REQ\|simultaneous open with" "$OUT"/rcnetd-[12].log; then
     lab_log "$tag: the REQs crossed: $(grep -h "REJ collision to REQ\|simultaneous open with" "$OUT"/rcnetd-[12].log | head -2 | tr '\n' ' ')"

@@ -56,9 +56,6 @@ conn_json() {
   "$CTL" -s "$(sock "$1")" -j connections |
     jq -c --arg p "$(lab_node_addr "$2"):" '[.connections[] | select(.peer_addr | startswith($p))][0]'
 }
-counter() {
-  "$CTL" -s "$(sock "$1")" -j stats | jq --arg n "$2" '.counters[] | select(.name == $n) | .value'
-}
 
 ping_big() {
   local out
@@ -98,19 +95,19 @@ c21=$(conn_json 2 1)
 echo "node1 -> node2 connection: $c12"
 lab_expect "node1's connection to node2 negotiated offload" [ "$(jq .offload <<<"$c12")" = true ]
 lab_expect "node2's connection to node1 negotiated offload" [ "$(jq .offload <<<"$c21")" = true ]
-sent0=$(counter 1 gso_sent)
-zc0=$(counter 1 sends_zero_copy)
+sent0=$(rcd_stat 1 gso_sent)
+zc0=$(rcd_stat 1 sends_zero_copy)
 tx0=$(jq .tx_bytes <<<"$c12")
 iperf 1 2
 c12=$(conn_json 1 2)
 moved=$(($(jq .tx_bytes <<<"$c12") - tx0))
-sent=$(($(counter 1 gso_sent) - sent0))
+sent=$(($(rcd_stat 1 gso_sent) - sent0))
 echo "node1 -> node2 during iperf3: $moved bytes on the QP, $sent GSO super-packets sent whole"
 lab_expect "node1 -> node2: the QP moved at least what iperf3 received ($moved >= $IPERF_BYTES)" \
   [ "$moved" -ge "$IPERF_BYTES" -a "$IPERF_BYTES" -gt 0 ]
 lab_expect "node1 -> node2: TCP went as GSO super-packets, one SEND each (gso_sent +$sent)" \
   [ "$sent" -gt 0 ]
-zc=$(($(counter 1 sends_zero_copy) - zc0))
+zc=$(($(rcd_stat 1 sends_zero_copy) - zc0))
 lab_expect "node1 -> node2: packets posted from the buffer the TUN read them into (sends_zero_copy +$zc)" \
   [ "$zc" -gt 0 ]
 lab_expect "node2 wrote every frame into its TUN (drops_tun_write 0)" \
@@ -124,9 +121,9 @@ c31=$(conn_json 3 1)
 echo "node1 -> node3 connection: $c13"
 lab_expect "node1's connection to node3 did not negotiate offload" [ "$(jq .offload <<<"$c13")" = false ]
 lab_expect "node3's connection to node1 did not negotiate offload" [ "$(jq .offload <<<"$c31")" = false ]
-seg0=$(counter 1 gso_segmented)
-pk0=$(counter 1 packets_tx)
-bell0=$(counter 1 send_doorbells)
+seg0=$(rcd_stat 1 gso_segmented)
+pk0=$(rcd_stat 1 packets_tx)
+bell0=$(rcd_stat 1 send_doorbells)
 tx0=$(jq .tx_bytes <<<"$c13")
 rx0=$(jq .rx_bytes <<<"$c31")
 iperf 1 3
@@ -134,7 +131,7 @@ c13=$(conn_json 1 3)
 c31=$(conn_json 3 1)
 moved=$(($(jq .tx_bytes <<<"$c13") - tx0))
 got=$(($(jq .rx_bytes <<<"$c31") - rx0))
-seg=$(($(counter 1 gso_segmented) - seg0))
+seg=$(($(rcd_stat 1 gso_segmented) - seg0))
 pkts=$(jq .rx_packets <<<"$c31")
 echo "node1 -> node3 during iperf3: $moved bytes sent, $got received, $seg super-packets cut in software"
 lab_expect "node1 -> node3: bytes moved ($moved sent, $got received, iperf3 $IPERF_BYTES)" \
@@ -142,15 +139,15 @@ lab_expect "node1 -> node3: bytes moved ($moved sent, $got received, iperf3 $IPE
 lab_expect "node1 -> node3: super-packets were segmented in software for the peer without offload ($seg)" \
   [ "$seg" -gt 0 ]
 # The segments of one super-packet are one chain: one ibv_post_send each.
-pk=$(($(counter 1 packets_tx) - pk0))
-bells=$(($(counter 1 send_doorbells) - bell0))
+pk=$(($(rcd_stat 1 packets_tx) - pk0))
+bells=$(($(rcd_stat 1 send_doorbells) - bell0))
 lab_expect "node1: chained SENDs, fewer doorbells than SENDs ($pk SENDs, $bells ibv_post_send calls)" \
   [ "$bells" -gt 0 -a "$bells" -lt "$pk" ]
 # Every SEND node3 received was one plain packet of at most the MTU: its
 # receive buffers are exactly MTU bytes (offload off), so a larger SEND
 # would have failed as a receive error (recv_errors) and broken the QP.
 lab_expect "node3: no receive errors over $pkts packets (nothing above its MTU arrived)" \
-  [ "$(counter 3 recv_errors)" -eq 0 -a "$(jq .state <<<"$c31")" = '"ESTABLISHED"' ]
+  [ "$(rcd_stat 3 recv_errors)" -eq 0 -a "$(jq .state <<<"$c31")" = '"ESTABLISHED"' ]
 
 for i in 1 2 3; do
   "$CTL" -s "$(sock "$i")" qps >"$OUT/rcnetctl-qps-$i.txt" 2>&1

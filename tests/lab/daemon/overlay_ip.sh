@@ -31,9 +31,6 @@ for i in 1 2; do
   rcd_start "$i" || lab_die "start node$i"
 done
 
-counter() {
-  "$CTL" -s "/run/rcnet/node$1.sock" -j stats | jq --arg n "$2" '[.counters[] | select(.name == $n)][0].value // 0'
-}
 
 # The connection first, so that node1 knows node2's MTU.
 rcd_ping 1 2 -c 1 -W 10 >/dev/null 2>&1 && lab_pass "ping node1 -> node2" ||
@@ -49,8 +46,8 @@ if [[ $out == *" 0% packet loss"* ]]; then
 else
   lab_fail "ping 192.168.5.1 via 10.100.0.2 dev rc0: $(tr '\n' ' ' <<<"$out")"
 fi
-lab_expect "node1 sent to the route's gateway (tx_via_gateway $(counter 1 tx_via_gateway))" \
-  [ "$(counter 1 tx_via_gateway)" -ge 3 ]
+lab_expect "node1 sent to the route's gateway (tx_via_gateway $(rcd_stat 1 tx_via_gateway))" \
+  [ "$(rcd_stat 1 tx_via_gateway)" -ge 3 ]
 
 # --- ICMP host unreachable
 out=$(lab_in_node 1 ping -n -c 2 -i 0.5 -W 2 10.100.0.99 2>&1)
@@ -59,8 +56,8 @@ lab_expect "ping 10.100.0.99: Destination Host Unreachable from 10.100.0.1" \
   grep -q "From 10.100.0.1 icmp_seq=[0-9]* Destination Host Unreachable" <<<"$out"
 lab_expect "rcnetd set accept_local on node1's rc0 (the stack takes errors from our own address)" \
   [ "$(lab_in_node 1 cat /proc/sys/net/ipv4/conf/rc0/accept_local)" = 1 ]
-lab_expect "node1 counted it (icmp_unreachable_sent $(counter 1 icmp_unreachable_sent), drops_unmapped $(counter 1 drops_unmapped))" \
-  [ "$(counter 1 icmp_unreachable_sent)" -ge 1 ] && [ "$(counter 1 drops_unmapped)" -ge 2 ]
+lab_expect "node1 counted it (icmp_unreachable_sent $(rcd_stat 1 icmp_unreachable_sent), drops_unmapped $(rcd_stat 1 drops_unmapped))" \
+  [ "$(rcd_stat 1 icmp_unreachable_sent)" -ge 1 ] && [ "$(rcd_stat 1 drops_unmapped)" -ge 2 ]
 
 # --- fragmentation needed: node2's MTU is 1500, node1's rc0 65520
 out=$(lab_in_node 1 ping -n -c 2 -i 0.5 -W 2 -M "do" -s 3000 10.100.0.2 2>&1)
@@ -70,8 +67,8 @@ lab_expect "ping -M do -s 3000: Frag needed (mtu = 1500) from 10.100.0.1" \
 route=$(lab_in_node 1 ip route get 10.100.0.2)
 echo "$route"
 lab_expect "node1's path MTU to node2 is 1500" grep -q "mtu 1500" <<<"$route"
-lab_expect "node1 counted it (icmp_too_big_sent $(counter 1 icmp_too_big_sent), drops_too_big $(counter 1 drops_too_big))" \
-  [ "$(counter 1 icmp_too_big_sent)" -ge 1 ] && [ "$(counter 1 drops_too_big)" -ge 1 ]
+lab_expect "node1 counted it (icmp_too_big_sent $(rcd_stat 1 icmp_too_big_sent), drops_too_big $(rcd_stat 1 drops_too_big))" \
+  [ "$(rcd_stat 1 icmp_too_big_sent)" -ge 1 ] && [ "$(rcd_stat 1 drops_too_big)" -ge 1 ]
 out=$(lab_in_node 1 ping -n -c 2 -i 0.5 -W 5 -s 3000 10.100.0.2 2>&1)
 lab_expect "ping -s 3000 node1 -> node2 without DF: fragmented to the path MTU, answered" \
   grep -q " 0% packet loss" <<<"$out"
@@ -85,7 +82,7 @@ lab_expect "tracepath node1 -> node2 learns pmtu 1500 from 10.100.0.1 (rcnetd's 
 
 # --- source check: forged sources from node2, one inside the overlay
 # prefix, one outside (node1 routes nothing to it via node2)
-lab_expect "node1 dropped nothing for its source so far" [ "$(counter 1 drops_source)" -eq 0 ]
+lab_expect "node1 dropped nothing for its source so far" [ "$(rcd_stat 1 drops_source)" -eq 0 ]
 # The system's python3 itself: a version manager's shim on $PATH costs
 # seconds of execs under TCG.
 PY=/usr/bin/python3
@@ -108,13 +105,13 @@ EOF_PY
 # Bounded by time, not tries: each rcnetctl + jq costs a good part of a
 # second under TCG.
 deadline=$(($(rcd_now_ms) + 10000))
-until [ "$(counter 1 drops_source)" -ge 2 ] || (($(rcd_now_ms) > deadline)); do
+until [ "$(rcd_stat 1 drops_source)" -ge 2 ] || (($(rcd_now_ms) > deadline)); do
   sleep 0.2
 done
 rcd_ping 2 1 -c 2 -W 5 >/dev/null 2>&1 && lab_pass "ping node2 -> node1 after the forged packets" ||
   lab_fail "ping node2 -> node1 after the forged packets"
-lab_expect "node1 dropped exactly the two forged packets (drops_source $(counter 1 drops_source))" \
-  [ "$(counter 1 drops_source)" -eq 2 ]
+lab_expect "node1 dropped exactly the two forged packets (drops_source $(rcd_stat 1 drops_source))" \
+  [ "$(rcd_stat 1 drops_source)" -eq 2 ]
 "$CTL" -s /run/rcnet/node1.sock stats >"$OUT/rcnetctl-stats-1.txt" 2>&1
 
 rcd_stop_all
