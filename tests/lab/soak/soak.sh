@@ -411,7 +411,9 @@ soak_fault() {
 
 # After fault ID ended at END_MS: past the grace, sample until every
 # node's counts are the baseline's (soak_report.py --settled), at most
-# SETTLE_S after the end. Either way the soak goes on.
+# SETTLE_S after the end. Either way the soak goes on, PRE_MS later: the
+# next window, padded, must not reach back over the last sample, or the
+# report would not count it as quiet.
 soak_settle() {
   local id=$1 end=$2 why
   soak_sleep_until $((end + GRACE_S * 1000)) || return 1
@@ -419,10 +421,12 @@ soak_settle() {
     soak_sample "after $id"
     if why=$(python3 "$REPORT" --settled "$OUT"); then
       lab_log "$id: counts at the baseline $(($(rcd_now_ms) - end)) ms after its end"
+      soak_sleep_ms $((PRE_MS + 100))
       return 0
     fi
     if (($(rcd_now_ms) - end > SETTLE_S * 1000)); then
       lab_log "$id: $why, ${SETTLE_S} s after its end (reported; the soak goes on)"
+      soak_sleep_ms $((PRE_MS + 100))
       return 0
     fi
     soak_sleep_ms 2000
