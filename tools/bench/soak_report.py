@@ -110,13 +110,15 @@ def _int(text):
 def parse_samples(lines):
     """The samples of soak-samples.txt's lines, in order: dicts with t0, t1,
     label, kernel {kind: list or None} and nodes {node: raw fields}. A block
-    cut short (the run ended while it was written) keeps what it has."""
+    without its E line is left out: cut short by the end of the run, or
+    still being written while soak.sh asks --settled."""
     samples, cur = [], None
     for line in lines:
         tag, _, rest = line.rstrip("\n").partition(" ")
         if tag == "S":
             t, _, label = rest.partition(" ")
-            cur = {"t0": float(t), "t1": float(t), "label": label, "kernel": {}, "nodes": {}}
+            cur = {"t0": float(t), "t1": float(t), "label": label, "kernel": {}, "nodes": {},
+                   "complete": False}
             samples.append(cur)
         elif cur is None:
             continue
@@ -132,7 +134,8 @@ def parse_samples(lines):
                                        "status": st if isinstance(st, dict) else None}
         elif tag == "E":
             cur["t1"] = float(rest)
-    return samples
+            cur["complete"] = True
+    return [s for s in samples if s["complete"]]
 
 
 def node_metrics(sample, node):

@@ -354,16 +354,23 @@ class Analysis(unittest.TestCase):
             r.close()
 
     def test_a_block_cut_short_and_bad_json(self):
-        # The run ended while a sample was written; rdma -j said something
-        # that is not JSON: those counts are unknown, not zero.
+        # rdma -j said something that is not JSON: those counts are
+        # unknown, not zero. A block without its E line (the run ended, or
+        # the sampler is still writing it) is left out.
         r = two_node_run()
         try:
-            r.write("soak-samples.txt", f"S {T0 + 400_000} periodic\nK qp rdma: error\nN 1 101 1",
-                    mode="a")
+            r.write("soak-samples.txt", f"S {T0 + 400_000} periodic\nK qp rdma: error\n"
+                    f"N 1 101 1000 500 20 -\nE {T0 + 401_000}\n", mode="a")
             samples = sr.load(r.dir)[1]
             m = sr.node_metrics(samples[-1], 1)
             self.assertIsNone(m["qps_kernel"])
-            self.assertIsNone(m["fds"])
+            self.assertIsNone(m["qps_ctl"])
+            self.assertEqual(m["fds"], 20)
+            n = len(samples)
+            r.write("soak-samples.txt", f"S {T0 + 410_000} periodic\nK qp []\nN 1 101 1", mode="a")
+            samples = sr.load(r.dir)[1]
+            self.assertEqual(len(samples), n)
+            self.assertEqual(samples[-1]["t0"], T0 + 400_000)
             r.analyse()
         finally:
             r.close()
@@ -394,6 +401,12 @@ class Cli(unittest.TestCase):
                                 capture_output=True, text=True)
             self.assertEqual(no.returncode, 1)
             self.assertIn("node1 qps_kernel 7 (baseline 6)", no.stdout)
+            self.assertIn("node1 qps_ctl 7 (baseline 6)", no.stdout)
+            # The periodic sampler has begun its next block: --settled
+            # still reads the last whole one.
+            r.write("soak-samples.txt", f"S {T0 + 402_000} periodic\nK qp []\n", mode="a")
+            no = subprocess.run([sys.executable, SCRIPT, "--settled", r.dir],
+                                capture_output=True, text=True)
             self.assertIn("node1 qps_ctl 7 (baseline 6)", no.stdout)
         finally:
             r.close()
