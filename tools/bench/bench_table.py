@@ -454,16 +454,22 @@ def render(rows, notes):
         if k == "met":
             return "-" if r["met"] is None else "yes" if r["met"] else "NO"
         return fmt(r[k]) if k in ("rcnet", "ratio") else (r[k] or "-")
-    table = [[cell(r, k) for k, _ in cols] for r in rows]
-    w = [max([len(h)] + [len(t[i]) for t in table]) for i, (_, h) in enumerate(cols)]
-    print("| " + " | ".join(h.ljust(w[i]) for i, (_, h) in enumerate(cols)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for t in table:
-        print("| " + " | ".join(c.rjust(w[i]) if i in (2, 4) else c.ljust(w[i])
-                                 for i, c in enumerate(t)) + " |")
+    render_table([h for _, h in cols], [[cell(r, k) for k, _ in cols] for r in rows], (2, 4))
     print()
     for note in notes:
         print(f"  {note}")
+
+
+def render_table(headers, table, right=()):
+    """One table of text cells on stdout, in this tool's layout: columns as
+    wide as their widest cell, the columns numbered in `right` aligned right
+    (figures). tools/bench/soak_report.py prints its tables with it too."""
+    w = [max([len(h)] + [len(t[i]) for t in table]) for i, h in enumerate(headers)]
+    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(headers)) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for t in table:
+        print("| " + " | ".join(c.rjust(w[i]) if i in right else c.ljust(w[i])
+                                 for i, c in enumerate(t)) + " |")
 
 
 def write_outputs(res, t, raw, anchors, sim):
