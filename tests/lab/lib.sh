@@ -798,7 +798,15 @@ lab_perf_anchors() {
       ok=1
       continue
     fi
-    if ! grep -q "GID: .*:$(printf '%02d' "${saddr##*.}")[[:space:]]*\$" "$base-$tool-$name.client.txt"; then
+    if [[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]]; then
+      # siw's GIDs hold the MAC, not the address: the device must be the
+      # source node's.
+      if ! grep -Eq "Device +: $sdev([[:space:]]|\$)" "$base-$tool-$name.client.txt"; then
+        lab_fail "$tool did not run on $sdev (see $base-$tool-$name.client.txt)"
+        ok=1
+        continue
+      fi
+    elif ! grep -q "GID: .*:$(printf '%02d' "${saddr##*.}")[[:space:]]*\$" "$base-$tool-$name.client.txt"; then
       # The local GID printed by the client must be the source node's.
       lab_fail "$tool did not run from $saddr (see $base-$tool-$name.client.txt)"
       ok=1
