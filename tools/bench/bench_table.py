@@ -472,7 +472,19 @@ def render_table(headers, table, right=()):
                                  for i, c in enumerate(t)) + " |")
 
 
+def provider_of(res):
+    """The lab's RDMA provider of the run (rcnet-bench writes RESULTS/provider;
+    a run from before the file is rxe's)."""
+    try:
+        return open(os.path.join(res, "provider")).read().strip() or "rxe"
+    except OSError:
+        return "rxe"
+
+
 def write_outputs(res, t, raw, anchors, sim):
+    provider = provider_of(res)
+    for r in t.rows:
+        r["provider"] = provider
     json.dump(t.rows, open(os.path.join(res, "bench.json"), "w"), indent=2)
     json.dump({"raw": raw, "anchors": anchors, "notes": t.notes,
                "sim_derived": sim.get("derived") if sim else None},
@@ -508,6 +520,7 @@ def main(res):
     failover_rows(t, res)
     sim_rows(t, sim)
     closing_notes(t, raw, anchors)
+    print(f"provider: {provider_of(res)} (rcnet and its anchors on the same devices, same boot)")
     render(t.rows, t.notes)
     write_outputs(res, t, raw, anchors, sim)
 

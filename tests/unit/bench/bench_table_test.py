@@ -33,17 +33,21 @@ def anchor_txt(bond_p50, rcnet_p50, bond_lost=40, rcnet_lost=0):
             "rcnet all: replies=3000 sent=3000 lost=0\n")
 
 
-def run_table(edit_raw=None, drop=(), extra="", dirs=None):
+def run_table(edit_raw=None, drop=(), extra="", dirs=None, files=None):
     """Runs the script on a copy of the fixture, its bench-raw.txt filtered by
-    edit_raw and `extra` appended, plus `dirs` ({folder: {file: text}});
+    edit_raw and `extra` appended, plus `files` ({file: text}) and `dirs`
+    ({folder: {file: text}});
     returns (stdout, rows by metric, dir)."""
     res = tempfile.mkdtemp(prefix="bench-table-")
     for name in os.listdir(FIXTURE):
         if name != "expected-table.txt" and name not in drop:
             shutil.copy(os.path.join(FIXTURE, name), res)
-    for d, files in (dirs or {}).items():
+    for name, text in (files or {}).items():
+        with open(os.path.join(res, name), "w") as f:
+            f.write(text)
+    for d, in_dir in (dirs or {}).items():
         os.makedirs(os.path.join(res, d))
-        for name, text in files.items():
+        for name, text in in_dir.items():
             with open(os.path.join(res, d, name), "w") as f:
                 f.write(text)
     if edit_raw or extra:
@@ -71,6 +75,16 @@ class BenchTable(unittest.TestCase):
     def row(self, metric):
         self.assertIn(metric, self.rows)
         return self.rows[metric]
+
+    def test_rows_say_their_provider(self):
+        # No RESULTS/provider (a run from before it): rxe's.
+        self.assertEqual({r["provider"] for r in self.rows.values()}, {"rxe"})
+        self.assertIn("provider: rxe", self.out)
+        # rcnet-bench --provider siw writes RESULTS/provider: every row says so.
+        out, rows, res = run_table(files={"provider": "siw\n"})
+        shutil.rmtree(res)
+        self.assertEqual({r["provider"] for r in rows.values()}, {"siw"})
+        self.assertIn("provider: siw", out)
 
     def test_table_as_expected(self):
         got = [l for l in self.out.splitlines() if l.startswith("|")]
