@@ -321,9 +321,8 @@ Result<void> Daemon::setup_tun() {
   std::string shown;
   for (const IpPrefix& p : addresses)
     shown += (shown.empty() ? "" : " ") + p.to_string();
-  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), shown,
-               cfg_.manager.mtu, cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns,
-               tun_->offloads());
+  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), shown, cfg_.manager.mtu,
+               cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns, tun_->offloads());
   return {};
 }
 

@@ -55,7 +55,7 @@ namespace rcnet::daemon {
   X(tun_tx_bytes, "bytes written to the TUN device")                           \
   X(drops_unmapped, "packets dropped: no peer maps to the IP destination")     \
   X(link_scope_multicast,                                                      \
-    "the kernel's own link-scope multicast (RS, MLD, DAD, IGMP): for no peer")  \
+    "the kernel's own link-scope multicast (RS, MLD, DAD, IGMP): for no peer") \
   X(drops_too_big, "packets dropped: larger than the peer's MTU")              \
   X(drops_source, "received packets dropped: source not the peer's own")       \
   X(tx_via_gateway, "packets sent to the peer a route names as gateway")       \

@@ -126,8 +126,8 @@ void check_static_overlays(Reader& r, const Config& c, std::size_t i) {
     const IpPrefix* tun = c.overlay_prefix_for(a);
     if (tun == nullptr || !tun->contains(a)) {
       const IpPrefix& in = tun != nullptr ? *tun : c.tun_address;
-      return r.fail_key(key, a.to_string() + " is outside " + tun_key(r, c, in) + " " +
-                                 in.to_string());
+      return r.fail_key(key,
+                        a.to_string() + " is outside " + tun_key(r, c, in) + " " + in.to_string());
     }
     if (a == tun->addr) {
       const std::string tkey = tun_key(r, c, *tun);

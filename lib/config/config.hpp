@@ -11,14 +11,13 @@
 // (node.port: kDefaultPort).
 //
 // Checks that involve several keys run after the rows: tun.mtu >= 1280 with
-// an IPv6 overlay; tun.address's two entries (a list) in two families; srq.limit < srq.size; timeouts.idle > reaper_interval;
-// the rails (node.address's entries) in one family, unique, each on its own
-// subnet (no two inside one rail's peers.underlay_prefix, no two rails'
-// prefixes overlapping); each rail's peers.underlay_prefix in node.address's
-// family with at least as many host bits as each entry of tun.address;
-// peers.allowed and peers.static in node.address's family; static overlays
-// one per family of tun.address, each inside its entry, unique, not our own; a static peer's underlays none of ours,
-// at most one per rail, no two equal.
+// an IPv6 overlay; tun.address's two entries (a list) in two families; srq.limit < srq.size;
+// timeouts.idle > reaper_interval; the rails (node.address's entries) in one family, unique, each
+// on its own subnet (no two inside one rail's peers.underlay_prefix, no two rails' prefixes
+// overlapping); each rail's peers.underlay_prefix in node.address's family with at least as many
+// host bits as each entry of tun.address; peers.allowed and peers.static in node.address's family;
+// static overlays one per family of tun.address, each inside its entry, unique, not our own; a
+// static peer's underlays none of ours, at most one per rail, no two equal.
 //
 // Checks that refuse a config that cannot work (sanity.cpp): tun.address of
 // /0 or a single address (/32, /128), the subnet or (IPv4) broadcast address
@@ -91,7 +90,7 @@ struct RailConfig {
 struct StaticPeer {
   IpAddr overlay;   // in tun_address's family
   IpAddr overlay6;  // in tun_address6's, when tun.address has both families; else empty
-  IpAddr underlay;                       // rail 0's (as before rails existed)
+  IpAddr underlay;  // rail 0's (as before rails existed)
   std::vector<IpAddr> rail_underlays{};  // one per rail given; rail_underlays[0] == underlay.
                                          // Fewer than the rails: no link on the later ones.
   bool operator==(const StaticPeer&) const = default;

@@ -90,8 +90,8 @@ void derive_one(Reader& r, Config& c, IpPrefix& tun) {
   const IpAddr& u = c.manager.local.addr;
   const std::size_t host_bits = bit_width_of(tun.addr) - tun.length;
   if (host_bits > bit_width_of(u)) {
-    return r.fail_key(key, tun_key(r, c, tun) + " has " + std::to_string(host_bits) + " host bits, more than an " +
-                               family_name(u) + " address has");
+    return r.fail_key(key, tun_key(r, c, tun) + " has " + std::to_string(host_bits) +
+                               " host bits, more than an " + family_name(u) + " address has");
   }
   IpAddr o = tun.addr;
   for (std::size_t i = 0; i < host_bits; ++i)

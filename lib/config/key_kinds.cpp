@@ -180,8 +180,7 @@ namespace {
 
 // A static peer's overlay: an address, or a list of two, one per family
 // (tun.address with both); the IPv6 one of two goes to overlay6.
-void read_static_overlays(Reader& r, const toml::node& n, const std::string& full,
-                          StaticPeer& sp) {
+void read_static_overlays(Reader& r, const toml::node& n, const std::string& full, StaticPeer& sp) {
   const toml::array* arr = n.as_array();
   if (arr == nullptr) {
     if (auto a = address_at(r, n, full))
@@ -309,7 +308,8 @@ Value get_static_peers(const Config& c) {
     }
     InlineValue overlay(sp.overlay.to_string());
     if (!sp.overlay6.empty())
-      overlay = InlineValue(std::vector<std::string>{sp.overlay.to_string(), sp.overlay6.to_string()});
+      overlay =
+          InlineValue(std::vector<std::string>{sp.overlay.to_string(), sp.overlay6.to_string()});
     out.push_back({{"overlay", std::move(overlay)}, {"underlay", std::move(underlay)}});
   }
   return out;

@@ -63,7 +63,8 @@ void check_separate(Reader& r, const Config& c, const IpPrefix& tun) {
                                   "devices' subnet");
     }
     if (rule && overlap(*rule, tun)) {
-      return r.fail_key(pkey, rule->to_string() + " overlaps " + tkey + " " + tun.to_string() + why);
+      return r.fail_key(pkey,
+                        rule->to_string() + " overlaps " + tkey + " " + tun.to_string() + why);
     }
     const IpAddr& a = k == 0 ? c.manager.local.addr : c.rails[k].local.addr;
     if (!a.empty() && tun.contains(a)) {

@@ -110,8 +110,8 @@ std::string show(const Config& c) {
         nets += fmt::format("{}\"{}\"", nets.empty() ? "" : ", ", prefix.to_string());
         ours += (ours.empty() ? "" : ", ") + p.to_string();
       }
-      out += fmt::format("address = {}  # {}\n", order.size() == 1 ? nets : "[" + nets + "]",
-                         origin);
+      out +=
+          fmt::format("address = {}  # {}\n", order.size() == 1 ? nets : "[" + nets + "]", origin);
       if (c.unresolved.empty())
         out += fmt::format("# this node: {} (host bits from the underlay address)\n", ours);
       else

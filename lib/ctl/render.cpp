@@ -269,8 +269,8 @@ std::string render_route(const json& d) {
   const std::string addr = text(d, "address");
   if (field(d, "node") == nullptr || field(d, "node")->is_null())
     return addr + ": no route: " + text(d, "reason") + "\n";
-  std::string out = addr + " via peer " + text(d, "node") + " overlay " + overlays(d) +
-                    " rail " + text(d, "rail") + " underlay " + text(d, "underlay") + " state " +
+  std::string out = addr + " via peer " + text(d, "node") + " overlay " + overlays(d) + " rail " +
+                    text(d, "rail") + " underlay " + text(d, "underlay") + " state " +
                     text(d, "state") + "\n";
   if (text(d, "reason") != "-")
     out += "  " + text(d, "reason") + "\n";
@@ -335,8 +335,8 @@ std::string render_connections(const json& d) {
            {"TX", true},
            {"RX", true}});
   for (const json& q : array_of(d, "connections")) {
-    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), overlays(q),
-           text(q, "qpn"), text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), overlays(q), text(q, "qpn"),
+           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
            duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
            traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes")});
   }

@@ -306,9 +306,9 @@ json config_json(const config::Config& c) {
 }
 
 json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& s) {
-  json j = {{"address", dst.to_string()}, {"node", nullptr},     {"overlay", nullptr},
-            {"overlays", json::array()},   {"rail", nullptr},     {"underlay", nullptr},
-            {"state", nullptr},            {"reason", nullptr},   {"rails", json::array()}};
+  json j = {{"address", dst.to_string()}, {"node", nullptr},   {"overlay", nullptr},
+            {"overlays", json::array()},  {"rail", nullptr},   {"underlay", nullptr},
+            {"state", nullptr},           {"reason", nullptr}, {"rails", json::array()}};
   const IpPrefix* tun = c.overlay_prefix_for(dst);
   if (tun != nullptr && dst == tun->addr) {
     j["reason"] = dst.to_string() + " is this node's own overlay address (tun.address)";

@@ -52,8 +52,8 @@ std::vector<std::byte> ip_packet(const IpAddr& src, const IpAddr& dst) {
 
 struct Fabric {
   const char* name;
-  std::string prefix;                    // peers.underlay_prefix
-  std::string (*underlay)(int n);        // node n's node.address
+  std::string prefix;              // peers.underlay_prefix
+  std::string (*underlay)(int n);  // node n's node.address
 };
 
 std::string v4_underlay(int n) {

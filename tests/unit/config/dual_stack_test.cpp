@@ -121,10 +121,11 @@ TEST_CASE("dual stack: tun.address_from_underlay derives both families", "[confi
         "t.toml:4: tun.address[1]: with tun.address_from_underlay = true, give the overlay "
         "prefix (host bits zero, e.g. 10.100.0.0/24): the host bits come from the underlay "
         "address");
-  CHECK(err(file("address = \"10.99.0.2\"",
-                 "address = [\"10.100.0.0/24\", \"fd00:100::/64\"]\naddress_from_underlay = true")) ==
-        "t.toml:5: tun.address_from_underlay: tun.address[1] has 64 host bits, more than an IPv4 "
-        "address has");
+  CHECK(
+      err(file("address = \"10.99.0.2\"",
+               "address = [\"10.100.0.0/24\", \"fd00:100::/64\"]\naddress_from_underlay = true")) ==
+      "t.toml:5: tun.address_from_underlay: tun.address[1] has 64 host bits, more than an IPv4 "
+      "address has");
 }
 
 TEST_CASE("dual stack: malformed tun.address lists name the key and line", "[config][dual]") {

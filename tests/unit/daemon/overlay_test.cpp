@@ -247,12 +247,12 @@ TEST_CASE("overlay: the kernel's own link-scope multicast is counted, neither se
           "[daemon][overlay][dual]") {
   OverlayFixture f;
   const IpAddr none = ip("::");
-  f.inject(ipv6(ip("fe80::1"), ip("ff02::2"), 56, 58));      // router solicitation
-  f.inject(ipv6(none, ip("ff02::16"), 96, 0));               // MLDv2 report (hop-by-hop)
-  f.inject(ipv6(none, ip("ff02::1:ff00:1"), 72, 58));        // DAD neighbour solicitation
-  f.inject(ipv4(ip("10.100.0.1"), ip("224.0.0.22")));        // IGMPv3 report
-  f.inject(ipv6(ip("fd00:100::1"), ip("ff0e::1")));          // global multicast: a drop
-  f.inject(ipv4(ip("10.100.0.1"), ip("239.1.1.1")));         // so is this
+  f.inject(ipv6(ip("fe80::1"), ip("ff02::2"), 56, 58));  // router solicitation
+  f.inject(ipv6(none, ip("ff02::16"), 96, 0));           // MLDv2 report (hop-by-hop)
+  f.inject(ipv6(none, ip("ff02::1:ff00:1"), 72, 58));    // DAD neighbour solicitation
+  f.inject(ipv4(ip("10.100.0.1"), ip("224.0.0.22")));    // IGMPv3 report
+  f.inject(ipv6(ip("fd00:100::1"), ip("ff0e::1")));      // global multicast: a drop
+  f.inject(ipv4(ip("10.100.0.1"), ip("239.1.1.1")));     // so is this
   f.spin_all();
   CHECK(f.sent.empty());
   const auto& c = f.path->counters();
