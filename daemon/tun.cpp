@@ -114,8 +114,8 @@ Result<void> TunDevice::configure(std::span<const IpPrefix> addresses, std::uint
   // (addrconf_dad_completed sends RS only from a link-local address), and
   // a TUN (IFF_NOARP) does no DAD and joins no solicited-node group
   // (addrconf_dad_begin, addrconf_join_solict). The address is made when
-  // the device comes up, so this goes first, in a change of its own (the
-  // kernel applies IFLA_AF_SPEC after the flags). What still goes out
+  // the device comes up, so this goes first, in a change of its own, before
+  // the one that sets IFF_UP. What still goes out
   // (MLD reports for ff02::2 when forwarding, IGMP) TunPath counts as
   // link_scope_multicast. Not fatal: a kernel without IPv6, or a TUN whose
   // MTU is below 1280 (no inet6 device), answers EAFNOSUPPORT, and

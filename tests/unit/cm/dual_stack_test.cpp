@@ -50,7 +50,7 @@ std::vector<std::byte> ip_packet(const IpAddr& src, const IpAddr& dst) {
   return p;
 }
 
-struct Fabric {
+struct UnderlayCase {
   const char* name;
   std::string prefix;              // peers.underlay_prefix
   std::string (*underlay)(int n);  // node n's node.address
@@ -63,12 +63,12 @@ std::string v6_underlay(int n) {
   return "fd99::" + std::to_string(n);
 }
 
-const Fabric kFabrics[] = {
+const UnderlayCase kFabrics[] = {
     {"IPv4 underlay", "10.99.0.0/24", &v4_underlay},
     {"IPv6 underlay", "fd99::/64", &v6_underlay},
 };
 
-config::Config node_config(const Fabric& f, int n) {
+config::Config node_config(const UnderlayCase& f, int n) {
   const std::string text = "[node]\naddress = \"" + f.underlay(n) +
                            "\"\n[tun]\naddress = [\"10.100.0." + std::to_string(n) +
                            "/24\", \"fd00:100::" + std::to_string(n) +
@@ -84,7 +84,7 @@ config::Config node_config(const Fabric& f, int n) {
 
 TEST_CASE("dual stack: both families to a peer share its one connection, on either underlay",
           "[cm][dual]") {
-  for (const Fabric& f : kFabrics) {
+  for (const UnderlayCase& f : kFabrics) {
     INFO(f.name);
     test::Cluster c(sim::Profile::kMlx);
     std::vector<config::Config> cfg;
