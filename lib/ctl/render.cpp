@@ -161,6 +161,8 @@ std::string daemon_line(const json& d) {
     line += "  up " + format_duration_ms(*up);
   if (const json* tun = field(*dm, "tun"); tun != nullptr && tun->is_object()) {
     line += "  tun " + text(*tun, "name") + " " + text(*tun, "address");
+    if (const json* six = field(*tun, "address6"); six != nullptr && six->is_string())
+      line += " " + six->get<std::string>();
     if (const std::string ns = text(*tun, "netns"); ns != "-")
       line += " (netns " + ns + ")";
   }
