@@ -175,7 +175,8 @@ void cross_check(Reader& r, Config& c) {
       if (underlay_host < overlay_host) {
         return r.fail_key(key, "has " + std::to_string(underlay_host) +
                                    " host bits, fewer than the " + std::to_string(overlay_host) +
-                                   " of " + tun_key(r, c, tun) + " " + tun.to_string());
+                                   " of " + tun_key(r, c, tun) +
+                                   (c.tun_address6 ? " " + tun.to_string() : ""));
       }
     }
     for (std::size_t j = 0; j < k; ++j) {
