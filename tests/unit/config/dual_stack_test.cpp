@@ -227,3 +227,18 @@ TEST_CASE("dual stack: a static peer lists one overlay address per family", "[co
         "t.toml:9: peers.static[1].overlay: duplicate: fd00:100::7 is already peers.static[0] "
         "(line 6)");
 }
+
+TEST_CASE("dual stack: with two rails a peer's two families map to its link on each rail",
+          "[config][dual][rails]") {
+  const Config c = ok(
+      "[node]\naddress = [\"10.99.0.2\", \"10.98.0.2\"]\n[tun]\naddress = [\"10.100.0.2/24\", "
+      "\"fd00:100::2/120\"]\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n");
+  for (std::size_t rail = 0; rail < 2; ++rail) {
+    const IpAddr u = ip(rail == 0 ? "10.99.0.7" : "10.98.0.7");
+    CHECK(c.underlay_for(ip("10.100.0.7"), rail) == u);
+    CHECK(c.underlay_for(ip("fd00:100::7"), rail) == u);
+    CHECK(c.overlay_for(u, rail, AF_INET6) == ip("fd00:100::7"));
+  }
+  // The RailSet's key for either family: the IPv4 address.
+  CHECK(c.primary_overlay(ip("fd00:100::7")) == ip("10.100.0.7"));
+}
