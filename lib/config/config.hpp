@@ -88,11 +88,12 @@ struct RailConfig {
 
 // A [[peers.static]] entry.
 struct StaticPeer {
-  IpAddr overlay;   // in tun_address's family
-  IpAddr overlay6;  // in tun_address6's, when tun.address has both families; else empty
-  IpAddr underlay;  // rail 0's (as before rails existed)
+  IpAddr overlay;                        // in tun_address's family
+  IpAddr underlay;                       // rail 0's (as before rails existed)
   std::vector<IpAddr> rail_underlays{};  // one per rail given; rail_underlays[0] == underlay.
                                          // Fewer than the rails: no link on the later ones.
+  // In tun_address6's family when tun.address has both families; else empty.
+  IpAddr overlay6{};
   bool operator==(const StaticPeer&) const = default;
 };
 
