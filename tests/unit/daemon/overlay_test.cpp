@@ -224,7 +224,7 @@ TEST_CASE("overlay: both families to a peer go to its one endpoint, on either un
 TEST_CASE("overlay: an ICMP error comes from our address in the packet's family",
           "[daemon][overlay][dual][icmp]") {
   OverlayFixture f;
-  f.inject(ipv6(ip("fd00:100::1"), ip("fd00:100::99")));
+  f.inject(ipv6(ip("fd00:100::1"), ip("fd00:100::63")));  // host 99: no peer
   f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.99")));
   f.inject(ipv6(ip("fd00:100::1"), ip("fd00:200::1")));  // not routed via a peer
   f.spin_all();
