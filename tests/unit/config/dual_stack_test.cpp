@@ -230,9 +230,9 @@ TEST_CASE("dual stack: a static peer lists one overlay address per family", "[co
 
 TEST_CASE("dual stack: with two rails a peer's two families map to its link on each rail",
           "[config][dual][rails]") {
-  const Config c = ok(
-      "[node]\naddress = [\"10.99.0.2\", \"10.98.0.2\"]\n[tun]\naddress = [\"10.100.0.2/24\", "
-      "\"fd00:100::2/120\"]\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n");
+  const Config c =
+      ok("[node]\naddress = [\"10.99.0.2\", \"10.98.0.2\"]\n[tun]\naddress = [\"10.100.0.2/24\", "
+         "\"fd00:100::2/120\"]\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n");
   for (std::size_t rail = 0; rail < 2; ++rail) {
     const IpAddr u = ip(rail == 0 ? "10.99.0.7" : "10.98.0.7");
     CHECK(c.underlay_for(ip("10.100.0.7"), rail) == u);
