@@ -40,9 +40,9 @@ HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounter
     case Command::kRails:
       return {ctl::ok_reply(ctl::rails_json(b.snapshot()))};
     case Command::kPeers:
-      return {ctl::ok_reply(ctl::peers_json(b.snapshot()))};
+      return {ctl::ok_reply(ctl::peers_json(b.snapshot(), &b.config()))};
     case Command::kConnections:
-      return {ctl::ok_reply(ctl::connections_json(b.snapshot()))};
+      return {ctl::ok_reply(ctl::connections_json(b.snapshot(), &b.config()))};
     case Command::kQps:
       return {ctl::ok_reply(ctl::qps_json(b.snapshot()))};
     case Command::kSrq:
@@ -161,7 +161,10 @@ class DaemonBackend final : public CtlBackend {
              .count()},
         {"config_path", p_.config_path},
         {"tun",
-         {{"name", c.tun_name}, {"address", c.tun_address.to_string()}, {"netns", c.tun_netns}}},
+         {{"name", c.tun_name},
+          {"address", c.tun_address.to_string()},
+          {"address6", c.tun_address6 ? json(c.tun_address6->to_string()) : json(nullptr)},
+          {"netns", c.tun_netns}}},
         {"stopping", stopping_},
         {"log_level", config::to_string(log_level())},
         {"status", p_.status_text()},

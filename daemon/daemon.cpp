@@ -144,11 +144,14 @@ Result<void> Daemon::start_rails() {
   } else {
     // The RailSet routes by overlay address: the "endpoint" TunPath hands
     // back is the overlay destination itself (port 0), never dialled.
+    // Both families of a peer go by its address in tun_address's family
+    // (Config::primary_overlay): one RailSet peer, one link per rail.
     hooks = TunPath::Hooks{
         .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
-          if (!railset_->maps(dst))
+          const auto key = cfg_.primary_overlay(dst);
+          if (!key || !railset_->maps(*key))
             return std::nullopt;
-          return Endpoint{dst, 0};
+          return Endpoint{*key, 0};
         },
         .send = [this](const Endpoint& ep,
                        std::span<const std::byte> p) { return railset_->send(ep.addr, p); },
@@ -176,16 +179,28 @@ Result<void> Daemon::start_rails() {
     }
     return std::nullopt;
   };
-  hooks.peer_overlay = [this](NodeId node) -> std::optional<IpAddr> {
+  hooks.peer_overlay = [this](NodeId node) -> std::optional<TunPath::PeerOverlays> {
     for (std::size_t k = 0; k < rails_.size(); ++k) {
-      if (auto u = manager(k).peer_underlay(node))
-        return cfg_.overlay_for(u->addr, k);
+      const auto u = manager(k).peer_underlay(node);
+      if (!u)
+        continue;
+      const auto primary = cfg_.overlay_for(u->addr, k);
+      if (!primary)
+        return std::nullopt;
+      TunPath::PeerOverlays o = {*primary, IpAddr{}};
+      if (cfg_.tun_address6) {
+        if (auto six = cfg_.overlay_for(u->addr, k, AF_INET6))
+          o[1] = *six;
+      }
+      return o;
     }
     return std::nullopt;
   };
-  tun_path_ = std::make_unique<TunPath>(
-      loop_, std::move(hooks), cfg_.manager.offload ? wire::kVnetHdrLen : 0,
-      TunPath::Overlay{.address = cfg_.tun_address, .source_check = cfg_.tun_source_check});
+  tun_path_ = std::make_unique<TunPath>(loop_, std::move(hooks),
+                                        cfg_.manager.offload ? wire::kVnetHdrLen : 0,
+                                        TunPath::Overlay{.address = cfg_.tun_address,
+                                                         .address6 = cfg_.tun_address6,
+                                                         .source_check = cfg_.tun_source_check});
   if (n > 1)
     capacity_.emplace(*tun_path_, n);
   watches_.emplace(loop_);
@@ -286,7 +301,8 @@ Result<void> Daemon::setup_tun() {
   // A super-packet for a peer without offload goes as one SEND per segment,
   // all in its SQ at once (two WRs kept for reclaim and drain).
   const std::uint32_t gso_segs = cfg_.manager.offload ? cfg_.manager.qp_send_depth - 2 : 0;
-  if (auto r = tun->configure(cfg_.tun_address, cfg_.manager.mtu, gso_segs); !r) {
+  const std::vector<IpPrefix> addresses = cfg_.overlay_prefixes();
+  if (auto r = tun->configure(addresses, cfg_.manager.mtu, gso_segs); !r) {
     if (cfg_.tun_netns.empty())
       return r;
     // Configuring inside the namespace needs setns(2), i.e. CAP_SYS_ADMIN
@@ -302,9 +318,11 @@ Result<void> Daemon::setup_tun() {
   fib_ = std::move(*fib);
   if (auto r = tun_path_->attach(tun_->fd()); !r)
     return r;
-  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), cfg_.tun_address.to_string(),
-               cfg_.manager.mtu, cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns,
-               tun_->offloads());
+  std::string shown;
+  for (const IpPrefix& p : addresses)
+    shown += (shown.empty() ? "" : " ") + p.to_string();
+  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), shown, cfg_.manager.mtu,
+               cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns, tun_->offloads());
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <netlink/errno.h>
 #include <netlink/msg.h>
 #include <netlink/route/link/inet.h>
+#include <netlink/route/link/inet6.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -88,7 +89,7 @@ Result<TunDevice> TunDevice::open(const std::string& name, bool offload, const s
   return dev;
 }
 
-Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu,
+Result<void> TunDevice::configure(std::span<const IpPrefix> addresses, std::uint32_t mtu,
                                   std::uint32_t gso_max_segs) {
   Result<NlSockPtr> sock = Error::invalid("unset");
   {
@@ -107,6 +108,29 @@ Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu,
   }
   RtnlLinkPtr link(raw);
   const int ifindex = rtnl_link_get_ifindex(link.get());
+
+  // No IPv6 link-local address, so nothing the kernel sends by itself
+  // needs one: without it no router solicitation goes out
+  // (addrconf_dad_completed sends RS only from a link-local address), and
+  // a TUN (IFF_NOARP) does no DAD and joins no solicited-node group
+  // (addrconf_dad_begin, addrconf_join_solict). The address is made when
+  // the device comes up, so this goes first, in a change of its own, before
+  // the one that sets IFF_UP. What still goes out
+  // (MLD reports for ff02::2 when forwarding, IGMP) TunPath counts as
+  // link_scope_multicast. Not fatal: a kernel without IPv6, or a TUN whose
+  // MTU is below 1280 (no inet6 device), answers EAFNOSUPPORT, and
+  // /proc/sys (router_solicitations, accept_dad) is read-only under
+  // ProtectKernelTunables=.
+  if (RtnlLinkPtr gen(rtnl_link_alloc()); gen) {
+    int r = rtnl_link_inet6_set_addr_gen_mode(gen.get(), IN6_ADDR_GEN_MODE_NONE);
+    if (r >= 0)
+      r = rtnl_link_change(sock->get(), link.get(), gen.get(), 0);
+    if (r < 0)
+      spdlog::info(
+          "{}: cannot set addr_gen_mode none ({}): the kernel may send router solicitations "
+          "on it (counted as link_scope_multicast)",
+          where, nl_geterror(-r));
+  }
 
   RtnlLinkPtr change(rtnl_link_alloc());
   if (!change)
@@ -141,18 +165,24 @@ Result<void> TunDevice::configure(const IpPrefix& address, std::uint32_t mtu,
           gso_max_segs, where, nl_geterror(-r));
   }
 
-  RtnlAddrPtr addr(rtnl_addr_alloc());
-  NlAddrPtr local = to_nl_addr(address.addr, address.length);
-  if (!addr || !local)
-    return Error::from_errno(ENOMEM, "rtnl_addr_alloc");
-  rtnl_addr_set_ifindex(addr.get(), ifindex);
-  rtnl_addr_set_family(addr.get(), address.addr.family);
-  if (int r = rtnl_addr_set_local(addr.get(), local.get()); r < 0) {
-    return nl_error(r, "rtnl_addr_set_local");
-  }
-  rtnl_addr_set_prefixlen(addr.get(), address.length);
-  if (int r = rtnl_addr_add(sock->get(), addr.get(), 0); r < 0 && r != -NLE_EXIST) {
-    return nl_error(r, "add address " + address.to_string() + " to " + where);
+  for (const IpPrefix& address : addresses) {
+    RtnlAddrPtr addr(rtnl_addr_alloc());
+    NlAddrPtr local = to_nl_addr(address.addr, address.length);
+    if (!addr || !local)
+      return Error::from_errno(ENOMEM, "rtnl_addr_alloc");
+    rtnl_addr_set_ifindex(addr.get(), ifindex);
+    rtnl_addr_set_family(addr.get(), address.addr.family);
+    if (int r = rtnl_addr_set_local(addr.get(), local.get()); r < 0) {
+      return nl_error(r, "rtnl_addr_set_local");
+    }
+    rtnl_addr_set_prefixlen(addr.get(), address.length);
+    // No DAD: the overlay's addresses are assigned by the config, and DAD's
+    // neighbour solicitation would go to no peer.
+    if (address.addr.is_v6())
+      rtnl_addr_set_flags(addr.get(), IFA_F_NODAD);
+    if (int r = rtnl_addr_add(sock->get(), addr.get(), 0); r < 0 && r != -NLE_EXIST) {
+      return nl_error(r, "add address " + address.to_string() + " to " + where);
+    }
   }
   return {};
 }

@@ -65,17 +65,26 @@ class TunDevice {
   static Result<TunDevice> open(const std::string& name, bool offload = false,
                                 const std::string& netns = {});
 
-  // Sets `address` (the prefix length is the on-link subnet), the MTU in
-  // bytes, IFF_UP and IPv4 accept_local (ip-sysctl.rst: the ICMP errors
-  // TunPath writes come from our own address), in the device's namespace.
+  // Sets `addresses` (tun.address: one, or one per family; each prefix
+  // length is that family's on-link subnet; IPv6 ones with IFA_F_NODAD),
+  // the MTU in bytes, IFF_UP and IPv4 accept_local (ip-sysctl.rst: the
+  // ICMP errors TunPath writes come from our own address), and, before IFF_UP,
+  // IPv6 addr_gen_mode none (rtnetlink IFLA_INET6_ADDR_GEN_MODE: no
+  // link-local address, hence no router solicitations; a kernel that
+  // refuses it is logged, not an error), in the device's namespace.
   // An address that is already present is not an error. `gso_max_segs`
   // non-zero: the kernel builds no GSO super-packet of more segments
   // (IFLA_GSO_MAX_SEGS, rtnetlink(7)); a peer without offload takes one
   // SEND per segment, all of them in its SQ at once, so a larger one would
   // be dropped (drops_gso_to_legacy_peer). A kernel that refuses it is
   // logged, not an error.
-  Result<void> configure(const IpPrefix& address, std::uint32_t mtu,
+  Result<void> configure(std::span<const IpPrefix> addresses, std::uint32_t mtu,
                          std::uint32_t gso_max_segs = 0);
+  // One address.
+  Result<void> configure(const IpPrefix& address, std::uint32_t mtu,
+                         std::uint32_t gso_max_segs = 0) {
+    return configure(std::span(&address, 1), mtu, gso_max_segs);
+  }
 
   // One packet into `buf`; returns its length in bytes. EAGAIN when no packet
   // is waiting. A packet longer than `buf` is truncated by the kernel: size

@@ -25,6 +25,18 @@ bool v4_network_or_broadcast(const IpPrefix& prefix, const IpAddr& a) {
   return host == 0 || host == host_mask;
 }
 
+// Link-scope multicast (RFC 4291 2.7: scope 1 interface-local, 2
+// link-local; RFC 5771: IPv4 224.0.0.0/24, never forwarded): what the
+// kernel sends on the link by itself (router solicitations to ff02::2, MLD
+// reports to ff02::16 or the group, DAD to ff02::1:ffXX:XXXX, IGMP). No
+// peer owns such an address, and no ICMP error answers multicast (RFC 4443
+// 2.4 (e.3), RFC 1812 4.3.2.7).
+bool link_scope_multicast(const IpAddr& a) {
+  if (a.is_v6())
+    return a.bytes[0] == 0xff && (a.bytes[1] & 0x0f) <= 2;
+  return a.is_v4() && a.bytes[0] == 224 && a.bytes[1] == 0 && a.bytes[2] == 0;
+}
+
 }  // namespace
 
 TunPath::TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len, Overlay overlay)
@@ -135,11 +147,17 @@ void TunPath::read_packets() {
       ++counters_.drops_not_ip;
       continue;
     }
+    if (link_scope_multicast(*dst)) {
+      give_back();
+      ++counters_.link_scope_multicast;
+      continue;
+    }
     const auto peer = route(*dst);
     if (!peer) {
       ++counters_.drops_unmapped;
       spdlog::debug("TUN: no peer for {}, dropped", dst->to_string());
-      if (!v4_network_or_broadcast(overlay_.address, *dst))
+      const IpPrefix* ours = overlay_.prefix_for(*dst);
+      if (ours == nullptr || !v4_network_or_broadcast(*ours, *dst))
         send_icmp(wire::IcmpError::kUnreachable, pkt, 0);
       give_back();
       continue;
@@ -180,7 +198,7 @@ void TunPath::read_packets() {
 std::optional<Endpoint> TunPath::route(const IpAddr& dst) {
   // Inside the overlay prefix (or without one) the destination is the
   // peer's own address: no lookup on this, the common path.
-  if (overlay_.address.addr.empty() || overlay_.address.contains(dst) || !hooks_.next_hop)
+  if (overlay_.address.addr.empty() || overlay_.contains(dst) || !hooks_.next_hop)
     return hooks_.route(dst);
   const auto gw = hooks_.next_hop(dst);
   if (!gw)
@@ -229,9 +247,15 @@ bool TunPath::send_icmp(wire::IcmpError kind, std::span<const std::byte> frame, 
   if (overlay_.address.addr.empty() || fd_ < 0)
     return false;
   const auto ip = frame.subspan(vnet_hdr_len_);
+  // From our address in the packet's family (ICMP for IPv4, ICMPv6 for
+  // IPv6); none when the TUN does not carry that family.
+  const auto dst = wire::ip_destination(ip);
+  const IpPrefix* ours = dst ? overlay_.prefix_for(*dst) : nullptr;
+  if (ours == nullptr)
+    return false;
   // The vnet header in front stays all zero: no offload asked, the
   // receiving stack verifies the checksums we computed.
-  const std::size_t n = wire::build_icmp_error(kind, ip, overlay_.address.addr, mtu,
+  const std::size_t n = wire::build_icmp_error(kind, ip, ours->addr, mtu,
                                                std::span(icmp_buf_).subspan(vnet_hdr_len_));
   if (n == 0)
     return false;
@@ -251,7 +275,7 @@ bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
   const auto src = wire::ip_source(packet);
   if (!src)
     return true;  // not IP: the stack drops it, counted there
-  std::optional<IpAddr> own;
+  std::optional<PeerOverlays> own;
   if (auto it = peer_overlays_.find(peer); it != peer_overlays_.end()) {
     own = it->second;
   } else if (peer != 0 && (own = hooks_.peer_overlay(peer))) {
@@ -261,15 +285,18 @@ bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
   }
   if (!own)
     return false;
-  if (*src == *own)
+  const auto is_own = [&](const IpAddr& a) {
+    return !a.empty() && (a == (*own)[0] || a == (*own)[1]);
+  };
+  if (is_own(*src))
     return true;
   // An overlay address belongs to its node alone; any other source must be
   // one our route sends via this peer (the same question as on the way out,
-  // and the same cache).
-  if (overlay_.address.contains(*src) || !hooks_.next_hop)
+  // and the same cache), in the source's family.
+  if (overlay_.contains(*src) || !hooks_.next_hop)
     return false;
   const auto gw = hooks_.next_hop(*src);
-  return gw && *gw == *own;
+  return gw && is_own(*gw);
 }
 
 bool TunPath::write_frame(std::span<const std::byte> frame) {

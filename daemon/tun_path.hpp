@@ -13,7 +13,16 @@
 // the peer's MTU with "fragmentation needed" / "packet too big"
 // (wire/icmp.hpp), written back into the TUN; and a received packet whose
 // inner source is neither the sending peer's overlay address nor routed via
-// that peer is dropped (the source check).
+// that peer is dropped (the source check). With both families on the TUN
+// (tun.address a list of two) each family behaves so on its own: an ICMP
+// error comes from our address in the offending packet's family, and a
+// peer may send from its overlay address in either family.
+//
+// What the kernel sends on the TUN by itself, link-scope multicast (IPv6
+// router solicitations, MLD reports, DAD neighbour solicitations; IPv4
+// 224.0.0.0/24, e.g. IGMP), is for no peer: it is counted as
+// link_scope_multicast, neither sent nor a drop, and gets no ICMP error.
+// TunDevice::configure() stops most of it at the source.
 //
 // Back-pressure has one channel, cm::PacketSink::send_capacity(): on false
 // (called from inside the manager's send()) the TUN io source is disabled at
@@ -21,6 +30,7 @@
 // counted by the interface) instead of being read and dropped here; on true
 // it is enabled again. The io source's enabled state is the only record of
 // it here; the manager owns the capacity state.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +54,8 @@ namespace rcnet::daemon {
   X(tun_tx_packets, "packets written to the TUN device")                       \
   X(tun_tx_bytes, "bytes written to the TUN device")                           \
   X(drops_unmapped, "packets dropped: no peer maps to the IP destination")     \
+  X(link_scope_multicast,                                                      \
+    "the kernel's own link-scope multicast (RS, MLD, DAD, IGMP): for no peer") \
   X(drops_too_big, "packets dropped: larger than the peer's MTU")              \
   X(drops_source, "received packets dropped: source not the peer's own")       \
   X(tx_via_gateway, "packets sent to the peer a route names as gateway")       \
@@ -80,6 +92,10 @@ class TunPath final : public cm::PacketSink {
   // most 65520; a GSO super-packet at most wire::kGsoMaxPacket).
   static constexpr std::size_t kBufferSize = wire::kVnetHdrLen + wire::kGsoMaxPacket;
 
+  // A peer's overlay addresses: tun.address's first family's, then the
+  // other's (empty when the TUN carries one family, or the peer has none).
+  using PeerOverlays = std::array<IpAddr, 2>;
+
   struct Hooks {
     // Overlay destination → the peer's underlay endpoint (config's mapping).
     std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
@@ -106,16 +122,30 @@ class TunPath final : public cm::PacketSink {
     // route() returned) once a connection told it; nullopt: not known yet.
     // Asked for GSO super-packets and after send() said kOversize only.
     std::function<std::optional<std::uint32_t>(const Endpoint& peer)> peer_mtu = {};
-    // Optional (the source check needs it): the overlay address of the peer
-    // a received packet came from (deliver()'s NodeId); nullopt: unknown.
-    std::function<std::optional<IpAddr>(NodeId peer)> peer_overlay = {};
+    // Optional (the source check needs it): the overlay addresses of the
+    // peer a received packet came from (deliver()'s NodeId), one per family
+    // of tun.address (the second empty with one family); nullopt: unknown.
+    std::function<std::optional<PeerOverlays>(NodeId peer)> peer_overlay = {};
   };
 
   // Our place on the overlay. Default (no address): every destination goes
   // to route() as it is, no ICMP error is sent, no source is checked.
   struct Overlay {
-    IpPrefix address;           // tun.address: ours, with the overlay prefix length
+    IpPrefix address;  // tun.address: ours, with the overlay prefix length
+    // tun.address's IPv6 entry when it has two (address is then the IPv4 one).
+    std::optional<IpPrefix> address6 = std::nullopt;
     bool source_check = false;  // tun.source_check
+    // Our prefix in `a`'s family, or nullptr.
+    const IpPrefix* prefix_for(const IpAddr& a) const {
+      if (!address.addr.empty() && address.addr.family == a.family)
+        return &address;
+      return address6 && address6->addr.family == a.family ? &*address6 : nullptr;
+    }
+    // `a` is inside one of our prefixes.
+    bool contains(const IpAddr& a) const {
+      const IpPrefix* p = prefix_for(a);
+      return p != nullptr && p->contains(a);
+    }
   };
 
   // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read
@@ -181,7 +211,7 @@ class TunPath final : public cm::PacketSink {
   // is until the peer table changes (set_source_check()). At most
   // kMaxPeerOverlays, emptied when full.
   static constexpr std::size_t kMaxPeerOverlays = 4096;
-  std::unordered_map<NodeId, IpAddr> peer_overlays_;
+  std::unordered_map<NodeId, PeerOverlays> peer_overlays_;
   std::vector<std::byte> icmp_buf_;  // vnet header room + wire::kIcmpErrorMax
   int fd_ = -1;
   EventSource source_;

@@ -56,6 +56,14 @@ void derive_overlay(Reader& r, Config& c);
 // `underlay` again, and whether it is a node's address at all, is the
 // caller's to check (Config::overlay_for() does both).
 std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail);
+// The same under `tun` (tun.address's entry of one family) instead of
+// c.tun_address.
+std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail,
+                                      const IpPrefix& tun);
+// The name an error gives tun.address's entry `p` (c.tun_address or
+// *c.tun_address6): "tun.address[k]" when the file wrote a list, else
+// "tun.address".
+std::string tun_key(const Reader& r, const Config& c, const IpPrefix& p);
 // The configs that cannot work (sanity.cpp; config.hpp lists them).
 void sanity_check(Reader& r, const Config& c);
 

@@ -108,12 +108,41 @@ void check_static_underlays(Reader& r, const Config& c, std::size_t i) {
   }
 }
 
+// peers.static[i]'s overlay: one address per family of tun.address, each
+// inside its entry and not our own.
+void check_static_overlays(Reader& r, const Config& c, std::size_t i) {
+  const StaticPeer& sp = c.static_peers[i];
+  const std::string key = "peers.static[" + std::to_string(i) + "].overlay";
+  const std::size_t given = sp.overlay6.empty() ? 1 : 2;
+  const std::size_t want = c.tun_address6 ? 2 : 1;
+  if (given != want) {
+    return r.fail_key(key, "has " + detail::counted(given, "address", "addresses") + " for " +
+                               detail::counted(want, "prefix", "prefixes") +
+                               " of tun.address: one per family of tun.address");
+  }
+  for (const IpAddr& a : {sp.overlay, sp.overlay6}) {
+    if (a.empty())
+      continue;
+    const IpPrefix* tun = c.overlay_prefix_for(a);
+    if (tun == nullptr || !tun->contains(a)) {
+      const IpPrefix& in = tun != nullptr ? *tun : c.tun_address;
+      return r.fail_key(key,
+                        a.to_string() + " is outside " + tun_key(r, c, in) + " " + in.to_string());
+    }
+    if (a == tun->addr) {
+      const std::string tkey = tun_key(r, c, *tun);
+      return r.fail_key(key, a.to_string() + " is this node's own " + tkey + " (line " +
+                                 std::to_string(r.line_of(tkey)) + ")");
+    }
+  }
+}
+
 // Checks that involve more than one key. Each names the key to fix.
 void cross_check(Reader& r, Config& c) {
   const cm::ManagerConfig& m = c.manager;
   if (r.failed())
     return;
-  if (c.tun_address.addr.is_v6() && m.mtu < 1280) {
+  if ((c.tun_address.addr.is_v6() || c.tun_address6) && m.mtu < 1280) {
     return r.fail_key("tun.mtu", "an IPv6 overlay needs at least 1280 (RFC 8200)");
   }
   if (m.srq_limit >= m.srq_size) {
@@ -140,12 +169,15 @@ void cross_check(Reader& r, Config& c) {
       return r.fail_key(key,
                         "is " + family_name(up.addr) + " but node.address is " + family_name(self));
     }
-    const std::size_t overlay_host = bit_width_of(c.tun_address.addr) - c.tun_address.length;
-    const std::size_t underlay_host = bit_width_of(up.addr) - up.length;
-    if (underlay_host < overlay_host) {
-      return r.fail_key(key, "has " + std::to_string(underlay_host) +
-                                 " host bits, fewer than the " + std::to_string(overlay_host) +
-                                 " of tun.address");
+    for (const IpPrefix& tun : c.overlay_prefixes()) {
+      const std::size_t overlay_host = bit_width_of(tun.addr) - tun.length;
+      const std::size_t underlay_host = bit_width_of(up.addr) - up.length;
+      if (underlay_host < overlay_host) {
+        return r.fail_key(key, "has " + std::to_string(underlay_host) +
+                                   " host bits, fewer than the " + std::to_string(overlay_host) +
+                                   " of " + tun_key(r, c, tun) +
+                                   (c.tun_address6 ? " " + tun.to_string() : ""));
+      }
     }
     for (std::size_t j = 0; j < k; ++j) {
       const std::optional<IpPrefix>& other = rail_prefix(c, j);
@@ -166,24 +198,21 @@ void cross_check(Reader& r, Config& c) {
   for (std::size_t i = 0; i < c.static_peers.size(); ++i) {
     const StaticPeer& sp = c.static_peers[i];
     const std::string sec = "peers.static[" + std::to_string(i) + "]";
-    if (!c.tun_address.contains(sp.overlay)) {
-      return r.fail_key(sec + ".overlay", sp.overlay.to_string() + " is outside tun.address " +
-                                              c.tun_address.to_string());
-    }
-    if (sp.overlay == c.tun_address.addr) {
-      return r.fail_key(sec + ".overlay", sp.overlay.to_string() +
-                                              " is this node's own tun.address (line " +
-                                              std::to_string(r.line_of("tun.address")) + ")");
-    }
+    check_static_overlays(r, c, i);
+    if (r.failed())
+      return;
     check_static_underlays(r, c, i);
     if (r.failed())
       return;
     for (std::size_t j = 0; j < i; ++j) {
-      if (c.static_peers[j].overlay == sp.overlay) {
+      const StaticPeer& o = c.static_peers[j];
+      for (const IpAddr& a : {sp.overlay, sp.overlay6}) {
+        if (a.empty() || (a != o.overlay && a != o.overlay6))
+          continue;
         return r.fail_key(
             sec + ".overlay",
-            "duplicate: " + sp.overlay.to_string() + " is already peers.static[" +
-                std::to_string(j) + "] (line " +
+            "duplicate: " + a.to_string() + " is already peers.static[" + std::to_string(j) +
+                "] (line " +
                 std::to_string(r.line_of("peers.static[" + std::to_string(j) + "].overlay")) + ")");
       }
     }
@@ -246,15 +275,31 @@ std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay) const {
   return underlay_for(overlay, 0);
 }
 
+std::vector<IpPrefix> Config::overlay_prefixes() const {
+  std::vector<IpPrefix> out = {tun_address};
+  if (tun_address6)
+    out.push_back(*tun_address6);
+  return out;
+}
+
+const IpPrefix* Config::overlay_prefix_for(const IpAddr& a) const {
+  if (!tun_address.addr.empty() && tun_address.addr.family == a.family)
+    return &tun_address;
+  if (tun_address6 && tun_address6->addr.family == a.family)
+    return &*tun_address6;
+  return nullptr;
+}
+
 std::optional<IpAddr> Config::underlay_for(const IpAddr& overlay, std::size_t rail) const {
   if (rail != 0 && rail >= rails.size())
     return std::nullopt;
   for (const StaticPeer& sp : static_peers) {
-    if (sp.overlay == overlay)
+    if (sp.overlay == overlay || (!sp.overlay6.empty() && sp.overlay6 == overlay))
       return static_underlay(sp, rail);
   }
   const std::optional<IpPrefix>& rule = rail_prefix(*this, rail);
-  const auto host_bits = overlay_host_bits(tun_address, overlay);
+  const IpPrefix* tun = overlay_prefix_for(overlay);
+  const auto host_bits = tun != nullptr ? overlay_host_bits(*tun, overlay) : std::nullopt;
   if (!rule || !host_bits)
     return std::nullopt;
   const std::size_t width = bit_width_of(overlay);
@@ -283,39 +328,79 @@ std::optional<Endpoint> Config::peer_endpoint_for(const IpAddr& overlay, std::si
 }
 
 std::optional<IpAddr> Config::overlay_for(const IpAddr& underlay, std::size_t rail) const {
-  if ((rail != 0 && rail >= rails.size()) || underlay.empty() || tun_address.addr.empty())
+  return overlay_for(underlay, rail, tun_address.addr.family);
+}
+
+std::optional<IpAddr> Config::overlay_for(const IpAddr& underlay, std::size_t rail,
+                                          std::uint8_t family) const {
+  IpAddr of_family;
+  of_family.family = family;
+  const IpPrefix* tun = family == 0 ? nullptr : overlay_prefix_for(of_family);
+  if ((rail != 0 && rail >= rails.size()) || underlay.empty() || tun == nullptr)
     return std::nullopt;
   std::optional<IpAddr> out;
+  bool listed = false;
   for (const StaticPeer& sp : static_peers) {
     if (static_underlay(sp, rail) == underlay) {
-      out = sp.overlay;
+      listed = true;
+      if (sp.overlay.family == family)
+        out = sp.overlay;
+      else if (!sp.overlay6.empty() && sp.overlay6.family == family)
+        out = sp.overlay6;
       break;
     }
   }
-  if (!out)
-    out = detail::overlay_by_rule(*this, underlay, rail);
+  if (!out && !listed)
+    out = detail::overlay_by_rule(*this, underlay, rail, *tun);
   // Both ways agree, or there is no such peer: a static entry overrides the
   // rule for its overlay, and the subnet and broadcast map to nothing.
-  if (!out || *out == tun_address.addr || underlay_for(*out, rail) != underlay)
+  if (!out || *out == tun->addr || underlay_for(*out, rail) != underlay)
     return std::nullopt;
   return out;
 }
 
+std::optional<IpAddr> Config::primary_overlay(const IpAddr& overlay) const {
+  if (overlay.family == tun_address.addr.family)
+    return overlay;
+  if (!tun_address6 || overlay.family != tun_address6->addr.family)
+    return std::nullopt;
+  for (const StaticPeer& sp : static_peers) {
+    if (!sp.overlay6.empty() && sp.overlay6 == overlay)
+      return sp.overlay;
+  }
+  for (std::size_t k = 0; k < std::max<std::size_t>(rails.size(), 1); ++k) {
+    if (const auto u = underlay_for(overlay, k))
+      return overlay_for(*u, k, tun_address.addr.family);
+  }
+  return std::nullopt;
+}
+
 namespace detail {
 
+std::string tun_key(const Reader& r, const Config& c, const IpPrefix& p) {
+  const bool six = c.tun_address6 && p == *c.tun_address6;
+  const std::size_t k = six ? c.tun_address6_index : 1 - c.tun_address6_index;
+  return key_of(r, "tun.address", c.tun_address6 ? k : 0);
+}
+
 std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail) {
+  return overlay_by_rule(c, underlay, rail, c.tun_address);
+}
+
+std::optional<IpAddr> overlay_by_rule(const Config& c, const IpAddr& underlay, std::size_t rail,
+                                      const IpPrefix& tun) {
   const std::optional<IpPrefix>& rule = rail_prefix(c, rail);
-  if (!rule || c.tun_address.addr.empty() || !rule->contains(underlay))
+  if (!rule || tun.addr.empty() || !rule->contains(underlay))
     return std::nullopt;
   // The overlay's host bits are the bottom of the underlay. (The rule
   // writes zeros above them inside the prefix; an underlay with ones
   // there does not map back, which overlay_for() checks.)
-  const std::size_t width = bit_width_of(c.tun_address.addr);
-  const std::size_t host_bits = width - c.tun_address.length;
+  const std::size_t width = bit_width_of(tun.addr);
+  const std::size_t host_bits = width - tun.length;
   const std::size_t uwidth = bit_width_of(rule->addr);
   if (uwidth - rule->length < host_bits)
     return std::nullopt;  // validated by parse()
-  IpAddr o = c.tun_address.addr;
+  IpAddr o = tun.addr;
   for (std::size_t k = 0; k < host_bits; ++k)
     set_bit(o, width - 1 - k, get_bit(underlay, uwidth - 1 - k));
   return o;

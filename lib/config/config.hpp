@@ -11,14 +11,13 @@
 // (node.port: kDefaultPort).
 //
 // Checks that involve several keys run after the rows: tun.mtu >= 1280 with
-// an IPv6 overlay; srq.limit < srq.size; timeouts.idle > reaper_interval;
-// the rails (node.address's entries) in one family, unique, each on its own
-// subnet (no two inside one rail's peers.underlay_prefix, no two rails'
-// prefixes overlapping); each rail's peers.underlay_prefix in node.address's
-// family with at least as many host bits as tun.address; peers.allowed and
-// peers.static in node.address's family; static overlays inside
-// tun.address, unique, not our own; a static peer's underlays none of ours,
-// at most one per rail, no two equal.
+// an IPv6 overlay; tun.address's two entries (a list) in two families; srq.limit < srq.size;
+// timeouts.idle > reaper_interval; the rails (node.address's entries) in one family, unique, each
+// on its own subnet (no two inside one rail's peers.underlay_prefix, no two rails' prefixes
+// overlapping); each rail's peers.underlay_prefix in node.address's family with at least as many
+// host bits as each entry of tun.address; peers.allowed and peers.static in node.address's family;
+// static overlays one per family of tun.address, each inside its entry, unique, not our own; a
+// static peer's underlays none of ours, at most one per rail, no two equal.
 //
 // Checks that refuse a config that cannot work (sanity.cpp): tun.address of
 // /0 or a single address (/32, /128), the subnet or (IPv4) broadcast address
@@ -26,12 +25,14 @@
 // holding an underlay address, a loopback underlay; on a rail with a
 // peers.underlay_prefix, our overlay address (tun.address) that the rule
 // does not map to the rail's own address (so our underlay address maps to
-// another overlay address, the overlay's subnet or broadcast, or none).
+// another overlay address, the overlay's subnet or broadcast, or none),
+// checked for each entry of tun.address.
 //
 // One file for the whole cluster (interfaces.cpp): node.interface names the
 // interface holding each rail's underlay address instead of node.address,
 // and tun.address_from_underlay = true takes the overlay's host bits from
-// rail 0's underlay address, the reverse of peers.underlay_prefix's rule.
+// rail 0's underlay address, the reverse of peers.underlay_prefix's rule
+// (for each entry of tun.address).
 //
 // Errors: Error::invalid() whose context is one line naming the file (the
 // config or the drop-in that set the key), the line (when the key is set in
@@ -87,10 +88,12 @@ struct RailConfig {
 
 // A [[peers.static]] entry.
 struct StaticPeer {
-  IpAddr overlay;
+  IpAddr overlay;                        // in tun_address's family
   IpAddr underlay;                       // rail 0's (as before rails existed)
   std::vector<IpAddr> rail_underlays{};  // one per rail given; rail_underlays[0] == underlay.
                                          // Fewer than the rails: no link on the later ones.
+  // In tun_address6's family when tun.address has both families; else empty.
+  IpAddr overlay6{};
   bool operator==(const StaticPeer&) const = default;
 };
 
@@ -124,7 +127,16 @@ struct Config {
   std::uint32_t poll_us = 0;
 
   std::string tun_name = "rc0";
-  IpPrefix tun_address;  // our overlay address with the overlay prefix length
+  // tun.address: our overlay address with the overlay prefix length. With
+  // one entry, that entry; with two (one IPv4, one IPv6: both families on
+  // one TUN), the IPv4 one, and tun_address6 holds the IPv6 one. tun_address
+  // is the family sent in private data (cm::ManagerConfig::overlay) and the
+  // key a peer's traffic of both families goes by (Config::primary_overlay).
+  IpPrefix tun_address;
+  std::optional<IpPrefix> tun_address6;
+  // Where tun_address6 stands in the file's list (0 or 1), for messages and
+  // the listing: the file's order is kept, the fields are by family.
+  std::uint8_t tun_address6_index = 1;
   std::string tun_netns;
   // tun.address_from_underlay: tun.address names only the overlay prefix;
   // our overlay address is its network with rail 0's underlay host bits.
@@ -167,10 +179,17 @@ struct Config {
   std::string ctl_socket = "/run/rcnet/rcnetd.sock";
   std::string ctl_group = "rcnet";
 
-  // The underlay address of the peer owning `overlay`: the static table
-  // first, then the underlay_prefix rule. nullopt when neither applies, when
-  // `overlay` is outside tun.address's prefix, or when its host part is all
-  // zeros (the subnet) or, for IPv4, all ones (broadcast).
+  // tun.address's entries: tun_address, then tun_address6 when set (1 or 2).
+  std::vector<IpPrefix> overlay_prefixes() const;
+  // tun.address's entry in `a`'s family, or nullptr when it has none.
+  const IpPrefix* overlay_prefix_for(const IpAddr& a) const;
+
+  // The underlay address of the peer owning `overlay` (in either family of
+  // tun.address): the static table first, then the underlay_prefix rule
+  // (the overlay's host bits under its own family's prefix). nullopt when
+  // neither applies, when `overlay` is outside tun.address's prefix of its
+  // family, or when its host part is all zeros (the subnet) or, for IPv4,
+  // all ones (broadcast).
   std::optional<IpAddr> underlay_for(const IpAddr& overlay) const;
   // underlay_for() with the fabric's port (node.port: every node listens on it).
   std::optional<Endpoint> peer_endpoint_for(const IpAddr& overlay) const;
@@ -197,6 +216,17 @@ struct Config {
   // (a static entry overrides the rule for its overlay, and a static peer
   // without an underlay on `rail` has no link there).
   std::optional<IpAddr> overlay_for(const IpAddr& underlay, std::size_t rail) const;
+  // overlay_for() in tun.address's entry of `family` (AF_INET, AF_INET6):
+  // the peer's overlay address in that family; nullopt as overlay_for(), or
+  // when tun.address has no entry of that family.
+  std::optional<IpAddr> overlay_for(const IpAddr& underlay, std::size_t rail,
+                                    std::uint8_t family) const;
+  // The peer that owns `overlay` (either family) named by its address in
+  // tun_address's family: `overlay` itself when it is in that family, else
+  // the same peer's (the static entry's overlay, or by the rule through
+  // the rail-0 underlay). Both families of a peer then go by one key (one
+  // connection per peer and rail). nullopt when no peer owns `overlay`.
+  std::optional<IpAddr> primary_overlay(const IpAddr& overlay) const;
 
   static cm::ManagerConfig default_manager();
 };

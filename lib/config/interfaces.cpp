@@ -76,6 +76,44 @@ std::string rail_source(const Reader& r, const Config& c) {
                                    : c.rail_interfaces.front() + "'s address";
 }
 
+// tun.address_from_underlay for one entry of tun.address (`tun`, in `c`).
+void derive_one(Reader& r, Config& c, IpPrefix& tun) {
+  const std::string key = "tun.address_from_underlay";
+  if (host_part(tun.addr, tun.length) != "zero") {
+    return r.fail_key(tun_key(r, c, tun),
+                      "with tun.address_from_underlay = true, give the overlay "
+                      "prefix (host bits zero, e.g. 10.100.0.0/24): the host "
+                      "bits come from the underlay address");
+  }
+  if (!c.unresolved.empty())
+    return;
+  const IpAddr& u = c.manager.local.addr;
+  const std::size_t host_bits = bit_width_of(tun.addr) - tun.length;
+  if (host_bits > bit_width_of(u)) {
+    return r.fail_key(key, tun_key(r, c, tun) + " has " + std::to_string(host_bits) +
+                               " host bits, more than an " + family_name(u) + " address has");
+  }
+  IpAddr o = tun.addr;
+  for (std::size_t i = 0; i < host_bits; ++i)
+    set_bit(o, bit_width_of(o) - 1 - i, get_bit(u, bit_width_of(u) - 1 - i));
+  const std::string what = rail_source(r, c) + " " + u.to_string() + " gives " + o.to_string();
+  const std::string_view part = host_part(o, tun.length);
+  if (part == "zero" || (part == "ones" && o.is_v4() && host_bits > 1)) {
+    return r.fail_key(key, what + ", the " + (part == "zero" ? "subnet" : "broadcast") +
+                               " address of " + tun.to_string() + ": no node's address");
+  }
+  tun.addr = o;
+  // Peers find us by the prefix rule: it must map our overlay back to us.
+  if (c.underlay_prefix && c.underlay_for(o) != u) {
+    const auto back = c.underlay_for(o);
+    tun.addr = IpAddr{};
+    return r.fail_key(key, what + ", which peers.underlay_prefix " +
+                               c.underlay_prefix->to_string() + " maps to " +
+                               (back ? back->to_string() : std::string("no address")) +
+                               ", not to this node");
+  }
+}
+
 }  // namespace
 
 std::string_view host_part(const IpAddr& a, std::size_t length) {
@@ -144,41 +182,9 @@ void resolve_interfaces(Reader& r, Config& c, const InterfaceLookup& lookup) {
 void derive_overlay(Reader& r, Config& c) {
   if (!c.tun_address_from_underlay)
     return;
-  const std::string key = "tun.address_from_underlay";
-  IpPrefix& tun = c.tun_address;
-  if (host_part(tun.addr, tun.length) != "zero") {
-    return r.fail_key("tun.address",
-                      "with tun.address_from_underlay = true, give the overlay "
-                      "prefix (host bits zero, e.g. 10.100.0.0/24): the host "
-                      "bits come from the underlay address");
-  }
-  if (!c.unresolved.empty())
-    return;
-  const IpAddr& u = c.manager.local.addr;
-  const std::size_t host_bits = bit_width_of(tun.addr) - tun.length;
-  if (host_bits > bit_width_of(u)) {
-    return r.fail_key(key, "tun.address has " + std::to_string(host_bits) +
-                               " host bits, more than an " + family_name(u) + " address has");
-  }
-  IpAddr o = tun.addr;
-  for (std::size_t i = 0; i < host_bits; ++i)
-    set_bit(o, bit_width_of(o) - 1 - i, get_bit(u, bit_width_of(u) - 1 - i));
-  const std::string what = rail_source(r, c) + " " + u.to_string() + " gives " + o.to_string();
-  const std::string_view part = host_part(o, tun.length);
-  if (part == "zero" || (part == "ones" && o.is_v4() && host_bits > 1)) {
-    return r.fail_key(key, what + ", the " + (part == "zero" ? "subnet" : "broadcast") +
-                               " address of " + tun.to_string() + ": no node's address");
-  }
-  tun.addr = o;
-  // Peers find us by the prefix rule: it must map our overlay back to us.
-  if (c.underlay_prefix && c.underlay_for(o) != u) {
-    const auto back = c.underlay_for(o);
-    tun.addr = IpAddr{};
-    return r.fail_key(key, what + ", which peers.underlay_prefix " +
-                               c.underlay_prefix->to_string() + " maps to " +
-                               (back ? back->to_string() : std::string("no address")) +
-                               ", not to this node");
-  }
+  derive_one(r, c, c.tun_address);
+  if (c.tun_address6 && !r.failed())
+    derive_one(r, c, *c.tun_address6);
 }
 
 }  // namespace detail

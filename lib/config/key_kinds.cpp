@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 
+#include "config/checks.hpp"
+
 namespace rcnet::config::detail {
 
 namespace {
@@ -174,6 +176,92 @@ std::optional<std::vector<IpPrefix>> prefix_list_from(Field& f) {
   return out;
 }
 
+namespace {
+
+// A static peer's overlay: an address, or a list of two, one per family
+// (tun.address with both); the IPv6 one of two goes to overlay6.
+void read_static_overlays(Reader& r, const toml::node& n, const std::string& full, StaticPeer& sp) {
+  const toml::array* arr = n.as_array();
+  if (arr == nullptr) {
+    if (auto a = address_at(r, n, full))
+      sp.overlay = *a;
+    return;
+  }
+  if (arr->empty() || arr->size() > 2) {
+    return r.fail_key(full,
+                      "expected an address or a list of two, one IPv4 and one IPv6, such as "
+                      "[\"10.100.0.7\", \"fd00:100::7\"]");
+  }
+  std::vector<IpAddr> got;
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const std::string name = full + "[" + std::to_string(i) + "]";
+    r.record(name, r.origin_of((*arr)[i]));
+    auto a = address_at(r, (*arr)[i], name);
+    if (!a)
+      return;
+    got.push_back(*a);
+  }
+  if (got.size() == 2 && got[0].family == got[1].family) {
+    return r.fail_key(full + "[1]", "is " + family_name(got[1]) + " like " + full +
+                                        "[0]: at most one address per family (one IPv4, one IPv6)");
+  }
+  sp.overlay = got[0];
+  if (got.size() == 2) {
+    sp.overlay = got[0].is_v4() ? got[0] : got[1];
+    sp.overlay6 = got[0].is_v4() ? got[1] : got[0];
+  }
+}
+
+}  // namespace
+
+void read_tun_addresses(Field& f, Config& c) {
+  const toml::array* arr = f.node.as_array();
+  std::vector<std::pair<const toml::node*, std::string>> entries;
+  if (arr == nullptr) {
+    entries.emplace_back(&f.node, f.full);
+  } else {
+    if (arr->empty() || arr->size() > 2) {
+      return f.fail(
+          "expected one prefix or a list of two, one IPv4 and one IPv6, such as "
+          "[\"10.100.0.1/24\", \"fd00:100::1/64\"]");
+    }
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      std::string name = f.full + "[" + std::to_string(i) + "]";
+      f.r.record(name, f.r.origin_of((*arr)[i]));
+      entries.emplace_back(&(*arr)[i], std::move(name));
+    }
+  }
+  std::vector<IpPrefix> got;
+  for (const auto& [node, name] : entries) {
+    auto p = prefix_at(f.r, *node, name, true);
+    if (!p)
+      return;
+    got.push_back(*p);
+  }
+  if (got.size() == 2 && got[0].addr.family == got[1].addr.family) {
+    return f.r.fail_key(entries[1].second,
+                        "is " + family_name(got[1].addr) + " like " + entries[0].second +
+                            ": at most one prefix per family (one IPv4, one IPv6)");
+  }
+  c.tun_address = got[0];
+  c.tun_address6.reset();
+  c.tun_address6_index = 1;
+  if (got.size() == 2) {
+    const std::uint8_t v6 = got[0].addr.is_v6() ? 0 : 1;
+    c.tun_address = got[1 - v6];
+    c.tun_address6 = got[v6];
+    c.tun_address6_index = v6;
+  }
+}
+
+Value get_tun_addresses(const Config& c) {
+  if (!c.tun_address6)
+    return c.tun_address.to_string();
+  std::vector<std::string> out = {c.tun_address.to_string()};
+  out.insert(out.begin() + c.tun_address6_index, c.tun_address6->to_string());
+  return out;
+}
+
 void read_static_peers(Field& f, Config& c) {
   const toml::array* arr = f.node.as_array();
   if (arr == nullptr || (!arr->empty() && !arr->is_array_of_tables()))
@@ -185,10 +273,8 @@ void read_static_peers(Field& f, Config& c) {
     f.r.only_keys(*t, sec, kFields);
     StaticPeer sp;
     const std::string overlay = sec + ".overlay";
-    if (const toml::node* n = f.r.find(t, overlay, "overlay")) {
-      if (auto a = address_at(f.r, *n, overlay))
-        sp.overlay = *a;
-    }
+    if (const toml::node* n = f.r.find(t, overlay, "overlay"))
+      read_static_overlays(f.r, *n, overlay, sp);
     const std::string underlay = sec + ".underlay";
     if (const toml::node* n = f.r.find(t, underlay, "underlay")) {
       for (const auto& [node, name] : per_rail(f.r, *n, underlay, "address")) {
@@ -220,7 +306,11 @@ Value get_static_peers(const Config& c) {
         list.push_back(a.to_string());
       underlay = InlineValue(std::move(list));
     }
-    out.push_back({{"overlay", sp.overlay.to_string()}, {"underlay", std::move(underlay)}});
+    InlineValue overlay(sp.overlay.to_string());
+    if (!sp.overlay6.empty())
+      overlay =
+          InlineValue(std::vector<std::string>{sp.overlay.to_string(), sp.overlay6.to_string()});
+    out.push_back({{"overlay", std::move(overlay)}, {"underlay", std::move(underlay)}});
   }
   return out;
 }

@@ -67,8 +67,15 @@ std::optional<IpPrefix> prefix_from(Field& f);  // "address/length"
 // A list of prefixes; an element may be a bare address (a /32 or /128).
 std::optional<std::vector<IpPrefix>> prefix_list_from(Field& f);
 
-// [[peers.static]]: tables of overlay and underlay, both required; underlay
-// is an address or a list of 1..kMaxRails (rail 0 first).
+// tun.address: a prefix, or a list of two, one IPv4 and one IPv6 (both
+// families on the TUN); sets c.tun_address (the IPv4 one of two),
+// c.tun_address6 and c.tun_address6_index.
+void read_tun_addresses(Field& f, Config& c);
+Value get_tun_addresses(const Config& c);
+
+// [[peers.static]]: tables of overlay and underlay, both required; overlay
+// is an address or a list of two, one per family (overlay, overlay6);
+// underlay is an address or a list of 1..kMaxRails (rail 0 first).
 void read_static_peers(Field& f, Config& c);
 Value get_static_peers(const Config& c);
 
@@ -295,6 +302,10 @@ constexpr Kind prefix(bool required) {
 template <auto... Path>
 constexpr Kind prefix_list() {
   return {&get_prefix_list<Path...>, &read_prefix_list<Path...>, &copy_field<Path...>};
+}
+
+constexpr Kind tun_addresses() {
+  return {&get_tun_addresses, &read_tun_addresses, nullptr, kRequired};
 }
 
 constexpr Kind static_peers() {

@@ -49,11 +49,12 @@ constexpr Key kKeys[] = {
         "rdma_cm port; every node of a fabric listens on the same one"),
 
     key("tun.name", kRestart, string<ifname, &Config::tun_name>(), "TUN interface name"),
-    key("tun.address", kRestart, prefix<&Config::tun_address>(kRequired),
-        "overlay address and prefix length of the TUN interface"),
+    key("tun.address", kRestart, tun_addresses(),
+        "overlay address and prefix length of the TUN interface, or a list of two, one IPv4 "
+        "and one IPv6: both families on one TUN, over each peer's one connection"),
     key("tun.address_from_underlay", kRestart, boolean<&Config::tun_address_from_underlay>(),
-        "tun.address gives the overlay prefix; the host bits come from rail 0's underlay "
-        "address (the reverse of peers.underlay_prefix)"),
+        "tun.address gives the overlay prefix (each of two); the host bits come from rail 0's "
+        "underlay address (the reverse of peers.underlay_prefix)"),
     key("tun.mtu", kRestart, integer<kM, &M::mtu>(wire::kMinMtu, wire::kMaxMtu, "bytes"),
         "largest IP packet; without transport.offload, the size of each SRQ receive "
         "buffer and send slot"),
@@ -69,8 +70,8 @@ constexpr Key kKeys[] = {
     key("peers.allowed", kLive, prefix_list<kM, &M::allowed_peers>(),
         "underlay prefixes whose REQs are accepted (others: REJ not_allowed); [] = any"),
     key("peers.static", kLive, static_peers(),
-        "explicit peers {overlay, underlay}, consulted before the prefix rule; underlay may "
-        "list one address per rail"),
+        "explicit peers {overlay, underlay}, consulted before the prefix rule; overlay lists "
+        "one address per family of tun.address, underlay may list one address per rail"),
 
     key("rails.mode", kRestart, enumeration<kRailsModeNames, &Config::rails_mode>(),
         "active-backup (one link per peer carries the traffic) or stripe (flows spread over "

@@ -21,11 +21,11 @@ bool loopback_prefix(const IpPrefix& p) {
   return p.addr.is_v6() && p.contains(*IpAddr::parse("::1"));
 }
 
-// The overlay prefix and this node's place in it.
-void check_overlay(Reader& r, const Config& c) {
-  const IpPrefix& tun = c.tun_address;
+// The overlay prefix `tun` (an entry of tun.address) and this node's place
+// in it.
+void check_overlay(Reader& r, const Config& c, const IpPrefix& tun) {
   const std::size_t width = bit_width_of(tun.addr);
-  const std::string key = "tun.address";
+  const std::string key = tun_key(r, c, tun);
   if (tun.length == 0) {
     return r.fail_key(key, "a /0 overlay takes every " + family_name(tun.addr) +
                                " address: give the overlay's subnet, e.g. 10.100.0.1/24");
@@ -51,8 +51,8 @@ void check_overlay(Reader& r, const Config& c) {
 // The overlay and the underlay on separate subnets: an underlay address
 // inside the overlay prefix is routed into the TUN, so the RC connections
 // that carry the overlay would try to go through it.
-void check_separate(Reader& r, const Config& c) {
-  const IpPrefix& tun = c.tun_address;
+void check_separate(Reader& r, const Config& c, const IpPrefix& tun) {
+  const std::string tkey = tun_key(r, c, tun);
   const std::string why = ": the overlay and the underlay need subnets of their own";
   for (std::size_t k = 0; k < c.rails.size(); ++k) {
     const std::optional<IpPrefix>& rule = k == 0 ? c.underlay_prefix : c.rails[k].underlay_prefix;
@@ -63,13 +63,14 @@ void check_separate(Reader& r, const Config& c) {
                                   "devices' subnet");
     }
     if (rule && overlap(*rule, tun)) {
-      return r.fail_key(pkey, rule->to_string() + " overlaps tun.address " + tun.to_string() + why);
+      return r.fail_key(pkey,
+                        rule->to_string() + " overlaps " + tkey + " " + tun.to_string() + why);
     }
     const IpAddr& a = k == 0 ? c.manager.local.addr : c.rails[k].local.addr;
     if (!a.empty() && tun.contains(a)) {
       const std::string akey =
           key_of(r, c.rail_interfaces.empty() ? "node.address" : "node.interface", k);
-      return r.fail_key(akey, a.to_string() + " is inside tun.address " + tun.to_string() + why);
+      return r.fail_key(akey, a.to_string() + " is inside " + tkey + " " + tun.to_string() + why);
     }
   }
   for (std::size_t i = 0; i < c.static_peers.size(); ++i) {
@@ -77,7 +78,7 @@ void check_separate(Reader& r, const Config& c) {
       const IpAddr& u = c.static_peers[i].rail_underlays[k];
       if (tun.contains(u)) {
         return r.fail_key(key_of(r, "peers.static[" + std::to_string(i) + "].underlay", k),
-                          u.to_string() + " is inside tun.address " + tun.to_string() + why);
+                          u.to_string() + " is inside " + tkey + " " + tun.to_string() + why);
       }
     }
   }
@@ -100,11 +101,13 @@ std::string at(const Reader& r, const std::string& key, std::string_view head) {
 // tun.address was checked on rail 0 when it was made (interfaces.cpp); a
 // static peer with our overlay was refused before (config.cpp), so the
 // rule is what underlay_for() reads here.
-void check_own_mapping(Reader& r, const Config& c) {
+//
+// With both families (tun.address a list of two) each entry is checked: a
+// peer reaches us in each family by the same rule.
+void check_own_mapping(Reader& r, const Config& c, const IpPrefix& tun) {
   if (!c.unresolved.empty())
     return;
-  const IpPrefix& tun = c.tun_address;
-  const std::string tkey = "tun.address";
+  const std::string tkey = tun_key(r, c, tun);
   for (std::size_t k = 0; k < c.rails.size(); ++k) {
     const std::optional<IpPrefix>& rule = k == 0 ? c.underlay_prefix : c.rails[k].underlay_prefix;
     const IpAddr& self = k == 0 ? c.manager.local.addr : c.rails[k].local.addr;
@@ -123,7 +126,7 @@ void check_own_mapping(Reader& r, const Config& c) {
     const std::string fwd =
         tun.addr.to_string() + " to " + (there ? there->to_string() : "no underlay address");
     std::string back = "no overlay address to " + self.to_string();
-    if (const auto o = overlay_by_rule(c, self, k)) {
+    if (const auto o = overlay_by_rule(c, self, k, tun)) {
       const std::string_view part = host_part(*o, tun.length);
       const std::size_t host_bits = bit_width_of(*o) - tun.length;
       if (part == "zero")
@@ -146,11 +149,14 @@ void check_own_mapping(Reader& r, const Config& c) {
 }  // namespace
 
 void sanity_check(Reader& r, const Config& c) {
-  check_overlay(r, c);
-  if (!r.failed())
-    check_separate(r, c);
-  if (!r.failed())
-    check_own_mapping(r, c);
+  for (const IpPrefix& tun : c.overlay_prefixes()) {
+    if (!r.failed())
+      check_overlay(r, c, tun);
+    if (!r.failed())
+      check_separate(r, c, tun);
+    if (!r.failed())
+      check_own_mapping(r, c, tun);
+  }
 }
 
 }  // namespace rcnet::config::detail

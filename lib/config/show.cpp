@@ -97,14 +97,23 @@ std::string show(const Config& c) {
       continue;
     }
     if (k.dotted == "tun.address" && c.tun_address_from_underlay) {
-      IpPrefix prefix = c.tun_address;
-      for (std::size_t i = prefix.length; i < prefix.addr.size() * 8; ++i)
-        prefix.addr.bytes[i / 8] =
-            static_cast<std::uint8_t>(prefix.addr.bytes[i / 8] & ~(1u << (7 - i % 8)));
-      out += fmt::format("address = \"{}\"  # {}\n", prefix.to_string(), origin);
+      // In the file's order; each entry's network (host bits zero).
+      std::vector<IpPrefix> order = {c.tun_address};
+      if (c.tun_address6)
+        order.insert(order.begin() + c.tun_address6_index, *c.tun_address6);
+      std::string nets, ours;
+      for (const IpPrefix& p : order) {
+        IpPrefix prefix = p;
+        for (std::size_t i = prefix.length; i < prefix.addr.size() * 8; ++i)
+          prefix.addr.bytes[i / 8] =
+              static_cast<std::uint8_t>(prefix.addr.bytes[i / 8] & ~(1u << (7 - i % 8)));
+        nets += fmt::format("{}\"{}\"", nets.empty() ? "" : ", ", prefix.to_string());
+        ours += (ours.empty() ? "" : ", ") + p.to_string();
+      }
+      out +=
+          fmt::format("address = {}  # {}\n", order.size() == 1 ? nets : "[" + nets + "]", origin);
       if (c.unresolved.empty())
-        out += fmt::format("# this node: {} (host bits from the underlay address)\n",
-                           c.tun_address.to_string());
+        out += fmt::format("# this node: {} (host bits from the underlay address)\n", ours);
       else
         out += fmt::format("# this node: not yet ({})\n", c.unresolved);
       continue;

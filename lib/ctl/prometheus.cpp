@@ -165,6 +165,8 @@ constexpr MetricRow kMetricRows[] = {
     {"tun_tx_packets", "rcnet_tun_written_packets_total", "", ""},
     {"tun_tx_bytes", "rcnet_tun_written_bytes_total", "", ""},
     {"drops_unmapped", kDropped, "reason", "unmapped"},
+    // Not a drop: the kernel's own RS, MLD, DAD, IGMP, for no peer.
+    {"link_scope_multicast", "rcnet_tun_link_scope_multicast_packets_total", "", ""},
     {"drops_not_ip", kDropped, "reason", "not_ip"},
     {"drops_refused", "rcnet_tun_refused_packets_total", "", ""},
     {"drops_tun_write", kDropped, "reason", "tun_write"},

@@ -24,6 +24,18 @@ using detail::text;
 
 namespace {
 
+// A peer's overlay addresses: "overlays" joined by "," (one per family of
+// tun.address), or "overlay" from a daemon that sends no list.
+std::string overlays(const json& j) {
+  const json* list = field(j, "overlays");
+  if (list == nullptr || !list->is_array() || list->empty())
+    return text(j, "overlay");
+  std::string out;
+  for (const json& a : *list)
+    out += (out.empty() ? "" : ",") + text(&a);
+  return out;
+}
+
 std::string duration(const json& j, const char* key) {
   const auto ms = number(j, key);
   return ms ? format_duration_ms(*ms) : "-";
@@ -149,6 +161,8 @@ std::string daemon_line(const json& d) {
     line += "  up " + format_duration_ms(*up);
   if (const json* tun = field(*dm, "tun"); tun != nullptr && tun->is_object()) {
     line += "  tun " + text(*tun, "name") + " " + text(*tun, "address");
+    if (const json* six = field(*tun, "address6"); six != nullptr && six->is_string())
+      line += " " + six->get<std::string>();
     if (const std::string ns = text(*tun, "netns"); ns != "-")
       line += " (netns " + ns + ")";
   }
@@ -245,7 +259,7 @@ std::string render_peers(const json& d) {
       result += " (" + duration(p, "last_result_ms") + " ago)";
     const std::string retry =
         number(p, "next_retry_ms") ? "in " + duration(p, "next_retry_ms") : "-";
-    t.add({text(p, "node"), text(p, "rail"), text(p, "underlay"), text(p, "overlay"),
+    t.add({text(p, "node"), text(p, "rail"), text(p, "underlay"), overlays(p),
            text(p, "incarnation"), text(p, "state"), text(p, "queue_depth"), text(p, "conn_id"),
            number(p, "last_attempt_ms") ? duration(p, "last_attempt_ms") + " ago" : "-", result,
            retry, yes ? "*" : ""});
@@ -257,8 +271,8 @@ std::string render_route(const json& d) {
   const std::string addr = text(d, "address");
   if (field(d, "node") == nullptr || field(d, "node")->is_null())
     return addr + ": no route: " + text(d, "reason") + "\n";
-  std::string out = addr + " via peer " + text(d, "node") + " overlay " + text(d, "overlay") +
-                    " rail " + text(d, "rail") + " underlay " + text(d, "underlay") + " state " +
+  std::string out = addr + " via peer " + text(d, "node") + " overlay " + overlays(d) + " rail " +
+                    text(d, "rail") + " underlay " + text(d, "underlay") + " state " +
                     text(d, "state") + "\n";
   if (text(d, "reason") != "-")
     out += "  " + text(d, "reason") + "\n";
@@ -323,8 +337,8 @@ std::string render_connections(const json& d) {
            {"TX", true},
            {"RX", true}});
   for (const json& q : array_of(d, "connections")) {
-    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), text(q, "overlay"),
-           text(q, "qpn"), text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+    t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), overlays(q), text(q, "qpn"),
+           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
            duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
            traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes")});
   }

@@ -131,7 +131,34 @@ json rails_json(const cm::Snapshot& s) {
   };
 }
 
-json peers_json(const cm::Snapshot& s) {
+namespace {
+
+// A peer's overlay addresses in tun.address's family order: what its
+// private data said (`said`), and with both families on the TUN the
+// other's by the config's mapping of its underlay on `rail`.
+json overlays_of(const IpAddr& said, const IpAddr& underlay, std::size_t rail,
+                 const config::Config* c) {
+  json arr = json::array();
+  if (c == nullptr || !c->tun_address6) {
+    if (!said.empty())
+      arr.push_back(said.to_string());
+    return arr;
+  }
+  for (const IpPrefix& p : c->overlay_prefixes()) {
+    std::optional<IpAddr> a;
+    if (said.family == p.addr.family)
+      a = said;
+    else
+      a = c->overlay_for(underlay, rail, p.addr.family);
+    if (a)
+      arr.push_back(a->to_string());
+  }
+  return arr;
+}
+
+}  // namespace
+
+json peers_json(const cm::Snapshot& s, const config::Config* c) {
   json arr = json::array();
   for (const cm::PeerSnapshot& p : s.peers) {
     json state = nullptr;
@@ -145,6 +172,7 @@ json peers_json(const cm::Snapshot& s) {
         {"rail", p.rail},
         {"underlay", p.underlay.to_string()},
         {"overlay", p.overlay.empty() ? json(nullptr) : json(p.overlay.to_string())},
+        {"overlays", overlays_of(p.overlay, p.underlay.addr, p.rail, c)},
         {"incarnation", p.incarnation == 0 ? json(nullptr) : json(hex64(p.incarnation))},
         {"queue_depth", p.queue_depth},
         {"conn_id", p.conn_id},
@@ -195,16 +223,19 @@ json qps_json(const cm::Snapshot& s) {
   return {{"qps", std::move(arr)}};
 }
 
-json connections_json(const cm::Snapshot& s) {
+json connections_json(const cm::Snapshot& s, const config::Config* c) {
   json arr = json::array();
   for (const cm::QpSnapshot& q : s.qps) {
     if (!q.in_service)
       continue;
     json j = qp_json(q);
     j["overlay"] = nullptr;
+    j["overlays"] = overlays_of(IpAddr{}, q.peer_addr.addr, q.rail, c);
     for (const cm::PeerSnapshot& p : s.peers) {
-      if (p.node == q.peer_node && !p.overlay.empty())
+      if (p.node == q.peer_node && !p.overlay.empty()) {
         j["overlay"] = p.overlay.to_string();
+        j["overlays"] = overlays_of(p.overlay, q.peer_addr.addr, q.rail, c);
+      }
     }
     arr.push_back(std::move(j));
   }
@@ -275,16 +306,19 @@ json config_json(const config::Config& c) {
 }
 
 json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& s) {
-  json j = {{"address", dst.to_string()}, {"node", nullptr},
-            {"overlay", nullptr},         {"rail", nullptr},
-            {"underlay", nullptr},        {"state", nullptr},
-            {"reason", nullptr},          {"rails", json::array()}};
-  if (dst == c.tun_address.addr) {
+  json j = {{"address", dst.to_string()}, {"node", nullptr},   {"overlay", nullptr},
+            {"overlays", json::array()},  {"rail", nullptr},   {"underlay", nullptr},
+            {"state", nullptr},           {"reason", nullptr}, {"rails", json::array()}};
+  const IpPrefix* tun = c.overlay_prefix_for(dst);
+  if (tun != nullptr && dst == tun->addr) {
     j["reason"] = dst.to_string() + " is this node's own overlay address (tun.address)";
     return j;
   }
-  if (!c.tun_address.contains(dst)) {
-    j["reason"] = "not on the overlay (tun.address " + c.tun_address.to_string() +
+  if (tun == nullptr || !tun->contains(dst)) {
+    std::string prefixes;
+    for (const IpPrefix& p : c.overlay_prefixes())
+      prefixes += (prefixes.empty() ? "" : ", ") + p.to_string();
+    j["reason"] = "not on the overlay (tun.address " + prefixes +
                   "): the kernel does not route it into " + c.tun_name;
     return j;
   }
@@ -302,6 +336,12 @@ json route_json(const IpAddr& dst, const config::Config& c, const cm::Snapshot& 
   }
   j["node"] = node_id_for(rail0->addr);
   j["overlay"] = dst.to_string();
+  for (const IpPrefix& p : c.overlay_prefixes()) {
+    if (p.addr.family == dst.family)
+      j["overlays"].push_back(dst.to_string());
+    else if (const auto o = c.overlay_for(rail0->addr, 0, p.addr.family))
+      j["overlays"].push_back(o->to_string());
+  }
   std::optional<std::size_t> carrier, first_up;
   for (std::size_t k = 0; k < rails; ++k) {
     const auto ep = c.peer_endpoint_for(dst, k);

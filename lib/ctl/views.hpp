@@ -49,14 +49,19 @@ json rails_json(const cm::Snapshot& s);
 // next_retry_ms how long until); state is the
 // in-service QP's state name (that rail's QP with id conn_id), or null;
 // carries says whether that rail's link carries the peer's traffic now
-// (without s.rails: whether the entry has a connection in service).
-json peers_json(const cm::Snapshot& s);
+// (without s.rails: whether the entry has a connection in service);
+// overlays lists the peer's overlay addresses, one per family of
+// tun.address: the one its private data said (overlay), and with `c` and
+// both families on the TUN the other one by c's mapping
+// (Config::overlay_for); [] when none is known.
+json peers_json(const cm::Snapshot& s, const config::Config* c = nullptr);
 // One QP: every field of cm::QpSnapshot, state by cm::to_string(ConnState).
 json qp_json(const cm::QpSnapshot& q);
 // qps: {"qps":[qp_json...]}, every QP in service and in teardown.
 json qps_json(const cm::Snapshot& s);
-// connections: {"connections":[qp_json + "overlay"]}, in-service QPs only.
-json connections_json(const cm::Snapshot& s);
+// connections: {"connections":[qp_json + "overlay" + "overlays" (as
+// peers_json's)]}, in-service QPs only.
+json connections_json(const cm::Snapshot& s, const config::Config* c = nullptr);
 // srq: enabled, size, posted, limit, limit_events.
 json srq_json(const cm::SrqSnapshot& s);
 
@@ -104,7 +109,9 @@ json audit_json(const AuditResult& a);
 
 // route get: where a packet for `dst` would go, from the running config's
 // mapping (peers.static, peers.underlay_prefix; Config::peer_endpoint_for
-// per rail) and the peers in `s`: {"address", "node", "overlay", "rail" (the
+// per rail) and the peers in `s`, for `dst` in either family of tun.address:
+// {"address", "node", "overlay" (dst), "overlays" (the peer's address in each
+// family of tun.address), "rail" (the
 // rail whose link carries the peer's traffic, else the lowest up rail that
 // maps it), "underlay" (address:port on that rail), "state" (of its
 // connection in service, null for none), "reason" (why there is no route

@@ -447,3 +447,47 @@ TEST_CASE("ctl: renderers survive hostile data", "[ctl]") {
   CHECK(words(out[2])[3] == "x");
   CHECK(words(out[2])[8] == "-");  // a negative age prints as "-"
 }
+
+TEST_CASE("ctl: with both families on the TUN, peers, connections and route get show both",
+          "[ctl][dual]") {
+  config::Config c;
+  c.tun_address = *IpPrefix::parse("10.100.0.1/24");
+  c.tun_address6 = IpPrefix::parse("fd00:100::1/120");
+  c.underlay_prefix = IpPrefix::parse("10.99.0.0/24");
+  c.rails[0].underlay_prefix = c.underlay_prefix;
+  c.manager.local = Endpoint{ip("10.99.0.1"), 7471};
+  c.rails[0].local = c.manager.local;
+  const cm::Snapshot s = sample();
+
+  const json peers = peers_json(s, &c)["peers"];
+  REQUIRE(peers.size() == 2);
+  CHECK(peers[0]["overlay"] == "10.100.0.2");  // what its private data said
+  CHECK(peers[0]["overlays"] == json::array({"10.100.0.2", "fd00:100::2"}));
+  // Not said yet (no private data): both by the mapping.
+  CHECK(peers[1]["overlays"] == json::array({"10.100.0.3", "fd00:100::3"}));
+  CHECK(peers_json(s)["peers"][0]["overlays"] == json::array({"10.100.0.2"}));
+  const auto table = lines(render_peers(peers_json(s, &c)));
+  CHECK(words(table[1])[3] == "10.100.0.2,fd00:100::2");
+
+  const json conns = connections_json(s, &c)["connections"];
+  REQUIRE(conns.size() == 1);
+  CHECK(conns[0]["overlays"] == json::array({"10.100.0.2", "fd00:100::2"}));
+  CHECK(words(lines(render_connections(connections_json(s, &c)))[1])[3] ==
+        "10.100.0.2,fd00:100::2");
+
+  // route get in either family: the same peer, both of its addresses.
+  const json r6 = route_json(ip("fd00:100::7"), c, cm::Snapshot{});
+  CHECK(r6["node"] == node_id_for(ip("10.99.0.7")));
+  CHECK(r6["overlay"] == "fd00:100::7");
+  CHECK(r6["overlays"] == json::array({"10.100.0.7", "fd00:100::7"}));
+  CHECK(r6["rails"][0]["underlay"] == "10.99.0.7:7471");
+  CHECK(route_json(ip("10.100.0.7"), c, cm::Snapshot{})["node"] == r6["node"]);
+  CHECK_THAT(render_route(r6), Catch::Contains("fd00:100::7 via peer " +
+                                               std::to_string(node_id_for(ip("10.99.0.7"))) +
+                                               " overlay 10.100.0.7,fd00:100::7"));
+  CHECK(route_json(ip("fd00:100::1"), c, cm::Snapshot{})["reason"] ==
+        "fd00:100::1 is this node's own overlay address (tun.address)");
+  CHECK(route_json(ip("fd00:200::1"), c, cm::Snapshot{})["reason"] ==
+        "not on the overlay (tun.address 10.100.0.1/24, fd00:100::1/120): the kernel does not "
+        "route it into rc0");
+}

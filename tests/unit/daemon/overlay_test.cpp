@@ -46,6 +46,28 @@ std::vector<std::byte> ipv4(const IpAddr& src, const IpAddr& dst, std::size_t le
   return p;
 }
 
+// A UDP packet over IPv6 (RFC 8200 header, then 8 bytes of UDP and zeros);
+// `next` replaces UDP as the next header (58: ICMPv6, 0: hop-by-hop).
+std::vector<std::byte> ipv6(const IpAddr& src, const IpAddr& dst, std::size_t len = 80,
+                            std::uint8_t next = 17) {
+  std::vector<std::byte> p(len);
+  p[0] = std::byte{0x60};
+  p[4] = std::byte((len - 40) >> 8);
+  p[5] = std::byte((len - 40) & 0xff);
+  p[6] = std::byte{next};
+  p[7] = std::byte{64};
+  for (int i = 0; i < 16; ++i) {
+    p[8 + i] = std::byte{src.bytes[i]};
+    p[24 + i] = std::byte{dst.bytes[i]};
+  }
+  return p;
+}
+
+// Either family, by the addresses'.
+std::vector<std::byte> packet(const IpAddr& src, const IpAddr& dst) {
+  return dst.is_v4() ? ipv4(src, dst) : ipv6(src, dst);
+}
+
 EventLoop make_loop() {
   auto l = EventLoop::create();
   REQUIRE(l.ok());
@@ -56,9 +78,19 @@ unsigned b(const std::vector<std::byte>& p, std::size_t i) {
   return std::to_integer<unsigned>(p[i]);
 }
 
-// Our overlay is 10.100.0.1/24. Peers 10.100.0.N (N != 99) own underlay
-// 10.99.0.N; the node id of peer N is N. The "FIB" routes 192.168.5.0/24
-// via 10.100.0.7.
+// Our overlay has both families, 10.100.0.1/24 and fd00:100::1/120 (as
+// tun.address = ["10.100.0.1/24", "fd00:100::1/120"]). Peer N (N != 99)
+// owns 10.100.0.N and fd00:100::N, both mapped to its one underlay address,
+// 10.99.0.N or, on an IPv6 underlay, fd99::N; the node id of peer N is N.
+// The "FIB" routes 192.168.5.0/24 via 10.100.0.7 and fd00:5::/64 via
+// fd00:100::7.
+enum class Underlay { kV4, kV6 };
+
+IpAddr underlay_of(Underlay u, std::uint8_t n) {
+  return u == Underlay::kV4 ? IpAddr::v4((10u << 24) | (99u << 16) | n)
+                            : ip(("fd99::" + std::to_string(n)).c_str());
+}
+
 struct OverlayFixture {
   EventLoop loop = make_loop();
   UniqueFd tun_end, world_end;
@@ -69,19 +101,23 @@ struct OverlayFixture {
   std::uint32_t overlay_shift = 0;  // node N owns 10.100.0.(N + shift)
   std::unique_ptr<TunPath> path;
 
-  explicit OverlayFixture(std::size_t vnet = 0) {
+  explicit OverlayFixture(std::size_t vnet = 0, Underlay under = Underlay::kV4) {
     int sv[2];
     REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     tun_end.reset(sv[0]);
     world_end.reset(sv[1]);
     TunPath::Hooks h{
-        .route = [](const IpAddr& d) -> std::optional<Endpoint> {
-          if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100 || d.bytes[3] == 99 ||
-              d.bytes[3] == 0 || d.bytes[3] == 255)
+        // As Config::peer_endpoint_for: either family of peer N's to its
+        // one endpoint.
+        .route = [under](const IpAddr& d) -> std::optional<Endpoint> {
+          std::uint8_t n = 0;
+          if (IpPrefix{ip("10.100.0.0"), 24}.contains(d))
+            n = d.bytes[3];
+          else if (IpPrefix{ip("fd00:100::"), 120}.contains(d))
+            n = d.bytes[15];
+          if (n == 0 || n == 99 || n == 255)
             return std::nullopt;
-          IpAddr u = d;
-          u.bytes[1] = 99;
-          return Endpoint{u, 7471};
+          return Endpoint{underlay_of(under, n), 7471};
         },
         // As cm::Manager::send: kOversize for a plain packet larger than
         // the peer's MTU; a super-packet is taken whole.
@@ -100,6 +136,8 @@ struct OverlayFixture {
       ++fib_calls;
       if (IpPrefix{ip("192.168.5.0"), 24}.contains(d))
         return ip("10.100.0.7");
+      if (IpPrefix{ip("fd00:5::"), 64}.contains(d))
+        return ip("fd00:100::7");
       return std::nullopt;
     };
     h.peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
@@ -108,15 +146,18 @@ struct OverlayFixture {
         return std::nullopt;
       return it->second;
     };
-    h.peer_overlay = [this](NodeId n) -> std::optional<IpAddr> {
+    h.peer_overlay = [this](NodeId n) -> std::optional<TunPath::PeerOverlays> {
       ++overlay_calls;
       if (n == 0 || n + overlay_shift > 254)
         return std::nullopt;
-      return IpAddr::v4((10u << 24) | (100u << 16) | static_cast<std::uint32_t>(n + overlay_shift));
+      const auto host = static_cast<std::uint32_t>(n + overlay_shift);
+      return TunPath::PeerOverlays{IpAddr::v4((10u << 24) | (100u << 16) | host),
+                                   ip(("fd00:100::" + std::to_string(host)).c_str())};
     };
-    path = std::make_unique<TunPath>(
-        loop, std::move(h), vnet,
-        TunPath::Overlay{.address = {ip("10.100.0.1"), 24}, .source_check = true});
+    path = std::make_unique<TunPath>(loop, std::move(h), vnet,
+                                     TunPath::Overlay{.address = {ip("10.100.0.1"), 24},
+                                                      .address6 = IpPrefix{ip("fd00:100::1"), 120},
+                                                      .source_check = true});
     REQUIRE(path->attach(tun_end.get()).ok());
   }
   void inject(const std::vector<std::byte>& p) {
@@ -155,6 +196,87 @@ TEST_CASE("overlay: a destination routed via a peer goes to that peer; the overl
   CHECK(f.path->counters().tx_via_gateway == 1);
   CHECK(f.path->counters().drops_unmapped == 0);
   CHECK(f.written().empty());
+}
+
+TEST_CASE("overlay: both families to a peer go to its one endpoint, on either underlay",
+          "[daemon][overlay][dual]") {
+  for (const Underlay under : {Underlay::kV4, Underlay::kV6}) {
+    INFO((under == Underlay::kV4 ? "IPv4 underlay" : "IPv6 underlay"));
+    OverlayFixture f(0, under);
+    f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.2")));
+    f.inject(ipv6(ip("fd00:100::1"), ip("fd00:100::2")));
+    f.inject(ipv4(ip("10.100.0.1"), ip("192.168.5.9")));  // via 10.100.0.7
+    f.inject(ipv6(ip("fd00:100::1"), ip("fd00:5::9")));   // via fd00:100::7
+    f.spin_all();
+    REQUIRE(f.sent.size() == 4);
+    const Endpoint two{underlay_of(under, 2), 7471}, seven{underlay_of(under, 7), 7471};
+    CHECK(f.sent[0].first == two);
+    CHECK(f.sent[1].first == two);  // the same peer, the same connection
+    CHECK(f.sent[2].first == seven);
+    CHECK(f.sent[3].first == seven);
+    CHECK(f.path->counters().tx_via_gateway == 2);
+    CHECK(f.fib_calls == 2);  // neither overlay prefix needs a lookup
+    CHECK(f.path->counters().drops_unmapped == 0);
+    CHECK(f.written().empty());
+  }
+}
+
+TEST_CASE("overlay: an ICMP error comes from our address in the packet's family",
+          "[daemon][overlay][dual][icmp]") {
+  OverlayFixture f;
+  f.inject(ipv6(ip("fd00:100::1"), ip("fd00:100::63")));  // host 99: no peer
+  f.inject(ipv4(ip("10.100.0.1"), ip("10.100.0.99")));
+  f.inject(ipv6(ip("fd00:100::1"), ip("fd00:200::1")));  // not routed via a peer
+  f.spin_all();
+  CHECK(f.sent.empty());
+  CHECK(f.path->counters().drops_unmapped == 3);
+  const auto w = f.written();
+  REQUIRE(w.size() == 3);
+  CHECK(*wire::ip_source(w[0]) == ip("fd00:100::1"));
+  CHECK(*wire::ip_destination(w[0]) == ip("fd00:100::1"));
+  CHECK(b(w[0], 6) == 58);  // ICMPv6
+  CHECK(b(w[0], 40) == 1);  // destination unreachable
+  CHECK(b(w[0], 41) == 3);  // address unreachable
+  CHECK(*wire::ip_source(w[1]) == ip("10.100.0.1"));
+  CHECK(b(w[1], 9) == 1);  // ICMP
+  CHECK(*wire::ip_source(w[2]) == ip("fd00:100::1"));
+  CHECK(f.path->counters().icmp_unreachable_sent == 3);
+}
+
+TEST_CASE("overlay: the kernel's own link-scope multicast is counted, neither sent nor a drop",
+          "[daemon][overlay][dual]") {
+  OverlayFixture f;
+  const IpAddr none = ip("::");
+  f.inject(ipv6(ip("fe80::1"), ip("ff02::2"), 56, 58));  // router solicitation
+  f.inject(ipv6(none, ip("ff02::16"), 96, 0));           // MLDv2 report (hop-by-hop)
+  f.inject(ipv6(none, ip("ff02::1:ff00:1"), 72, 58));    // DAD neighbour solicitation
+  f.inject(ipv4(ip("10.100.0.1"), ip("224.0.0.22")));    // IGMPv3 report
+  f.inject(ipv6(ip("fd00:100::1"), ip("ff0e::1")));      // global multicast: a drop
+  f.inject(ipv4(ip("10.100.0.1"), ip("239.1.1.1")));     // so is this
+  f.spin_all();
+  CHECK(f.sent.empty());
+  const auto& c = f.path->counters();
+  CHECK(c.link_scope_multicast == 4);
+  CHECK(c.drops_unmapped == 2);
+  CHECK(c.icmp_unreachable_sent == 0);  // never for multicast
+  CHECK(f.written().empty());
+}
+
+TEST_CASE("overlay: the source check takes a peer's own address in either family",
+          "[daemon][overlay][dual][source]") {
+  OverlayFixture f;
+  auto deliver = [&](NodeId from, const char* src) {
+    const IpAddr s = ip(src);
+    f.path->deliver(from, packet(s, s.is_v4() ? ip("10.100.0.1") : ip("fd00:100::1")));
+  };
+  deliver(2, "fd00:100::2");  // its own IPv6 address: written
+  deliver(2, "10.100.0.2");   // its own IPv4 address: written
+  deliver(2, "fd00:100::9");  // another node's: dropped
+  deliver(7, "fd00:5::9");    // routed via fd00:100::7: written
+  deliver(2, "fd00:5::9");    // routed via another peer: dropped
+  CHECK(f.path->counters().drops_source == 2);
+  CHECK(f.path->counters().tun_tx_packets == 3);
+  CHECK(f.overlay_calls == 2);  // one answer per peer, both families
 }
 
 TEST_CASE("overlay: no peer for a destination: host unreachable from our address",

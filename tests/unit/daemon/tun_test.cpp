@@ -13,6 +13,7 @@
 #include <vector>
 #include "catch2_compat.hpp"
 
+#include "config/config.hpp"
 #include "nl.hpp"
 #include "private_netns.hpp"
 #include "wire/ip_packet.hpp"
@@ -246,4 +247,30 @@ TEST_CASE("TUN with offload: vnet headers both ways, the kernel takes NEEDS_CSUM
   frame = wire::build_vnet_hdr(bad);
   std::copy(frame.begin(), frame.end(), out.begin());
   CHECK_FALSE(tun->write(out).ok());
+}
+
+TEST_CASE("TUN device: both families on one TUN, and no link-local address to send RS from",
+          "[daemon][tun][netns][dual]") {
+  test::PrivateNetns ns;
+  REQUIRE(ns.entered());
+  auto tun = TunDevice::open("rct%d");
+  REQUIRE(tun.ok());
+  const std::vector<IpPrefix> both = {*IpPrefix::parse("10.100.0.1/24"),
+                                      *IpPrefix::parse("fd00:100::1/120")};
+  auto cfg = tun->configure(both, 9000);
+  INFO((cfg.ok() ? "" : cfg.error().message()));
+  REQUIRE(cfg.ok());
+  const auto addrs = config::system_interface_addresses(tun->name());
+  REQUIRE(addrs);
+  bool v4 = false, v6 = false, link_local = false;
+  for (const IpAddr& a : *addrs) {
+    v4 = v4 || a == *IpAddr::parse("10.100.0.1");
+    v6 = v6 || a == *IpAddr::parse("fd00:100::1");
+    link_local = link_local || (a.is_v6() && a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80);
+  }
+  CHECK(v4);
+  CHECK(v6);
+  // addr_gen_mode none before IFF_UP: the kernel made no fe80:: address,
+  // and sends no router solicitation without one.
+  CHECK_FALSE(link_local);
 }
