@@ -168,6 +168,7 @@ class DaemonBackend final : public CtlBackend {
         {"stopping", stopping_},
         {"log_level", config::to_string(log_level())},
         {"status", p_.status_text()},
+        {"rdma_monitor", p_.rdma_monitor ? json(p_.rdma_monitor()) : json(nullptr)},
     };
   }
 

@@ -77,6 +77,9 @@ struct CtlDaemonParts {
   std::function<std::string()> status_text;
   // Daemon::reload: what SIGHUP does. Empty: "reload" fails.
   std::function<Result<void>()> reload = {};
+  // The RDMA netlink monitor's state for "status" (daemon/rdma_monitor.hpp):
+  // "subscribed", "not offered by this kernel", "failed: ...". Empty: absent.
+  std::function<std::string()> rdma_monitor = {};
 };
 
 // The CtlBackend of the running daemon. Live log level changes go through

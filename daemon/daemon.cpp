@@ -89,6 +89,7 @@ Result<void> Daemon::start() {
 
   if (auto r = start_rails(); !r)
     return r;
+  start_rdma_monitor();
 
   if (auto r = setup_tun(); !r)
     return r;
@@ -247,6 +248,73 @@ Result<void> Daemon::start_rails() {
   return {};
 }
 
+void Daemon::start_rdma_monitor() {
+  auto offered = RdmaMonitor::probe();
+  if (!offered || !*offered) {
+    rdma_monitor_state_ =
+        offered ? "not offered by this kernel" : "not offered (" + offered.error().message() + ")";
+    spdlog::info(
+        "RDMA netlink monitor: {} (Linux 6.12 and later): a returning RDMA device is found by "
+        "polling every {:.0f} ms",
+        rdma_monitor_state_, to_ms(RailRuntime::kReadoptInterval));
+    return;
+  }
+  auto m =
+      RdmaMonitor::create(loop_, {.event = [this](const MonitorEvent& ev) { on_rdma_event(ev); },
+                                  .overflow = [this] { on_rdma_overflow(); }});
+  if (!m) {
+    rdma_monitor_state_ = "failed: " + m.error().message();
+    spdlog::warn(
+        "RDMA netlink monitor: cannot subscribe ({}); a returning RDMA device is found by "
+        "polling every {:.0f} ms",
+        m.error().message(), to_ms(RailRuntime::kReadoptInterval));
+    return;
+  }
+  rdma_monitor_ = std::move(*m);
+  rdma_monitor_state_ = "subscribed";
+  spdlog::info(
+      "RDMA netlink monitor: subscribed (RDMA_NL_GROUP_NOTIFY): device removal and return "
+      "noticed at once; the readopt poll stays as the fallback");
+}
+
+void Daemon::on_rdma_event(const MonitorEvent& ev) {
+  std::vector<RailDeviceView> views;
+  for (const auto& r : rails_)
+    views.push_back(r->device_view());
+  const auto actions = decide(ev, views);
+  const bool any = std::any_of(actions.begin(), actions.end(),
+                               [](MonitorAction a) { return a != MonitorAction::kNone; });
+  spdlog::log(any ? spdlog::level::info : spdlog::level::debug, "RDMA netlink monitor: {}",
+              describe(ev));
+  if (stopping_)
+    return;
+  for (std::size_t k = 0; k < rails_.size(); ++k) {
+    switch (actions[k]) {
+      case MonitorAction::kRelease:
+      case MonitorAction::kLate:
+        rails_[k]->device_unregistered(describe(ev));
+        break;
+      case MonitorAction::kAdopt:
+        (void)rails_[k]->adopt_now(cm::DevicePath::kNetlinkMonitor);
+        break;
+      case MonitorAction::kNone:
+        break;
+    }
+  }
+}
+
+void Daemon::on_rdma_overflow() {
+  // The lost notices may have been a return: the poll's check, now.
+  for (auto& r : rails_)
+    (void)r->adopt_now(cm::DevicePath::kPoll);
+}
+
+std::string Daemon::rdma_monitor_state() const {
+  if (rdma_monitor_ && !rdma_monitor_->healthy())
+    return "failed: receive error";
+  return rdma_monitor_state_;
+}
+
 Result<void> Daemon::start_ctl_server() {
   std::vector<CtlDaemonParts::Rail> rails;
   for (auto& r : rails_)
@@ -260,6 +328,7 @@ Result<void> Daemon::start_ctl_server() {
       .start_time = start_time_,
       .status_text = [this] { return status_text(); },
       .reload = [this] { return reload(); },
+      .rdma_monitor = [this] { return rdma_monitor_state(); },
   });
   auto ctl = CtlServer::create(loop_, std::move(backend),
                                {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group});
@@ -312,6 +381,17 @@ Result<void> Daemon::setup_tun() {
                                      "\" (setns needs CAP_SYS_ADMIN): " + r.error().context};
   }
   tun_.emplace(std::move(*tun));
+  tun_path_->set_uso(tun_->uso());
+  if (tun_->uso() && !cfg_.manager.uso) {
+    // USO is the kernel's to grant (6.2+), known only now that the TUN is
+    // open: the rails' next REQ/REP advertise kCapUso (wire/private_data.hpp).
+    cfg_.manager.uso = true;
+    for (std::size_t k = 0; k < rails_.size(); ++k) {
+      cm::ManagerConfig mc = cfg_.manager_for_rail(k);
+      mc.incarnation = incarnation_;
+      manager(k).reconfigure(mc);
+    }
+  }
   auto fib = FibNextHop::create(loop_, tun_->netns(), tun_->name());
   if (!fib)
     return Error{fib.error().code, "route lookups on " + tun_->name() + ": " + fib.error().context};

@@ -98,6 +98,12 @@ class Daemon {
   Result<void> start_rails();
   Result<void> setup_tun();
   Result<void> start_ctl_server();
+  // The RDMA netlink monitor where the kernel has it (6.12+), else nothing
+  // changes: the readopt poll alone finds a returning device. Never fatal.
+  void start_rdma_monitor();
+  void on_rdma_event(const MonitorEvent& ev);
+  void on_rdma_overflow();
+  std::string rdma_monitor_state() const;
   void on_status_tick();
   void after_iteration();
   void on_stop_deadline();
@@ -130,6 +136,9 @@ class Daemon {
   std::vector<std::unique_ptr<RailRuntime>> rails_;
   std::unique_ptr<LoopTimer> rails_timer_;
   std::unique_ptr<cm::RailSet> railset_;  // with more than one rail
+  // After the rails, which its handler calls; destroyed before them.
+  std::unique_ptr<RdmaMonitor> rdma_monitor_;
+  std::string rdma_monitor_state_ = "not started";
   std::optional<TunDevice> tun_;
   EventSource sig_term_, sig_int_, sig_hup_;
   EventSource status_timer_, stop_deadline_, after_iteration_;

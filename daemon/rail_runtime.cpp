@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "rdma_audit.hpp"
+
 namespace rcnet::daemon {
 
 Result<std::unique_ptr<RailRuntime>> RailRuntime::create(EventLoop& loop, std::size_t index,
@@ -95,6 +97,7 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
   // the device from its timer path; the seam calls this before it closes
   // the async and completion fds, and the readopt timer takes over.
   seam_->set_close_hook([this] { on_device_closing(); });
+  read_device_index();
   auto readopt = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(50), "readopt",
                                 [this] { on_readopt_tick(); });
   if (!readopt)
@@ -126,14 +129,22 @@ void RailRuntime::on_device_closing() {
 }
 
 void RailRuntime::on_readopt_tick() {
-  if (stopping_ || manager_->device_present())
-    return;
-  if (auto r = manager_->readopt(); !r) {
-    spdlog::debug("rail {}: RDMA device on {} not back yet: {}", index_,
-                  manager_->config().local.to_string(), r.error().message());
+  if (!try_readopt(cm::DevicePath::kPoll) && !stopping_ && !manager_->device_present())
     (void)readopt_timer_.arm_at(Clock::now() + kReadoptInterval);
-    return;
+}
+
+// The poll's tick and the monitor's notices both end here; the poll stays
+// armed until an adoption succeeds, whoever tried.
+bool RailRuntime::try_readopt(cm::DevicePath by) {
+  if (stopping_ || manager_->device_present())
+    return false;
+  if (auto r = manager_->readopt(by); !r) {
+    spdlog::debug("rail {}: RDMA device on {} not back yet ({}): {}", index_,
+                  manager_->config().local.to_string(), cm::to_string(by), r.error().message());
+    return false;
   }
+  (void)readopt_timer_.arm_at(TimePoint::max());
+  read_device_index();
   if (auto r = watch_device(); !r) {
     // Without the completion fd the data path would stall: stop rather
     // than run deaf (systemd restarts the daemon).
@@ -141,9 +152,42 @@ void RailRuntime::on_readopt_tick() {
                      r.error().message());
     if (fatal_)
       fatal_();
-    return;
+    return true;
   }
   on_completions_ready();
+  return true;
+}
+
+void RailRuntime::read_device_index() {
+  device_index_.reset();
+  const std::string name = manager_->snapshot().device;
+  auto devices = dump_kernel_devices();
+  if (!devices) {
+    spdlog::debug("rail {}: index of RDMA device {}: {}", index_, name, devices.error().message());
+    return;
+  }
+  for (const KernelDevice& d : *devices) {
+    if (d.name == name)
+      device_index_ = d.index;
+  }
+}
+
+RailDeviceView RailRuntime::device_view() const {
+  const cm::Snapshot s = manager_->snapshot();
+  return {.device = s.device,
+          .index = device_index_,
+          .present = manager_->device_present(),
+          .ifindex = netlink_ ? netlink_->underlay_ifindex() : 0};
+}
+
+void RailRuntime::device_unregistered(const std::string& what) {
+  if (stopping_)
+    return;
+  manager_->device_unregistered(what);
+}
+
+bool RailRuntime::adopt_now(cm::DevicePath by) {
+  return try_readopt(by);
 }
 
 void RailRuntime::on_completions_ready() {

@@ -24,6 +24,7 @@
 #include "netlink.hpp"
 #include "rdma/seam_pump.hpp"
 #include "rdma/verbs_seam.hpp"
+#include "rdma_monitor.hpp"
 
 namespace rcnet::daemon {
 
@@ -85,6 +86,20 @@ class RailRuntime {
   // Stops re-adopting a lost device (a graceful stop began).
   void stopping() { stopping_ = true; }
 
+  // --- The RDMA netlink monitor (daemon/rdma_monitor.hpp) -------------------------------
+  // What the monitor's decide() needs of this rail.
+  RailDeviceView device_view() const;
+  // The ib_device index of the rail's device is read (RDMA_NLDEV_CMD_GET,
+  // one short dump) at start and at each adoption, whoever adopted: an
+  // UNREGISTER of the old device still unread when the poll adopted the
+  // new one under the same name must not release the new one.
+  // UNREGISTER of the rail's device: Manager::device_unregistered.
+  void device_unregistered(const std::string& what);
+  // REGISTER or NETDEV_ATTACH that may be the rail's device: try to adopt
+  // it now (path `by`), as the poll would. true when it was adopted; the
+  // poll stays armed otherwise.
+  bool adopt_now(cm::DevicePath by);
+
  private:
   RailRuntime(EventLoop& loop, std::size_t index, const RailShared& shared)
       : loop_(loop), index_(index), shared_(shared) {}
@@ -94,6 +109,8 @@ class RailRuntime {
   // VerbsSeam's close hook: drops those sources, arms the readopt timer.
   void on_device_closing();
   void on_readopt_tick();
+  bool try_readopt(cm::DevicePath by);
+  void read_device_index();
   void on_completions_ready();
 
   EventLoop& loop_;
@@ -101,6 +118,7 @@ class RailRuntime {
   RailShared shared_;
   std::function<void()> fatal_;
   bool stopping_ = false;
+  std::optional<std::uint32_t> device_index_;
   // Destruction order (reverse of declaration): sources first, then the
   // manager, the pump, the seam it borrows, the timer.
   std::unique_ptr<LoopTimer> timer_;

@@ -182,6 +182,19 @@ Result<void> run_dump(nl_sock* sock, int type, std::optional<std::uint32_t> dev_
 
 }  // namespace
 
+Result<std::vector<KernelDevice>> dump_kernel_devices() {
+  auto sock = open_rdma_socket();
+  if (!sock)
+    return sock.error();
+  std::vector<KernelDevice> devices;
+  DumpState st;
+  st.devices = &devices;
+  if (auto r = run_dump(sock->get(), kDevGetType, std::nullopt, st, "RDMA netlink: device dump");
+      !r)
+    return r.error();
+  return devices;
+}
+
 Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device) {
   auto sock = open_rdma_socket();
   if (!sock)

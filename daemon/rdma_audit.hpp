@@ -56,6 +56,10 @@ Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out);
 // Parses one RDMA_NLDEV_CMD_GET reply; EINVAL without DEV_INDEX/DEV_NAME.
 Result<KernelDevice> parse_device_message(const nlmsghdr* nlh);
 
+// Every RDMA device (RDMA_NLDEV_CMD_GET dump). Errors: those of
+// dump_kernel_qps but ENODEV.
+Result<std::vector<KernelDevice>> dump_kernel_devices();
+
 // Every RDMA device, then the QP table of `device` (every device when empty).
 // Errors: the socket cannot be opened or connected (EPROTONOSUPPORT without
 // RDMA netlink support in the kernel), ENODEV when `device` does not exist,

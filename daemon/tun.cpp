@@ -84,6 +84,7 @@ Result<TunDevice> TunDevice::open(const std::string& name, bool offload, const s
     if (!what)
       return what.error();
     dev.vnet_hdr_len_ = wire::kVnetHdrLen;
+    dev.uso_ = what->find("uso4") != std::string::npos;
     dev.offloads_ = std::move(*what);
   }
   return dev;

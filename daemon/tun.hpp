@@ -101,6 +101,9 @@ class TunDevice {
   std::size_t vnet_hdr_len() const { return vnet_hdr_len_; }
   // The offloads enabled, e.g. "csum tso4 tso6 tso_ecn"; "none" without.
   const std::string& offloads() const { return offloads_; }
+  // The kernel granted TUN_F_USO4|TUN_F_USO6: the TUN reads and takes UDP
+  // GSO frames (cm::ManagerConfig::uso).
+  bool uso() const { return uso_; }
 
  private:
   TunDevice(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
@@ -109,6 +112,7 @@ class TunDevice {
   std::string netns_;
   std::size_t vnet_hdr_len_ = 0;
   std::string offloads_ = "none";
+  bool uso_ = false;
 };
 
 }  // namespace rcnet::daemon

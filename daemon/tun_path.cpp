@@ -323,10 +323,39 @@ void TunPath::deliver(NodeId peer, std::span<const std::byte> packet) {
     ++counters_.drops_source;
     return;
   }
+  if (!uso_ && vnet_hdr_len_ == wire::kVnetHdrLen) {
+    const auto h = wire::parse_vnet_hdr(packet);
+    if (h && h->gso_kind() == wire::kGsoUdpL4) {
+      write_segments(packet);
+      return;
+    }
+  }
   if (!write_frame(packet))
     return;
   ++counters_.tun_tx_packets;
   counters_.tun_tx_bytes += packet.size();
+}
+
+void TunPath::write_segments(std::span<const std::byte> frame) {
+  const auto h = wire::parse_vnet_hdr(frame);
+  const auto packet = frame.subspan(vnet_hdr_len_);
+  const auto plan = wire::plan_segments(*h, packet);
+  if (!plan) {
+    ++counters_.drops_tun_write;  // what the TUN would have refused
+    return;
+  }
+  ++counters_.rx_uso_segmented;
+  seg_buf_.resize(vnet_hdr_len_ + plan->max_segment_len());
+  // A zeroed header: no GSO, checksums complete (build_segment's).
+  std::fill_n(seg_buf_.begin(), vnet_hdr_len_, std::byte{0});
+  for (std::uint32_t i = 0; i < plan->segments; ++i) {
+    const std::size_t len =
+        wire::build_segment(*plan, packet, i, std::span(seg_buf_).subspan(vnet_hdr_len_));
+    if (!write_frame(std::span(seg_buf_).first(vnet_hdr_len_ + len)))
+      continue;
+    ++counters_.tun_tx_packets;
+    counters_.tun_tx_bytes += vnet_hdr_len_ + len;
+  }
 }
 
 }  // namespace rcnet::daemon

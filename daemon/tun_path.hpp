@@ -66,6 +66,7 @@ namespace rcnet::daemon {
   X(drops_refused, "packets the manager did not take (oversize, refused)")     \
   X(drops_tun_write, "received packets the TUN device did not accept")         \
   X(drops_not_attached, "received packets before the TUN device existed")      \
+  X(rx_uso_segmented, "UDP super-packets received, cut here: TUN lacks USO")   \
   X(read_pauses, "times TUN reading stopped for want of send slots")           \
   X(read_empty, "TUN reads that found the queue empty (EAGAIN)")
 
@@ -172,6 +173,12 @@ class TunPath final : public cm::PacketSink {
     peer_overlays_.clear();
   }
 
+  // Whether the TUN was granted USO (TunDevice::uso(); default true: frames
+  // are written as they come). Without it a UDP super-packet from a peer
+  // (an rcnet from before kCapUso on a 6.2+ kernel sends them to any GSO
+  // peer) is cut here and written as datagrams: the TUN would refuse it.
+  void set_uso(bool granted) { uso_ = granted; }
+
   // --- cm::PacketSink --------------------------------------------------------
   void deliver(NodeId peer, std::span<const std::byte> packet) override;
   void send_capacity(bool available) override;
@@ -202,6 +209,8 @@ class TunPath final : public cm::PacketSink {
   // from `peer`?
   bool source_allowed(NodeId peer, std::span<const std::byte> packet);
   bool write_frame(std::span<const std::byte> frame);
+  // set_uso(false): writes the segments of a UDP super-packet `frame`.
+  void write_segments(std::span<const std::byte> frame);
   EventLoop& loop_;
   Hooks hooks_;
   std::size_t vnet_hdr_len_ = 0;
@@ -213,6 +222,8 @@ class TunPath final : public cm::PacketSink {
   static constexpr std::size_t kMaxPeerOverlays = 4096;
   std::unordered_map<NodeId, PeerOverlays> peer_overlays_;
   std::vector<std::byte> icmp_buf_;  // vnet header room + wire::kIcmpErrorMax
+  bool uso_ = true;
+  std::vector<std::byte> seg_buf_;  // write_segments(): one segment behind its header
   int fd_ = -1;
   EventSource source_;
   bool stopped_ = false;

@@ -78,6 +78,7 @@ struct Conn {
   std::uint32_t rq_posted = 0;
   std::uint32_t peer_mtu = wire::kMaxMtu;
   bool gso = false;                  // both ends advertised kCapGso (set from the REQ/REP)
+  bool peer_uso = false;             // gso, and the peer advertised kCapUso
   bool recv_error_logged = false;    // a receive completion error of this QP was logged
   bool rails = false;                // the peer advertised kCapRails: it takes rail messages
   std::uint8_t peer_rail_count = 0;  // the rails the peer said it has (0: not said)

@@ -212,8 +212,8 @@ Conn* DataPath::direct_target(const Endpoint& dst, std::span<const std::byte> fr
   Conn* c = table_.conn_of(*p);
   if (c == nullptr || !may_send(*c) || too_big_for(*c, frame))
     return nullptr;
-  if (cfg_.offload && !c->gso)
-    return nullptr;  // plain packets: post_packet() strips, cuts, completes
+  if (cfg_.offload && (!c->gso || !goes_whole(*c, *wire::parse_vnet_hdr(frame))))
+    return nullptr;  // plain packets or segments: post_packet() strips, cuts, completes
   // room_for(c, 1) without the pool check: the slot is taken already.
   if (c->sends.size() + 3 > cfg_.qp_send_depth || !credit_for(*c, 1))
     return nullptr;
@@ -263,6 +263,11 @@ bool DataPath::too_big_for(const Conn& c, std::span<const std::byte> frame) cons
   return !h->is_gso() && frame.size() - wire::kVnetHdrLen > c.peer_mtu;
 }
 
+bool DataPath::goes_whole(const Conn& c, const wire::VnetHdr& h) {
+  // A TUN without USO refuses a UDP GSO frame on write (kCapUso).
+  return c.gso && (h.gso_kind() != wire::kGsoUdpL4 || c.peer_uso);
+}
+
 bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
   std::optional<wire::VnetHdr> h;
   std::span<const std::byte> payload = frame;  // what the one SEND carries
@@ -272,6 +277,8 @@ bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
       payload = frame.subspan(wire::kVnetHdrLen);
       if (h->is_gso())
         return post_segments(c, *h, payload);
+    } else if (!goes_whole(c, *h)) {
+      return post_segments(c, *h, frame.subspan(wire::kVnetHdrLen));
     }
   }
   if (!room_for(c, 1)) {
@@ -298,7 +305,7 @@ bool DataPath::post_packet(Conn& c, std::span<const std::byte> frame) {
 bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet) {
   const auto plan = wire::plan_segments(h, packet);
   if (!plan || plan->segments > send_pool_.count() || plan->segments + 2 > cfg_.qp_send_depth ||
-      plan->max_segment_len() > payload_room() ||
+      plan->max_segment_len() + (c.gso ? wire::kVnetHdrLen : 0) > payload_room() ||
       (c.peer_grant != 0 && plan->segments + kCreditReserve > c.peer_grant)) {
     ++ctr_.drops_gso_to_legacy_peer;
     auto f = hooks_.fields(c);
@@ -317,14 +324,20 @@ bool DataPath::post_segments(Conn& c, const wire::VnetHdr& h, std::span<const st
       ++ctr_.credit_waits;
     return false;
   }
+  // On a connection that carries frames (c.gso, a UDP super-packet for a
+  // peer without USO) every SEND is one: each segment goes behind a zeroed
+  // header (no GSO, checksums complete).
+  const std::size_t hdr = c.gso ? wire::kVnetHdrLen : 0;
   BatchScope batch(*this);  // the segments of one super-packet: one doorbell
   for (std::uint32_t i = 0; i < plan->segments; ++i) {
     const std::uint32_t slot = *send_pool_.take();
+    std::byte* buf = payload(slot);
+    std::memset(buf, 0, hdr);
     const std::size_t len =
-        wire::build_segment(*plan, packet, i, std::span(payload(slot), payload_room()));
-    post_slot(c, slot, len);
+        wire::build_segment(*plan, packet, i, std::span(buf + hdr, payload_room() - hdr));
+    post_slot(c, slot, hdr + len);
   }
-  ++ctr_.gso_segmented;
+  ++(c.gso ? ctr_.uso_segmented : ctr_.gso_segmented);
   return true;
 }
 

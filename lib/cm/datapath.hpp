@@ -12,7 +12,10 @@
 // the frame is one SEND, header included, and arrives in the peer's TUN as
 // the same GSO super-packet; to any other peer it goes as plain packets: a
 // super-packet cut into segments of at most the peer's MTU, a packet whose
-// checksum the kernel left to the device (NEEDS_CSUM) completed. A frame
+// checksum the kernel left to the device (NEEDS_CSUM) completed. A UDP
+// super-packet goes whole only to a peer that also advertised kCapUso; a
+// kCapGso peer without it gets the segments, each as a frame behind a
+// zeroed header (uso_segmented). A frame
 // that cannot be cut is dropped and counted (drops_gso_to_legacy_peer):
 // unsupported GSO type, headers that disagree, or more segments than an SQ
 // or the send slots can ever hold; a legacy peer never receives more than
@@ -308,6 +311,9 @@ class DataPath {
   // counted); false when send slots or SQ room are short.
   bool post_packet(Conn& c, std::span<const std::byte> frame);
   bool post_segments(Conn& c, const wire::VnetHdr& h, std::span<const std::byte> packet);
+  // A frame with header `h` goes to `c` whole: c negotiated GSO, and a UDP
+  // super-packet only to a peer whose TUN takes it (kCapUso).
+  static bool goes_whole(const Conn& c, const wire::VnetHdr& h);
   // Posts the first `len` bytes of send slot `slot` as one data SEND; inside
   // a batch, appends it to c's chain instead (posted by flush_sends()).
   // `imm` says what it carries (wire/immediate.hpp), as the immediate or,

@@ -198,6 +198,7 @@ wire::PrivateData Manager::Impl::my_pd(wire::Kind kind, wire::RejectReason reaso
   pd.mtu = cfg_.mtu;
   pd.srq = cfg_.use_srq;
   pd.gso = cfg_.offload;
+  pd.uso = cfg_.offload && cfg_.uso;
   pd.rails = rail_hooks_ != nullptr;
   pd.rail_count = cfg_.rail_count;
   pd.busy = true;  // we understand REJ busy
@@ -245,6 +246,7 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
     c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
+  c.peer_uso = c.gso && d.data.uso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
   dp_.negotiated(c, d.data);
@@ -556,6 +558,7 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
   c.remote_qpn = ev.remote_qpn;
   c.peer_mtu = d.data.mtu;
   c.gso = cfg_.offload && d.data.gso;
+  c.peer_uso = c.gso && d.data.uso;
   c.rails = d.data.rails;
   c.peer_rail_count = d.data.rail_count;
   dp_.negotiated(c, d.data);

@@ -361,6 +361,10 @@ Snapshot Manager::Impl::snapshot() const {
   s.device = device_.name;
   s.port = device_.port;
   s.device_removed = device_gone_;
+  if (removed_by_)
+    s.device_removed_by = std::string(to_string(*removed_by_));
+  if (readopted_by_)
+    s.device_readopted_by = std::string(to_string(*readopted_by_));
   s.mtu = cfg_.mtu;
   s.offload = cfg_.offload;
   s.transport = std::string(dp_.profile().transport);
@@ -518,10 +522,14 @@ bool Manager::stopped() const {
 bool Manager::device_present() const {
   return !impl_->device_gone();
 }
-Result<void> Manager::readopt() {
-  auto r = impl_->readopt();
+Result<void> Manager::readopt(DevicePath noticed_by) {
+  auto r = impl_->readopt(noticed_by);
   impl_->settle();
   return r;
+}
+void Manager::device_unregistered(std::string_view why) {
+  impl_->device_unregistered(why);
+  impl_->settle();
 }
 void Manager::set_observer(EventObserver observer) {
   impl_->observer_ = std::move(observer);

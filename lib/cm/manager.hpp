@@ -84,6 +84,12 @@ struct ManagerConfig {
   // most mtu in buffers of mtu bytes.
   // Defaults to false here (config's transport.offload defaults to true).
   bool offload = false;
+  // With offload: the TUN took TUN_F_USO4|TUN_F_USO6 (Linux 6.2 and later),
+  // so it can be handed UDP GSO frames (VIRTIO_NET_HDR_GSO_UDP_L4).
+  // Advertised as kCapUso; a connection whose peer lacks it gets UDP
+  // super-packets cut in software (wire/private_data.hpp). Not a config key:
+  // the daemon sets it from what the TUN granted.
+  bool uso = false;
 
   bool use_srq = true;
   std::uint32_t srq_size = 512;    // receive buffers on the SRQ (each mtu bytes)
@@ -180,6 +186,14 @@ enum class LinkCause : std::uint8_t {
 // "port_error", "device_lost", "carrier", "retry_exceeded", "peer_notice",
 // "link_lost".
 std::string_view to_string(LinkCause c);
+
+// Which path noticed a device's loss or its return (docs/design.md "Device
+// loss and return"): the verbs/rdma_cm events (DEVICE_REMOVAL,
+// IBV_EVENT_DEVICE_FATAL), the RDMA netlink monitor (Linux 6.12+:
+// UNREGISTER, REGISTER, NETDEV_ATTACH), or the readopt poll.
+enum class DevicePath : std::uint8_t { kAsyncEvent, kNetlinkMonitor, kPoll };
+// "async event", "netlink monitor", "poll".
+std::string_view to_string(DevicePath p);
 
 // What a RailSet (cm/rails.hpp) hears from each rail's manager. Called
 // synchronously from inside the manager's own calls, on the loop's thread:
@@ -315,13 +329,20 @@ class Manager final : public rdma::EventSink {
   // it (counter device_removals). Sends are refused and counted until
   // readopt() succeeds. false from then until readopt() succeeded.
   bool device_present() const;
+  // The kernel says the device is being unregistered (RDMA netlink monitor,
+  // UNREGISTER of it): the same release as DEVICE_REMOVAL, at once. The
+  // first of the two paths acts (counter device_removals_monitor or
+  // device_removals_async); the other, when it comes for the same loss, is
+  // counted in device_notices_late and ignored.
+  void device_unregistered(std::string_view why);
   // While the device is gone (no-op otherwise): opens the seam on
   // config().local again and restarts the data path as start() does
-  // (counter device_readopts); connections then come back on demand. Errors:
-  // EBUSY while the release is still pending, the seam's (ENODEV,
-  // EADDRNOTAVAIL: no device owns the address yet), DataPath's (the device is
-  // closed again then).
-  Result<void> readopt();
+  // (counter device_readopts, and device_readopts_<path> for `noticed_by`,
+  // which the log line names); connections then come back on demand.
+  // Errors: EBUSY while the release is still pending, the seam's (ENODEV,
+  // EADDRNOTAVAIL: no device owns the address yet), DataPath's (the device
+  // is closed again then).
+  Result<void> readopt(DevicePath noticed_by = DevicePath::kPoll);
 
   // --- rails (cm/rails.hpp) --------------------------------------------------------------
   // Hooks of the RailSet over this manager, nullptr = none (the default:

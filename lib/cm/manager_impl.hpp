@@ -91,7 +91,11 @@ class Manager::Impl final : private DataPathHooks {
   // --- teardown.cpp -----------------------------------------------------------------
   void shutdown();
   // Manager::readopt().
-  Result<void> readopt();
+  Result<void> readopt(DevicePath noticed_by);
+  // Manager::device_unregistered().
+  void device_unregistered(std::string_view why) {
+    device_lost(std::string(why), DevicePath::kNetlinkMonitor);
+  }
   bool device_gone() const { return device_gone_; }
 
   ManagerConfig cfg_;
@@ -213,7 +217,7 @@ class Manager::Impl final : private DataPathHooks {
   void device_failed(const std::string& why);
   // DEVICE_REMOVAL / DEVICE_FATAL: every QP destroyed at once, queues
   // dropped, the release of the rest asked of the timer path.
-  void device_lost(const std::string& why);
+  void device_lost(const std::string& why, DevicePath path = DevicePath::kAsyncEvent);
   void release_device();
 
   // --- DataPathHooks ------------------------------------------------------------------
@@ -261,6 +265,11 @@ class Manager::Impl final : private DataPathHooks {
   bool link_up_ = true;
   // From the device's loss until readopt() succeeded.
   bool device_gone_ = false;
+  // Which path noticed the current (or last) loss, and the last return;
+  // whether the other path's notice of this loss was counted already.
+  std::optional<DevicePath> removed_by_, readopted_by_;
+  bool late_notice_counted_ = false;
+  TimePoint removed_at_{};
   // device_lost() asked the timer path for release_device().
   bool release_pending_ = false;
 

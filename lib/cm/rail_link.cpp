@@ -7,6 +7,18 @@
 
 namespace rcnet::cm {
 
+std::string_view to_string(DevicePath p) {
+  switch (p) {
+    case DevicePath::kAsyncEvent:
+      return "async event";
+    case DevicePath::kNetlinkMonitor:
+      return "netlink monitor";
+    case DevicePath::kPoll:
+      return "poll";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(LinkCause c) {
   switch (c) {
     case LinkCause::kPortError:

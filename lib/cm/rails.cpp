@@ -353,6 +353,8 @@ Snapshot RailSet::snapshot() const {
     rs.index = static_cast<std::uint32_t>(k);
     rs.local = sk.local;
     rs.device = sk.device_removed ? std::string() : sk.device;
+    rs.removed_by = sk.device_removed_by;
+    rs.readopted_by = sk.device_readopted_by;
     if (sk.port != 0)
       rs.port = sk.port;
     rs.state = r.state;

@@ -84,11 +84,17 @@ namespace rcnet::cm {
   X(gso_segmented, "GSO super-packets cut in software for peers without offload")         \
   X(drops_gso_to_legacy_peer,                                                             \
     "packets for a peer without offload that could not be segmented or checksummed")      \
+  X(uso_segmented, "UDP super-packets cut in software for a GSO peer without USO")        \
   X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")       \
   X(connect_deadlines_deferred,                                                           \
     "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")  \
   X(device_removals, "RDMA device lost (DEVICE_REMOVAL or FATAL): its objects released")  \
   X(device_readopts, "lost RDMA device opened again on node.address")                     \
+  X(device_removals_async, "device losses noticed first by DEVICE_REMOVAL or FATAL")      \
+  X(device_removals_monitor, "device losses noticed first by the netlink monitor")        \
+  X(device_readopts_monitor, "re-adoptions started by the netlink monitor")               \
+  X(device_readopts_poll, "re-adoptions found by the readopt poll")                       \
+  X(device_notices_late, "a loss noticed again by the other path: ignored")               \
   X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 // The rails' counters (cm/rails.hpp): counted by the RailSet over every
@@ -242,6 +248,8 @@ struct RailSnapshot {
   std::uint32_t flaps = 0;     // recent failures remembered (decays)
   std::uint32_t links = 0;     // connections in service on this rail
   std::uint32_t carrying = 0;  // of those, links that carry their peer's traffic now
+  // Snapshot::device_removed_by / device_readopted_by of the rail's manager.
+  std::string removed_by, readopted_by;
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
 };
 
@@ -252,6 +260,10 @@ struct Snapshot {
   std::string device;
   std::uint8_t port = 0;        // the device port the listener is bound to; 0 unknown
   bool device_removed = false;  // lost, not adopted again yet (Manager::device_present)
+  // The path (to_string(DevicePath)) that noticed the last loss, and the
+  // last return; empty: none since start.
+  std::string device_removed_by;
+  std::string device_readopted_by;
   std::uint32_t mtu = 0;
   bool offload = false;  // ManagerConfig::offload: GSO frames, kCapGso advertised
   // The device's profile (rdma/provider.hpp) as applied: its transport,

@@ -252,19 +252,33 @@ void Manager::Impl::device_failed(const std::string& why) {
   }
 }
 
-void Manager::Impl::device_lost(const std::string& why) {
-  // Every id of the device reports DEVICE_REMOVAL: the first one acts.
-  if (device_gone_)
+void Manager::Impl::device_lost(const std::string& why, DevicePath path) {
+  // Every id of the device reports DEVICE_REMOVAL: the first one acts. The
+  // other path's notice of the same loss is counted once and ignored.
+  if (device_gone_) {
+    if (removed_by_ && path != *removed_by_ && !late_notice_counted_) {
+      late_notice_counted_ = true;
+      ++ctr_.device_notices_late;
+      spdlog::info(
+          "RDMA device loss on {} noticed again by the {} ({}), {:.0f} ms after the {}: ignored",
+          cfg_.local, to_string(path), why, to_ms(now() - removed_at_), to_string(*removed_by_));
+    }
     return;
+  }
   device_gone_ = true;
   release_pending_ = true;
+  removed_by_ = path;
+  late_notice_counted_ = false;
+  removed_at_ = now();
   ++ctr_.device_removals;
+  ++(path == DevicePath::kNetlinkMonitor ? ctr_.device_removals_monitor
+                                         : ctr_.device_removals_async);
   log::Fields f;
   f.message_id = log::kMsgDeviceRemoved;
   log::event(spdlog::level::critical, f,
-             "RDMA device lost ({}): releasing every QP, cm id, MR, SRQ, CQ and PD of it; "
-             "retrying {} until a device owns it again",
-             why, cfg_.local);
+             "RDMA device lost ({}, noticed by {}): releasing every QP, cm id, MR, SRQ, CQ and PD "
+             "of it; retrying {} until a device owns it again",
+             why, to_string(path), cfg_.local);
   // Each in-service link's unfinished sends and queue go to the rail hooks
   // (another rail takes them); without hooks, nothing queued can go out on
   // a failed device: dropped, not retried.
@@ -302,7 +316,7 @@ void Manager::Impl::release_device() {
   seam_.close_device();
 }
 
-Result<void> Manager::Impl::readopt() {
+Result<void> Manager::Impl::readopt(DevicePath noticed_by) {
   if (!device_gone_)
     return {};
   if (release_pending_)
@@ -314,12 +328,18 @@ Result<void> Manager::Impl::readopt() {
     return r;
   }
   device_gone_ = false;
+  readopted_by_ = noticed_by;
   ++ctr_.device_readopts;
+  ++(noticed_by == DevicePath::kNetlinkMonitor ? ctr_.device_readopts_monitor
+                                               : ctr_.device_readopts_poll);
   report_rail(LinkCause::kDeviceLost, "RDMA device adopted again");
   log::Fields f;
   f.message_id = log::kMsgDeviceReadopted;
-  log::event(spdlog::level::warn, f, "RDMA device {} adopted again on {}: accepting connections",
-             device_.name, cfg_.local);
+  log::event(
+      spdlog::level::warn, f,
+      "RDMA device {} adopted again on {} (noticed by {}, {:.0f} ms after its loss): accepting "
+      "connections",
+      device_.name, cfg_.local, to_string(noticed_by), to_ms(now() - removed_at_));
   return {};
 }
 

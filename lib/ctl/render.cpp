@@ -356,7 +356,17 @@ std::string render_rails(const json& d) {
            {"TX", true},
            {"RX", true},
            {"CHANGED", true},
+           {"LOSS/RETURN"},
            {"CAUSE"}});
+  // Which path noticed the device's last loss and return, in a word each
+  // ("monitor", "async", "poll"; "-" for none).
+  const auto path = [](const json& r, const char* key) -> std::string {
+    const json* v = field(r, key);
+    if (v == nullptr || !v->is_string())
+      return "-";
+    const std::string s = v->get<std::string>();
+    return s == "netlink monitor" ? "monitor" : s == "async event" ? "async" : s;
+  };
   for (const json& r : array_of(d, "rails")) {
     std::string address = text(r, "address");
     if (address.find(':') != std::string::npos)
@@ -367,7 +377,8 @@ std::string render_rails(const json& d) {
     t.add({text(r, "rail"), address + ":" + text(r, "port"),
            device == "-" ? device : device + "/" + text(r, "device_port"), text(r, "state"),
            text(r, "links"), text(r, "carrying"), tx ? format_bytes(*tx) : "-",
-           rx ? format_bytes(*rx) : "-", duration(r, "since_change_ms"), text(r, "cause")});
+           rx ? format_bytes(*rx) : "-", duration(r, "since_change_ms"),
+           path(r, "removed_by") + "/" + path(r, "readopted_by"), text(r, "cause")});
   }
   out += t.str();
   out += "peers without a redundant link: " + text(d, "peers_without_redundancy") + "\n";

@@ -83,6 +83,8 @@ std::vector<cm::RailSnapshot> rails_of(const cm::Snapshot& s) {
   r.local = s.local;
   r.device = s.device;
   r.state = s.device_removed ? cm::RailState::kRemoved : cm::RailState::kUp;
+  r.removed_by = s.device_removed_by;
+  r.readopted_by = s.device_readopted_by;
   for (const cm::QpSnapshot& q : s.qps) {
     if (q.in_service)
       ++r.links;
@@ -109,6 +111,10 @@ json rail_json(const cm::RailSnapshot& r) {
       {"flaps", r.flaps},
       {"links", r.links},
       {"carrying", r.carrying},
+      // Which path noticed the last device loss and return ("netlink
+      // monitor", "async event", "poll"); null: none since start.
+      {"removed_by", r.removed_by.empty() ? json(nullptr) : json(r.removed_by)},
+      {"readopted_by", r.readopted_by.empty() ? json(nullptr) : json(r.readopted_by)},
       {"tx_packets", r.tx_packets},
       {"tx_bytes", r.tx_bytes},
       {"rx_packets", r.rx_packets},

@@ -133,6 +133,8 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
   out[kOffCaps] = static_cast<std::uint8_t>(
       (pd.gso ? kCapGso : 0) | (pd.rails ? kCapRails : 0) | (pd.busy ? kCapBusy : 0) |
       (pd.header ? kCapHeader : 0) | (pd.header_ok ? kCapHeaderOk : 0));
+  if (pd.uso)
+    out[kOffCaps] = static_cast<std::uint8_t>(out[kOffCaps] | kCapUso);
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
     put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
   if (pd.kind != Kind::kRej) {
@@ -216,6 +218,7 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   // Capabilities: absent in a first-version peer's private data; reserved
   // bits are a later version's and mean nothing here.
   const std::uint8_t caps = bytes.size() > kOffCaps ? bytes[kOffCaps] : 0;
+  pd.uso = (caps & kCapUso) != 0;
   pd.gso = (caps & kCapGso) != 0;
   pd.rails = (caps & kCapRails) != 0;
   pd.busy = (caps & kCapBusy) != 0;

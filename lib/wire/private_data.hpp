@@ -22,7 +22,7 @@
 //    42   1 reject reason    (REJ: a RejectReason; REQ/REP: 0)
 //    43     = kBaseSize: the first rcnet's encoding ends here
 //    43   1 capabilities     (bit 1 kCapGso, bit 2 kCapRails, bit 3 kCapBusy, bit 4
-//                            kCapHeader, bit 5 kCapHeaderOk; bit 0
+//                            kCapHeader, bit 5 kCapHeaderOk, bit 6 kCapUso; bit 0
 //                            retired, see kCapGso; other bits reserved: sent as
 //                            0, ignored on receipt; absent = 0)
 //    44   2 retry after      (REJ busy only: milliseconds the sender asks the
@@ -90,6 +90,13 @@ enum class Kind : std::uint8_t { kReq = 1, kRep = 2, kRej = 3 };
 // not understood on this point, so it is never sent and ignored on receipt,
 // and such a peer gets plain packets.
 inline constexpr std::uint8_t kCapGso = 0x02;
+// kCapUso (bit 6; with kCapGso): the sender's TUN takes UDP GSO frames
+// (VIRTIO_NET_HDR_GSO_UDP_L4): its kernel granted TUN_F_USO4|TUN_F_USO6
+// (Linux 6.2 and later). A TUN without USO refuses such a frame on write
+// (virtio_net_hdr_to_skb before 6.2 knows no UDP_L4), so a peer with kCapGso
+// alone gets UDP super-packets cut in software, and TCP ones whole
+// (docs/design.md "Offloads").
+inline constexpr std::uint8_t kCapUso = 0x40;
 // kCapRails: the sender understands rail messages (kImmRail,
 // wire/rail_message.hpp): it switches its direction of a connection to
 // another rail when told that ours went down. Without it a peer still works
@@ -111,7 +118,7 @@ inline constexpr std::uint8_t kCapHeader = 0x10;
 // immediate toward it.
 inline constexpr std::uint8_t kCapHeaderOk = 0x20;
 inline constexpr std::uint8_t kKnownCaps =
-    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk;
+    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk | kCapUso;
 
 // Why a connection request was refused. Carried in REJ private data.
 enum class RejectReason : std::uint8_t {
@@ -136,6 +143,7 @@ struct PrivateData {
   bool srq = true;
   IpAddr overlay;  // AF_UNSPEC = none
   RejectReason reason = RejectReason::kNone;
+  bool uso = false;    // kCapUso (meaningful in REQ and REP, with gso)
   bool gso = false;    // kCapGso (meaningful in REQ and REP)
   bool rails = false;  // kCapRails (meaningful in REQ and REP)
   bool busy = false;   // kCapBusy (meaningful in REQ and REP)

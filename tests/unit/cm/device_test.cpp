@@ -89,6 +89,61 @@ TEST_CASE("device removed: every object released at once, adopted again, traffic
   CHECK(a.ctr().illegal_transitions + b.ctr().illegal_transitions == 0);
 }
 
+TEST_CASE("device loss and return: the first path acts, the other is counted, each is named",
+          "[cm][device][rdma_monitor]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.connect(a, b, 1);
+  REQUIRE(received(b, 1));
+
+  SECTION("DEVICE_REMOVAL first, UNREGISTER late; back through the monitor") {
+    c.fabric.faults().remove_device(a.addr);
+    c.run(1ms);
+    CHECK_FALSE(a.mgr->device_present());
+    CHECK(a.ctr().device_removals_async == 1);
+    CHECK(a.mgr->snapshot().device_removed_by == "async event");
+    // The kernel sends UNREGISTER once every client let go: late, counted
+    // once however often it comes, nothing released twice.
+    a.mgr->device_unregistered("UNREGISTER of rxe0 (index 3)");
+    a.mgr->device_unregistered("UNREGISTER of rxe0 (index 3)");
+    c.run(1ms);
+    CHECK(a.ctr().device_notices_late == 1);
+    CHECK(a.ctr().device_removals == 1);
+    CHECK(a.ctr().device_removals_monitor == 0);
+    c.fabric.faults().restore_device(a.addr);
+    REQUIRE(a.mgr->readopt(cm::DevicePath::kNetlinkMonitor));
+    CHECK(a.ctr().device_readopts == 1);
+    CHECK(a.ctr().device_readopts_monitor == 1);
+    CHECK(a.ctr().device_readopts_poll == 0);
+    CHECK(a.mgr->snapshot().device_readopted_by == "netlink monitor");
+  }
+  SECTION("UNREGISTER first: released at once; back through the poll") {
+    a.mgr->device_unregistered("UNREGISTER of rxe0 (index 3)");
+    c.run(1ms);
+    CHECK(a.sim->live_qps() == 0);
+    CHECK(a.sim->live_cm_ids() == 0);
+    CHECK_FALSE(a.sim->device_open());
+    CHECK(a.ctr().device_removals == 1);
+    CHECK(a.ctr().device_removals_monitor == 1);
+    CHECK(a.ctr().device_removals_async == 0);
+    CHECK(a.mgr->snapshot().device_removed_by == "netlink monitor");
+    CHECK(a.mgr->snapshot().device_readopted_by.empty());
+    REQUIRE(a.mgr->readopt());  // the device never left the fabric: the poll finds it
+    CHECK(a.ctr().device_readopts_poll == 1);
+    CHECK(a.mgr->snapshot().device_readopted_by == "poll");
+  }
+  // Either way traffic resumes, and a second loss counts afresh.
+  a.mgr->send(b.ep(), packet(3));
+  c.run(1s);
+  CHECK(received(b, 3));
+  a.mgr->device_unregistered("UNREGISTER of rxe0 (index 4)");
+  c.run(1ms);
+  CHECK(a.ctr().device_removals == 2);
+  CHECK(a.ctr().device_notices_late <= 1);
+  CHECK(a.ctr().illegal_transitions + b.ctr().illegal_transitions == 0);
+}
+
 TEST_CASE("device fatal: every object released at once, adopted again, traffic resumes",
           "[cm][device]") {
   const auto profile = GENERATE(Profile::kMlx, Profile::kRxe);

@@ -226,3 +226,67 @@ TEST_CASE("offload: a frame that arrives before the active side's ESTABLISHED ke
   REQUIRE(old.sink.packets.size() == 1);
   CHECK(old.sink.packets[0].bytes == packet(2));
 }
+
+TEST_CASE("offload: a UDP super-packet (USO) goes whole only to a peer whose TUN takes it",
+          "[cm][gso][uso]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kRxe));
+  const bool v6 = GENERATE(false, true);
+  auto uso_on = [](cm::ManagerConfig& m) {
+    m.offload = true;
+    m.uso = true;
+  };
+  auto& a = c.add(1, uso_on);
+  auto& capable = c.add(2, uso_on);     // 6.2+: its TUN granted USO
+  auto& no_uso = c.add(3, offload_on);  // kCapGso without kCapUso: Linux 6.1
+  auto& legacy = c.add(4);              // no offload at all
+  const std::size_t payload = 8 * 1400 + 100;
+  const auto sp = udp_super_packet(v6, payload);
+  const auto frame = frame_of(uso_super_hdr(v6, 1400), sp);
+  const std::size_t l4 = v6 ? 40 : 20;
+
+  a.mgr->send(capable.ep(), frame);
+  a.mgr->send(no_uso.ep(), frame);
+  a.mgr->send(legacy.ep(), frame);
+  c.run(100ms);
+
+  // Whole: one frame, every byte as read from the TUN.
+  REQUIRE(capable.sink.packets.size() == 1);
+  CHECK(capable.sink.packets[0].bytes == frame);
+  CHECK(a.ctr().gso_sent == 1);
+
+  // Cut: 9 datagrams each; to the kCapGso peer each behind a zeroed vnet
+  // header (the connection carries frames), to the legacy peer plain.
+  const auto check_segments = [&](const std::vector<RecordingSink::Packet>& got, bool framed) {
+    REQUIRE(got.size() == 9);
+    std::vector<std::byte> joined;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("segment " << i << (framed ? " framed" : " plain"));
+      std::vector<std::byte> p = got[i].bytes;
+      if (framed) {
+        REQUIRE(p.size() > wire::kVnetHdrLen);
+        CHECK(std::all_of(p.begin(), p.begin() + wire::kVnetHdrLen,
+                          [](std::byte x) { return x == std::byte{0}; }));
+        p.erase(p.begin(), p.begin() + wire::kVnetHdrLen);
+      }
+      CHECK(p.size() == l4 + 8 + (i < 8 ? 1400 : 100));
+      CHECK(be16_at(p, l4 + 4) == p.size() - l4);  // UDP length
+      CHECK(checksums_ok(p));
+      joined.insert(joined.end(), p.begin() + static_cast<std::ptrdiff_t>(l4 + 8), p.end());
+    }
+    CHECK(std::equal(joined.begin(), joined.end(), sp.begin() + static_cast<std::ptrdiff_t>(l4 + 8),
+                     sp.end()));
+  };
+  check_segments(no_uso.sink.packets, true);
+  check_segments(legacy.sink.packets, false);
+  CHECK(a.ctr().uso_segmented == 1);
+  CHECK(a.ctr().gso_segmented == 1);
+  CHECK(a.ctr().drops_gso_to_legacy_peer == 0);
+
+  // TCP super-packets still go whole to the peer without USO.
+  const auto tso = frame_of(tso_hdr(v6, 1448), tcp_super_packet(v6, 10000));
+  CHECK(a.mgr->send(no_uso.ep(), tso) == cm::SendResult::kSent);
+  c.run(10ms);
+  REQUIRE(no_uso.sink.packets.size() == 10);
+  CHECK(no_uso.sink.packets[9].bytes == tso);
+  CHECK(a.ctr().gso_sent == 2);
+}

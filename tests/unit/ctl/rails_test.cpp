@@ -85,6 +85,8 @@ cm::Snapshot two_rails() {
   r1.carrying = 0;
   r1.tx_packets = 3;
   r1.tx_bytes = 2048;
+  r1.removed_by = "async event";
+  r1.readopted_by = "netlink monitor";
   s.rails = {r0, r1};
 
   cm::QpSnapshot a0;
@@ -163,7 +165,7 @@ TEST_CASE("ctl rails: JSON of two rails, every field by its name", "[ctl][rails]
   CHECK(j["mode"] == "active-backup");
   CHECK(j["peers_without_redundancy"] == 1);
   REQUIRE(j["rails"].size() == 2);
-  const json want0 = {
+  json want0 = {
       {"rail", 0},          {"address", "10.99.0.1"},
       {"port", 7471},       {"device", "rxe0"},
       {"device_port", 1},   {"state", "up"},
@@ -173,6 +175,8 @@ TEST_CASE("ctl rails: JSON of two rails, every field by its name", "[ctl][rails]
       {"tx_packets", 10},   {"tx_bytes", 1572864},
       {"rx_packets", 7},    {"rx_bytes", 700},
   };
+  want0["removed_by"] = nullptr;  // no device loss since start
+  want0["readopted_by"] = nullptr;
   CHECK(j["rails"][0] == want0);
   const json want1 = {
       {"rail", 1},
@@ -191,6 +195,8 @@ TEST_CASE("ctl rails: JSON of two rails, every field by its name", "[ctl][rails]
       {"tx_bytes", 2048},
       {"rx_packets", 0},
       {"rx_bytes", 0},
+      {"removed_by", "async event"},
+      {"readopted_by", "netlink monitor"},
   };
   CHECK(j["rails"][1] == want1);
 
@@ -209,10 +215,11 @@ TEST_CASE("ctl rails: the table of two rails", "[ctl][rails]") {
   CHECK(out ==
         "mode active-backup\n"
         "RAIL  ADDRESS         DEVICE/PORT  STATE     LINKS  CARRYING      TX    RX  CHANGED  "
-        "CAUSE\n"
-        "   0  10.99.0.1:7471  rxe0/1       up            1         1  1.5MiB  700B    3m04s  -\n"
+        "LOSS/RETURN    CAUSE\n"
+        "   0  10.99.0.1:7471  rxe0/1       up            1         1  1.5MiB  700B    3m04s  "
+        "-/-            -\n"
         "   1  10.99.1.1:7471  rxe1/2       holddown      1         0  2.0KiB    0B     1.2s  "
-        "IBV_EVENT_PORT_ACTIVE\n"
+        "async/monitor  IBV_EVENT_PORT_ACTIVE\n"
         "peers without a redundant link: 1\n");
   CHECK(render(Command::kRails, rails_json(two_rails())) == out);
 
@@ -234,7 +241,7 @@ TEST_CASE("ctl rails: a snapshot without rails is one rail of its own", "[ctl][r
   CHECK(j["mode"] == "active-backup");
   CHECK(j["peers_without_redundancy"] == 0);
   REQUIRE(j["rails"].size() == 1);
-  const json want = {
+  json want = {
       {"rail", 0},          {"address", "10.99.0.1"},
       {"port", 7471},       {"device", "rxe0"},
       {"device_port", 1},   {"state", "up"},
@@ -244,13 +251,16 @@ TEST_CASE("ctl rails: a snapshot without rails is one rail of its own", "[ctl][r
       {"tx_packets", 5},    {"tx_bytes", 3072},
       {"rx_packets", 6},    {"rx_bytes", 4096},
   };
+  want["removed_by"] = nullptr;
+  want["readopted_by"] = nullptr;
   CHECK(j["rails"][0] == want);
   CHECK(lines(render_rails(j)) ==
         std::vector<std::string>{
             "mode active-backup",
             "RAIL  ADDRESS         DEVICE/PORT  STATE  LINKS  CARRYING      TX      RX  CHANGED  "
-            "CAUSE",
-            "   0  10.99.0.1:7471  rxe0/1       up         1         1  3.0KiB  4.0KiB        -  -",
+            "LOSS/RETURN  CAUSE",
+            "   0  10.99.0.1:7471  rxe0/1       up         1         1  3.0KiB  4.0KiB        -  "
+            "-/-          -",
             "peers without a redundant link: 0"});
 
   cm::Snapshot removed = s;

@@ -6,11 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 #include "catch2_compat.hpp"
 
+#include "../wire/gso_packets.hpp"
 #include "unique_fd.hpp"
+#include "wire/vnet_hdr.hpp"
 
 using namespace rcnet;
 using namespace rcnet::daemon;
@@ -272,6 +275,52 @@ TEST_CASE("with IFF_VNET_HDR frames are routed by the IP header after the vnet h
   CHECK(f.sent[0].first == Endpoint{*IpAddr::parse("10.99.0.2"), 7471});
   CHECK(f.sent[0].second == 60010);  // the whole frame goes to the manager
   CHECK(f.path->counters().drops_not_ip == 2);
+}
+
+TEST_CASE("a UDP super-packet for a TUN without USO is written as its datagrams",
+          "[daemon][tun][gso][uso]") {
+  TunFixture f(wire::kVnetHdrLen);
+  const bool v6 = GENERATE(false, true);
+  const std::size_t l4 = v6 ? 40 : 20;
+  const auto sp = test::udp_super_packet(v6, 2 * 1200 + 300);
+  const auto frame = test::frame_of(test::uso_super_hdr(v6, 1200), sp);
+  const auto recv_one = [&] {
+    std::vector<std::byte> got(70000);
+    const ssize_t n = ::recv(f.world_end.get(), got.data(), got.size(), 0);
+    REQUIRE(n > 0);
+    got.resize(static_cast<std::size_t>(n));
+    return got;
+  };
+
+  // A TUN with USO (the default): the frame as it came.
+  f.path->deliver(1, frame);
+  CHECK(recv_one() == frame);
+
+  // Without USO (Linux before 6.2): three datagrams, each behind a zeroed
+  // header, with their own lengths and checksums.
+  f.path->set_uso(false);
+  f.path->deliver(1, frame);
+  std::vector<std::byte> joined;
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto got = recv_one();
+    INFO("datagram " << i);
+    REQUIRE(got.size() > wire::kVnetHdrLen);
+    CHECK(std::all_of(got.begin(), got.begin() + wire::kVnetHdrLen,
+                      [](std::byte b) { return b == std::byte{0}; }));
+    got.erase(got.begin(), got.begin() + wire::kVnetHdrLen);
+    CHECK(got.size() == l4 + 8 + (i < 2 ? 1200 : 300));
+    CHECK(test::checksums_ok(got));
+    joined.insert(joined.end(), got.begin() + static_cast<std::ptrdiff_t>(l4 + 8), got.end());
+  }
+  CHECK(std::equal(joined.begin(), joined.end(), sp.begin() + static_cast<std::ptrdiff_t>(l4 + 8),
+                   sp.end()));
+  CHECK(f.path->counters().rx_uso_segmented == 1);
+  CHECK(f.path->counters().tun_tx_packets == 1 + 3);
+
+  // TCP super-packets are the TUN's to take (TSO works since long before).
+  const auto tso = test::frame_of(test::tso_hdr(v6, 1448), test::tcp_super_packet(v6, 5000));
+  f.path->deliver(1, tso);
+  CHECK(recv_one() == tso);
 }
 
 TEST_CASE("with a lent send buffer a packet is read straight into it and sent from there",

@@ -317,8 +317,10 @@ TEST_CASE("rcnetctl rails: asks for rails, prints the table or the JSON", "[ops]
   CHECK(d.request.find(R"("cmd":"rails")") != std::string::npos);
   CHECK(t.out ==
         "mode stripe\n"
-        "RAIL  ADDRESS         DEVICE/PORT  STATE  LINKS  CARRYING  TX  RX  CHANGED  CAUSE\n"
-        "   1  10.99.1.1:7471  rxe1/1       down       0         0  0B  0B     2.5s  carrier lost\n"
+        "RAIL  ADDRESS         DEVICE/PORT  STATE  LINKS  CARRYING  TX  RX  CHANGED  LOSS/RETURN  "
+        "CAUSE\n"
+        "   1  10.99.1.1:7471  rxe1/1       down       0         0  0B  0B     2.5s  -/-          "
+        "carrier lost\n"
         "peers without a redundant link: 3\n");
   auto j = run_with(d, {"-j", "rails"});
   REQUIRE(j.rc == kExitOk);

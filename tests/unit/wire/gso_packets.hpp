@@ -123,6 +123,45 @@ inline wire::VnetHdr tso_hdr(bool v6, std::uint16_t mss) {
   return h;
 }
 
+// A UDP super-packet of `payload` bytes (payload byte i = i * 5 + 1) from
+// port 40000 to 5201, IPv4 or IPv6, as a TUN with USO hands it over: the UDP
+// checksum field holding the pseudo-header sum (CHECKSUM_PARTIAL).
+inline std::vector<std::byte> udp_super_packet(bool v6, std::size_t payload) {
+  auto p = tcp_super_packet(v6, 0);  // the IP header; the TCP part rewritten
+  const std::size_t l4 = v6 ? 40 : 20;
+  p.resize(l4 + 8 + payload);
+  if (v6) {
+    p[6] = std::byte{17};
+    set16(p, 4, static_cast<std::uint16_t>(p.size() - 40));
+  } else {
+    p[9] = std::byte{17};
+    set16(p, 2, static_cast<std::uint16_t>(p.size()));
+    set16(p, 10, 0);
+    set16(p, 10, static_cast<std::uint16_t>(~ref_sum(p, 0, 20)));
+  }
+  set16(p, l4, 40000);
+  set16(p, l4 + 2, 5201);
+  set16(p, l4 + 4, static_cast<std::uint16_t>(8 + payload));
+  for (std::size_t i = 0; i < payload; ++i)
+    p[l4 + 8 + i] = static_cast<std::byte>((i * 5 + 1) & 0xff);
+  std::uint64_t ps = ref_pseudo(p, l4, 17);
+  while (ps >> 16)
+    ps = (ps & 0xffff) + (ps >> 16);
+  set16(p, l4 + 6, static_cast<std::uint16_t>(ps));
+  return p;
+}
+
+inline wire::VnetHdr uso_super_hdr(bool v6, std::uint16_t gso_size) {
+  wire::VnetHdr h;
+  h.flags = wire::kNeedsCsum;
+  h.gso_type = wire::kGsoUdpL4;
+  h.hdr_len = static_cast<std::uint16_t>(v6 ? 48 : 28);
+  h.gso_size = gso_size;
+  h.csum_start = static_cast<std::uint16_t>(v6 ? 40 : 20);
+  h.csum_offset = 6;
+  return h;
+}
+
 // vnet header + packet, as one frame.
 inline std::vector<std::byte> frame_of(const wire::VnetHdr& h, const std::vector<std::byte>& p) {
   const auto hb = wire::build_vnet_hdr(h);

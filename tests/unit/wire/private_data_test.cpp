@@ -352,6 +352,25 @@ TEST_CASE("wire: kCapRails round-trips on its own bit, apart from kCapGso", "[wi
   CHECK_FALSE(decode(old, Kind::kRep).data.rails);
 }
 
+TEST_CASE("wire: kCapUso is bit 6 of byte 43, beside kCapGso", "[wire][gso][uso]") {
+  PrivateData pd = sample(Kind::kReq);
+  pd.gso = true;
+  pd.uso = true;
+  pd.rails = false;
+  pd.busy = false;
+  const auto b = encode(pd);
+  CHECK(b[kBaseSize] == (kCapGso | 0x40));
+  const Decoded d = decode(b, Kind::kReq);
+  REQUIRE(d.ok);
+  CHECK(d.data.gso);
+  CHECK(d.data.uso);
+  // A peer from before kCapUso: GSO, and no USO.
+  auto before = b;
+  before[kBaseSize] = kCapGso;
+  CHECK_FALSE(decode(before, Kind::kReq).data.uso);
+  CHECK(decode(before, Kind::kReq).data.gso);
+}
+
 TEST_CASE("wire: rail messages encode and decode; unknown versions and types are refused",
           "[wire][rails]") {
   const RailMsg m{RailMsgType::kDown, 1, 3};

@@ -4,6 +4,8 @@
 #include "catch2_compat.hpp"
 
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gso_packets.hpp"
@@ -134,6 +136,80 @@ TEST_CASE("software GSO: UDP segmentation (USO) gives each segment its UDP heade
     CHECK(test::checksums_ok(s));
   }
   CHECK(segs[2].size() == 28 + 600);
+}
+
+namespace {
+
+std::vector<std::byte> from_hex(std::string_view hex) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<std::byte>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+// A UDP super-packet as a TUN with USO hands it over: 10 payload bytes
+// ("abcdefghij") from port 40000 to 5201, the UDP checksum field holding the
+// pseudo-header sum (CHECKSUM_PARTIAL), cut at gso_size 4 into 4 + 4 + 2.
+VnetHdr uso_hdr(std::size_t l4) {
+  VnetHdr h;
+  h.flags = kNeedsCsum;
+  h.gso_type = kGsoUdpL4;
+  h.hdr_len = static_cast<std::uint16_t>(l4 + 8);
+  h.gso_size = 4;
+  h.csum_start = static_cast<std::uint16_t>(l4);
+  h.csum_offset = 6;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("software GSO: UDP/IPv4 segments, exact bytes", "[wire][gso][uso]") {
+  // 10.100.0.1 -> 10.100.0.2, ID 0x1c46, DF. Expected bytes computed apart
+  // from lib/wire (RFC 768/791 by hand): each segment has its own IP total
+  // length, the next IP ID and header checksum, UDP length and a full UDP
+  // checksum.
+  const auto super = from_hex(
+      "450000261c464000401109b70a6400010a640002"
+      "9c401451001214ee"
+      "6162636465666768696a");
+  const auto segs = segments_of(uso_hdr(20), super);
+  REQUIRE(segs.size() == 3);
+  CHECK(segs[0] == from_hex("450000201c464000401109bd0a6400010a640002"
+                            "9c401451000c75b3"
+                            "61626364"));
+  CHECK(segs[1] == from_hex("450000201c474000401109bc0a6400010a640002"
+                            "9c401451000c6dab"
+                            "65666768"));
+  CHECK(segs[2] == from_hex("4500001e1c484000401109bd0a6400010a640002"
+                            "9c401451000ad113"
+                            "696a"));
+  for (const auto& s : segs)
+    CHECK(test::checksums_ok(s));
+}
+
+TEST_CASE("software GSO: UDP/IPv6 segments, exact bytes", "[wire][gso][uso]") {
+  // fd00::1 -> fd00::2, hop limit 64; the IPv6 payload length and the UDP
+  // length and checksum are per segment (RFC 8200 8.1 pseudo-header).
+  const auto super = from_hex(
+      "6000000000121140fd000000000000000000000000000001fd000000000000000000000000000002"
+      "9c4014510012fa27"
+      "6162636465666768696a");
+  const auto segs = segments_of(uso_hdr(40), super);
+  REQUIRE(segs.size() == 3);
+  CHECK(segs[0] == from_hex("60000000000c1140fd000000000000000000000000000001"
+                            "fd000000000000000000000000000002"
+                            "9c401451000c9079"
+                            "61626364"));
+  CHECK(segs[1] == from_hex("60000000000c1140fd000000000000000000000000000001"
+                            "fd000000000000000000000000000002"
+                            "9c401451000c8871"
+                            "65666768"));
+  CHECK(segs[2] == from_hex("60000000000a1140fd000000000000000000000000000001"
+                            "fd000000000000000000000000000002"
+                            "9c401451000aebd9"
+                            "696a"));
+  for (const auto& s : segs)
+    CHECK(test::checksums_ok(s));
 }
 
 TEST_CASE("software GSO refuses what it cannot cut", "[wire][gso]") {
