@@ -93,11 +93,7 @@ Result<void> DataPath::start() {
   // header's worth of headroom; a send slot is as large (one pool size).
   // Every buffer has room for a frame header too (wire/frame_header.hpp):
   // the framing is per connection, the buffers are shared.
-  buf_size_ = static_cast<std::uint32_t>(
-      wire::kFrameHeaderLen + (cfg_.offload
-                                   ? kReceiveHeadroom + wire::kVnetHdrLen +
-                                         std::max<std::size_t>(cfg_.mtu, wire::kGsoMaxPacket)
-                                   : cfg_.mtu));
+  buf_size_ = cm::buffer_size(cfg_);
   headroom_ = cfg_.offload ? kReceiveHeadroom : 0;
   if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
     return r;

@@ -33,6 +33,24 @@ std::string_view to_string(Framing f) {
   return "?";
 }
 
+std::uint32_t buffer_size(const ManagerConfig& cfg) {
+  // The receive headroom (kReceiveHeadroom) is one virtio_net_hdr.
+  return static_cast<std::uint32_t>(
+      wire::kFrameHeaderLen + (cfg.offload ? kReceiveHeadroom + wire::kVnetHdrLen +
+                                                 std::max<std::size_t>(cfg.mtu, wire::kGsoMaxPacket)
+                                           : cfg.mtu));
+}
+
+RegisteredBytes registered_bytes(const ManagerConfig& cfg) {
+  RegisteredBytes r;
+  r.buffer = buffer_size(cfg);
+  r.send_slots = std::uint64_t{cfg.send_slots} * r.buffer;
+  const ManagerConfig c = Manager::Impl::with_defaults(cfg);
+  r.receive = c.use_srq ? std::uint64_t{c.srq_size} * r.buffer
+                        : std::uint64_t{c.rq_depth} * r.buffer * c.max_connections;
+  return r;
+}
+
 ManagerConfig Manager::Impl::with_defaults(ManagerConfig c) {
   if (c.max_connections == 0)
     c.max_connections = c.use_srq ? 4096 : 128;

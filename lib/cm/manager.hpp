@@ -163,6 +163,27 @@ struct ManagerConfig {
   std::uint8_t rail_count = 0;
 };
 
+// The memory a manager with `cfg` registers (ibv_reg_mr(3): pinned, and
+// counted against RLIMIT_MEMLOCK), in bytes. DataPath sizes its buffers by
+// buffer_size(); the start-up log line and `rcnetctl doctor` (its memlock
+// check, rcnetctl(8)) read these, so the figure is computed in one place.
+// Not counted: the QPs' and CQs' own queues, which hardware providers pin
+// too (a few KiB per QP).
+struct RegisteredBytes {
+  std::uint32_t buffer = 0;      // bytes of each receive buffer and send slot
+  std::uint64_t send_slots = 0;  // cfg.send_slots buffers, per manager (rail)
+  // With use_srq: the SRQ's srq_size buffers, once per device (rails on
+  // ports of one device share them). Without: every connection's own RQ of
+  // rq_depth buffers, at max_connections connections (its default if 0).
+  std::uint64_t receive = 0;
+};
+// Bytes of each receive buffer and send slot: the frame header, and with
+// offload one virtio_net_hdr of headroom plus a frame of up to
+// max(mtu, wire::kGsoMaxPacket); without offload mtu (docs/design.md
+// "Offloads").
+std::uint32_t buffer_size(const ManagerConfig& cfg);
+RegisteredBytes registered_bytes(const ManagerConfig& cfg);
+
 enum class SendResult : std::uint8_t {
   kSent,           // posted on an ESTABLISHED connection (or dropped there, counted:
                    // a super-packet a peer without offload cannot be given)

@@ -371,19 +371,36 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Every command's name: the ctl commands' (ctl::kCommands), then rcnetctl's
+// own (kLocalCommands), in the tables' order.
+std::vector<std::string_view> all_command_names() {
+  std::vector<std::string_view> out;
+  for (const ctl::CommandInfo& row : ctl::kCommands)
+    out.push_back(row.name);
+  for (const LocalCommand& row : kLocalCommands)
+    out.push_back(row.name);
+  return out;
+}
+
+bool is_local_command(std::string_view word) {
+  return std::any_of(std::begin(kLocalCommands), std::end(kLocalCommands),
+                     [word](const LocalCommand& row) { return row.name == word; });
+}
+
 // The commands `word` may have meant: those it begins (in the table's
 // order), then those within two edits of it (nearest first).
 std::vector<std::string_view> nearest_commands(std::string_view word) {
   std::vector<std::string_view> out;
-  for (const ctl::CommandInfo& row : ctl::kCommands) {
-    if (!word.empty() && row.name.starts_with(word))
-      out.push_back(row.name);
+  const std::vector<std::string_view> names = all_command_names();
+  for (const std::string_view name : names) {
+    if (!word.empty() && name.starts_with(word))
+      out.push_back(name);
   }
   std::vector<std::pair<std::size_t, std::string_view>> near;
-  for (const ctl::CommandInfo& row : ctl::kCommands) {
-    const std::size_t d = distance(word, row.name);
-    if (d <= 2 && d < row.name.size() && std::find(out.begin(), out.end(), row.name) == out.end())
-      near.emplace_back(d, row.name);
+  for (const std::string_view name : names) {
+    const std::size_t d = distance(word, name);
+    if (d <= 2 && d < name.size() && std::find(out.begin(), out.end(), name) == out.end())
+      near.emplace_back(d, name);
   }
   std::stable_sort(near.begin(), near.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -393,13 +410,14 @@ std::vector<std::string_view> nearest_commands(std::string_view word) {
 }
 
 // The first word of `args` that is no option nor an option's value: what
-// the user meant as the command. Only -s/--socket take a value before it.
+// the user meant as the command. Only -s/--socket and doctor's -c/--config
+// take a value before it.
 std::optional<std::string> command_word(std::span<const std::string> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--")
       return i + 1 < args.size() ? std::optional(args[i + 1]) : std::nullopt;
-    if (a == "-s" || a == "--socket") {
+    if (a == "-s" || a == "--socket" || a == "-c" || a == "--config") {
       ++i;
       continue;
     }
@@ -412,8 +430,8 @@ std::optional<std::string> command_word(std::span<const std::string> args) {
 
 std::string command_list() {
   std::string out;
-  for (const ctl::CommandInfo& row : ctl::kCommands)
-    out += (out.empty() ? "" : ", ") + std::string(row.name);
+  for (const std::string_view name : all_command_names())
+    out += (out.empty() ? "" : ", ") + std::string(name);
   return out;
 }
 
@@ -431,7 +449,7 @@ std::optional<std::string> socket_path_problem(const std::string& socket) {
 }  // namespace
 
 int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
-        std::ostream& err, const StreamTransport& stream) {
+        std::ostream& err, const StreamTransport& stream, const doctor::Host* doctor_host) {
   CLI::App app{"rcnetctl: inspect and control rcnetd", "rcnetctl"};
   app.require_subcommand(1, 1);
   // -j, -p and -s also after the command: "rcnetctl status -j".
@@ -493,9 +511,18 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
                       "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
   }
 
+  // rcnetctl's own commands (kLocalCommands): doctor reads the config
+  // rcnetd would read, never the socket.
+  std::string doctor_config = "/etc/rcnet/rcnetd.toml";
+  CLI::App* doctor_app =
+      app.add_subcommand(std::string(kLocalCommands[0].name), std::string(kLocalCommands[0].help));
+  doctor_app->add_option("-c,--config", doctor_config, "rcnetd's configuration file")
+      ->capture_default_str();
+
   // An unknown command names itself and what it may have meant, before
   // CLI11 says something vaguer ("A subcommand is required").
-  if (auto word = command_word(args); word && !ctl::parse_command(*word)) {
+  if (auto word = command_word(args);
+      word && !ctl::parse_command(*word) && !is_local_command(*word)) {
     err << "rcnetctl: unknown command '" << *word << "'";
     const auto near = nearest_commands(*word);
     for (std::size_t i = 0; i < near.size() && i < 3; ++i)
@@ -541,6 +568,12 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   if (auto why = socket_path_problem(socket)) {
     err << "rcnetctl: -s: " << *why << "\n";
     return kExitUsage;
+  }
+  if (doctor_app->parsed()) {
+    if (doctor_host != nullptr)
+      return doctor::run(doctor_config, as_json, pretty, *doctor_host, out, err);
+    const doctor::Host host = doctor::system_host();
+    return doctor::run(doctor_config, as_json, pretty, host, out, err);
   }
 
   const ctl::CommandInfo* row = &ctl::kCommands[0];

@@ -10,12 +10,14 @@
 //      another failure talking to the daemon
 //   2  usage error
 //   3  rcnetd is not running: connect(2) failed with ENOENT or ECONNREFUSED
+// doctor: 0 no check failed, 1 one did, 2 usage or a config it cannot read.
 #include <functional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "doctor.hpp"
 #include "util/result.hpp"
 
 namespace rcnet::rcnetctl {
@@ -54,10 +56,26 @@ using StreamTransport = std::function<Result<void>(
 Result<void> unix_socket_stream(const std::string& socket, const std::string& request_line,
                                 const LineSink& on_line, int reply_timeout_ms = 10000);
 
+// rcnetctl's commands that do not talk to rcnetd, one row each after the
+// ctl commands (lib/ctl/commands.hpp): the name and rcnetctl's help line.
+// rcnetctl(8) and the bash completion are held to both tables
+// (tests/unit/rcnetctl/docs_test.cpp).
+struct LocalCommand {
+  std::string_view name;
+  std::string_view help;
+};
+inline constexpr LocalCommand kLocalCommands[] = {
+    {"doctor",
+     "check this host against rcnetd's config without starting rcnetd (modules, devices, "
+     "ports, addresses, sysctls, locked memory, routes); exit 1 when a check fails"},
+};
+
 // Runs rcnetctl with `args` (without the program name). Tables or JSON go
 // to `out`, errors and hints to `err`. Returns the exit code. `stream`
-// serves `monitor` only; without one, monitor fails.
+// serves `monitor` only; without one, monitor fails. `doctor_host` is the
+// host `doctor` checks; nullptr: this one (doctor::system_host()).
 int run(std::span<const std::string> args, const Transport& transport, std::ostream& out,
-        std::ostream& err, const StreamTransport& stream = {});
+        std::ostream& err, const StreamTransport& stream = {},
+        const doctor::Host* doctor_host = nullptr);
 
 }  // namespace rcnet::rcnetctl

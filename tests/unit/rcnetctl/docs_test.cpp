@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// rcnetctl's documents against the command table (lib/ctl/commands.hpp) and
+// rcnetctl's documents against the command tables (lib/ctl/commands.hpp,
+// and rcnetctl's own commands in tools/rcnetctl/cli.hpp) and
 // the log level table (lib/config/log_level.hpp): the bash completion and
 // rcnetctl(8) name every command, nothing else, in the table's order, and
 // spell its arguments, who may run it and the level names as the tables do.
@@ -12,6 +13,7 @@
 #include <vector>
 #include "catch2_compat.hpp"
 
+#include "cli.hpp"
 #include "config/log_level.hpp"
 #include "ctl/commands.hpp"
 
@@ -49,10 +51,16 @@ std::string squeeze(const std::string& s) {
   return join(words(s));
 }
 
+// The ctl commands (all or the read-only ones), then, unless
+// `read_only_only`, rcnetctl's own (kLocalCommands).
 std::vector<std::string> table_names(bool read_only_only = false) {
   std::vector<std::string> out;
   for (const ctl::CommandInfo& row : ctl::kCommands) {
     if (!read_only_only || row.effect == ctl::Effect::kReadOnly)
+      out.emplace_back(row.name);
+  }
+  if (!read_only_only) {
+    for (const rcnetctl::LocalCommand& row : rcnetctl::kLocalCommands)
       out.emplace_back(row.name);
   }
   return out;
