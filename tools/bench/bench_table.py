@@ -481,10 +481,17 @@ def provider_of(res):
         return "rxe"
 
 
+def kernel_of(anchors):
+    """The guest kernel the anchors (and rcnet, same boot) ran on, as
+    lab_perf_anchors records it (uname -r); None when unknown."""
+    return (anchors or {}).get("kernel")
+
+
 def write_outputs(res, t, raw, anchors, sim):
-    provider = provider_of(res)
+    provider, kernel = provider_of(res), kernel_of(anchors)
     for r in t.rows:
         r["provider"] = provider
+        r["kernel"] = kernel
     json.dump(t.rows, open(os.path.join(res, "bench.json"), "w"), indent=2)
     json.dump({"raw": raw, "anchors": anchors, "notes": t.notes,
                "sim_derived": sim.get("derived") if sim else None},
@@ -520,7 +527,8 @@ def main(res):
     failover_rows(t, res)
     sim_rows(t, sim)
     closing_notes(t, raw, anchors)
-    print(f"provider: {provider_of(res)} (rcnet and its anchors on the same devices, same boot)")
+    print(f"provider: {provider_of(res)}, kernel: {kernel_of(anchors) or 'unknown'} "
+          "(rcnet and its anchors on the same devices, same boot)")
     render(t.rows, t.notes)
     write_outputs(res, t, raw, anchors, sim)
 

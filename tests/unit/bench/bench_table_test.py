@@ -76,10 +76,13 @@ class BenchTable(unittest.TestCase):
         self.assertIn(metric, self.rows)
         return self.rows[metric]
 
-    def test_rows_say_their_provider(self):
+    def test_rows_say_their_provider_and_kernel(self):
         # No RESULTS/provider (a run from before it): rxe's.
         self.assertEqual({r["provider"] for r in self.rows.values()}, {"rxe"})
         self.assertIn("provider: rxe", self.out)
+        # The kernel is the anchors' (uname -r in the same boot).
+        self.assertEqual({r["kernel"] for r in self.rows.values()}, {"6.1.0-56-amd64"})
+        self.assertIn("kernel: 6.1.0-56-amd64", self.out)
         # rcnet-bench --provider siw writes RESULTS/provider: every row says so.
         out, rows, res = run_table(files={"provider": "siw\n"})
         shutil.rmtree(res)
