@@ -13,17 +13,13 @@
 #include "config/config.hpp"
 #include "config/example_toml.hpp"
 #include "config/keys.hpp"
+#include "parse_helpers.hpp"
 
 using namespace rcnet;
 using namespace rcnet::config;
+using namespace rcnet::config::test;
 
 namespace {
-
-IpAddr ip(const char* s) {
-  auto a = IpAddr::parse(s);
-  REQUIRE(a);
-  return *a;
-}
 
 // A machine's interfaces: name -> addresses in the kernel's order.
 InterfaceLookup interfaces(std::map<std::string, std::vector<std::string>> m) {
@@ -36,22 +32,6 @@ InterfaceLookup interfaces(std::map<std::string, std::vector<std::string>> m) {
       out.push_back(*IpAddr::parse(s));
     return out;
   };
-}
-
-Config ok(const std::string& text, const InterfaceLookup& lookup = {}) {
-  auto r = parse(text, "t.toml", lookup);
-  INFO(text);
-  if (!r)
-    FAIL(r.error().context);
-  return std::move(r).value();
-}
-
-std::string err(const std::string& text, const InterfaceLookup& lookup = {}) {
-  auto r = parse(text, "t.toml", lookup);
-  INFO(text);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == std::errc::invalid_argument);
-  return r.error().context;
 }
 
 // The cluster's one file: the interface, the prefix rule, the derived overlay.
@@ -93,37 +73,37 @@ struct TempDir {
 TEST_CASE("cluster: the shipped template fails until this node's addresses are set", "[config]") {
   const std::string text = kExampleToml;
   const auto node_line = std::count(text.begin(), text.begin() + text.find("\n[node]\n") + 1, '\n');
-  CHECK(err(text) == "t.toml:" + std::to_string(node_line + 1) +
-                         ": node.address: required key is missing: set this node's underlay "
-                         "address, or node.interface = \"ib0\", the interface that holds it");
+  CHECK(parse_err(text) == "t.toml:" + std::to_string(node_line + 1) +
+                               ": node.address: required key is missing: set this node's underlay "
+                               "address, or node.interface = \"ib0\", the interface that holds it");
   // node.address alone: tun.address is next.
   std::string with_addr = text;
   with_addr.erase(with_addr.find("\n#address = \"10.99") + 1, 1);
-  CHECK_THAT(err(with_addr), Catch::EndsWith(": tun.address: required key is missing"));
+  CHECK_THAT(parse_err(with_addr), Catch::EndsWith(": tun.address: required key is missing"));
 }
 
 TEST_CASE("cluster: node.interface reads the rail's address from the interface", "[config]") {
   const std::string tun = "address = \"10.100.0.1/24\"";
   // The first IPv4 address, in the kernel's order (the primary first).
-  auto c = ok(file("interface = \"ib0\"", tun),
-              interfaces({{"ib0", {"fe80::1", "10.99.0.5", "10.99.0.6"}}}));
+  auto c = parse_ok(file("interface = \"ib0\"", tun),
+                    interfaces({{"ib0", {"fe80::1", "10.99.0.5", "10.99.0.6"}}}));
   CHECK(c.manager.local.addr == ip("10.99.0.5"));
   CHECK(c.rails.at(0).local.addr == ip("10.99.0.5"));
   CHECK(c.unresolved.empty());
   CHECK(find_key("node.address")->get(c) == Value(std::string("10.99.0.5")));
   CHECK(find_key("node.interface")->get(c) == Value(std::string("ib0")));
   // With a prefix rule: the first address inside it.
-  c = ok(file("interface = \"ib0\"", "address = \"10.100.0.7/24\"",
-              "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
-         interfaces({{"ib0", {"192.168.1.5", "10.99.0.7"}}}));
+  c = parse_ok(file("interface = \"ib0\"", "address = \"10.100.0.7/24\"",
+                    "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
+               interfaces({{"ib0", {"192.168.1.5", "10.99.0.7"}}}));
   CHECK(c.manager.local.addr == ip("10.99.0.7"));
   // No IPv4: the first global IPv6 address.
-  c = ok(file("interface = \"ib0\"", "address = \"fd00:100::1/64\""),
-         interfaces({{"ib0", {"fe80::1", "fd00:99::5"}}}));
+  c = parse_ok(file("interface = \"ib0\"", "address = \"fd00:100::1/64\""),
+               interfaces({{"ib0", {"fe80::1", "fd00:99::5"}}}));
   CHECK(c.manager.local.addr == ip("fd00:99::5"));
   // One interface per rail.
-  c = ok(file("interface = [\"ib0\", \"ib1\"]", tun),
-         interfaces({{"ib0", {"10.99.0.5"}}, {"ib1", {"10.98.0.5"}}}));
+  c = parse_ok(file("interface = [\"ib0\", \"ib1\"]", tun),
+               interfaces({{"ib0", {"10.99.0.5"}}, {"ib1", {"10.98.0.5"}}}));
   REQUIRE(c.rail_count() == 2);
   CHECK(c.rails[1].local.addr == ip("10.98.0.5"));
   CHECK(find_key("node.address")->get(c) ==
@@ -132,75 +112,75 @@ TEST_CASE("cluster: node.interface reads the rail's address from the interface",
 
 TEST_CASE("cluster: an interface without an address yet leaves the config unresolved", "[config]") {
   const std::string tun = "address = \"10.100.0.1/24\"";
-  auto c = ok(file("interface = \"ib9\"", tun), interfaces({{"ib0", {"10.99.0.5"}}}));
+  auto c = parse_ok(file("interface = \"ib9\"", tun), interfaces({{"ib0", {"10.99.0.5"}}}));
   CHECK(c.unresolved == "no interface ib9");
   CHECK(c.manager.local.addr.empty());
   CHECK(find_key("node.address")->get(c) == Value());
-  c = ok(file("interface = \"ib0\"", tun), interfaces({{"ib0", {"fe80::1"}}}));
+  c = parse_ok(file("interface = \"ib0\"", tun), interfaces({{"ib0", {"fe80::1"}}}));
   CHECK(c.unresolved == "ib0 has no IPv4 address nor global IPv6 address");
-  c = ok(file("interface = \"ib0\"", tun, "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
-         interfaces({{"ib0", {"10.98.0.5"}}}));
+  c = parse_ok(file("interface = \"ib0\"", tun, "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"),
+               interfaces({{"ib0", {"10.98.0.5"}}}));
   CHECK(c.unresolved == "ib0 has no address inside peers.underlay_prefix 10.99.0.0/24");
   // No lookup (parse() without one): no interface exists.
-  CHECK(ok(file("interface = \"ib0\"", tun)).unresolved == "no interface ib0");
+  CHECK(parse_ok(file("interface = \"ib0\"", tun)).unresolved == "no interface ib0");
 }
 
 TEST_CASE("cluster: node.interface errors name the key and line", "[config]") {
   const std::string tun = "address = \"10.100.0.1/24\"";
-  CHECK(err(file("address = \"10.99.0.1\"\ninterface = \"ib0\"", tun)) ==
+  CHECK(parse_err(file("address = \"10.99.0.1\"\ninterface = \"ib0\"", tun)) ==
         "t.toml:3: node.interface: set node.address or node.interface, not both");
-  CHECK(err(file("interface = \"ib/0\"", tun)) ==
+  CHECK(parse_err(file("interface = \"ib/0\"", tun)) ==
         "t.toml:2: node.interface: expected 1..15 characters without '/', ':', '%' or "
         "whitespace");
-  CHECK(err(file("interface = 7", tun)) ==
+  CHECK(parse_err(file("interface = 7", tun)) ==
         "t.toml:2: node.interface: expected an interface name such as \"ib0\"");
-  CHECK(err(file("interface = \"lo\"", tun), interfaces({{"lo", {"127.0.0.1"}}})) ==
+  CHECK(parse_err(file("interface = \"lo\"", tun), interfaces({{"lo", {"127.0.0.1"}}})) ==
         "t.toml:2: node.interface: lo's address 127.0.0.1 must be this node's own underlay "
         "address (on the RDMA device's interface), not a loopback address");
   // The rails' checks name the key that gave the addresses.
-  CHECK(err(file("interface = [\"ib0\", \"ib1\"]", tun),
-            interfaces({{"ib0", {"10.99.0.5"}}, {"ib1", {"10.99.0.5"}}})) ==
+  CHECK(parse_err(file("interface = [\"ib0\", \"ib1\"]", tun),
+                  interfaces({{"ib0", {"10.99.0.5"}}, {"ib1", {"10.99.0.5"}}})) ==
         "t.toml:2: node.interface[1]: duplicate: 10.99.0.5 is already node.interface[0]");
 }
 
 TEST_CASE("cluster: tun.address_from_underlay takes the host bits of the underlay address",
           "[config]") {
-  const auto c = ok(kCluster, interfaces({{"ib0", {"10.99.0.7"}}}));
+  const auto c = parse_ok(kCluster, interfaces({{"ib0", {"10.99.0.7"}}}));
   CHECK(c.tun_address == *IpPrefix::parse("10.100.0.7/24"));
   CHECK(c.manager.overlay == ip("10.100.0.7"));
   // The prefix rule maps it back: peers find this node.
   CHECK(c.underlay_for(ip("10.100.0.7")) == ip("10.99.0.7"));
   // Unresolved: tun.address stays the prefix.
-  const auto u = ok(kCluster, interfaces({}));
+  const auto u = parse_ok(kCluster, interfaces({}));
   CHECK(u.tun_address == *IpPrefix::parse("10.100.0.0/24"));
   CHECK_FALSE(u.unresolved.empty());
   // IPv6 overlay over an IPv4 underlay: the low 8 bits.
-  const auto v6 = ok(file("address = \"10.99.0.9\"",
-                          "address = \"fd00:100::/120\"\naddress_from_underlay = true"));
+  const auto v6 = parse_ok(file("address = \"10.99.0.9\"",
+                                "address = \"fd00:100::/120\"\naddress_from_underlay = true"));
   CHECK(v6.tun_address.addr == ip("fd00:100::9"));
 }
 
 TEST_CASE("cluster: tun.address_from_underlay refuses what cannot be a node's address",
           "[config]") {
   const std::string derive = "address_from_underlay = true";
-  CHECK(err(file("address = \"10.99.0.7\"", "address = \"10.100.0.1/24\"\n" + derive)) ==
+  CHECK(parse_err(file("address = \"10.99.0.7\"", "address = \"10.100.0.1/24\"\n" + derive)) ==
         "t.toml:4: tun.address: with tun.address_from_underlay = true, give the overlay prefix "
         "(host bits zero, e.g. 10.100.0.0/24): the host bits come from the underlay address");
-  CHECK(err(file("address = \"10.99.1.0\"", "address = \"10.100.0.0/24\"\n" + derive)) ==
+  CHECK(parse_err(file("address = \"10.99.1.0\"", "address = \"10.100.0.0/24\"\n" + derive)) ==
         "t.toml:5: tun.address_from_underlay: node.address 10.99.1.0 gives 10.100.0.0, the subnet "
         "address of 10.100.0.0/24: no node's address");
-  CHECK(err(file("address = \"10.99.1.255\"", "address = \"10.100.0.0/24\"\n" + derive)) ==
+  CHECK(parse_err(file("address = \"10.99.1.255\"", "address = \"10.100.0.0/24\"\n" + derive)) ==
         "t.toml:5: tun.address_from_underlay: node.address 10.99.1.255 gives 10.100.0.255, the "
         "broadcast address of 10.100.0.0/24: no node's address");
-  CHECK(err(std::string(kCluster), interfaces({{"ib0", {"10.99.0.0"}}})) ==
+  CHECK(parse_err(std::string(kCluster), interfaces({{"ib0", {"10.99.0.0"}}})) ==
         "t.toml:5: tun.address_from_underlay: ib0's address 10.99.0.0 gives 10.100.0.0, the "
         "subnet address of 10.100.0.0/24: no node's address");
   // The rule would map our overlay to another address: peers could not reach us.
-  CHECK(err(file("address = \"10.99.1.7\"", "address = \"10.100.0.0/24\"\n" + derive,
-                 "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n")) ==
+  CHECK(parse_err(file("address = \"10.99.1.7\"", "address = \"10.100.0.0/24\"\n" + derive,
+                       "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n")) ==
         "t.toml:5: tun.address_from_underlay: node.address 10.99.1.7 gives 10.100.0.7, which "
         "peers.underlay_prefix 10.99.0.0/24 maps to 10.99.0.7, not to this node");
-  CHECK(err(file("address = \"10.99.0.7\"", "address = \"fd00:100::/64\"\n" + derive)) ==
+  CHECK(parse_err(file("address = \"10.99.0.7\"", "address = \"fd00:100::/64\"\n" + derive)) ==
         "t.toml:5: tun.address_from_underlay: tun.address has 64 host bits, more than an IPv4 "
         "address has");
 }
@@ -209,7 +189,7 @@ TEST_CASE("cluster: one file on three nodes gives each its own overlay, and each
           "[config]") {
   std::vector<Config> nodes;
   for (const char* a : {"10.99.0.1", "10.99.0.2", "10.99.0.3"})
-    nodes.push_back(ok(kCluster, interfaces({{"ib0", {"fe80::2", a}}})));
+    nodes.push_back(parse_ok(kCluster, interfaces({{"ib0", {"fe80::2", a}}})));
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const IpAddr overlay = ip(("10.100.0." + std::to_string(i + 1)).c_str());
     CHECK(nodes[i].tun_address.addr == overlay);
@@ -276,9 +256,9 @@ TEST_CASE("cluster: configs that cannot work are refused, naming the key", "[con
        "the RDMA devices' subnet"},
   };
   for (const Case& c : cases)
-    CHECK(err(c.text) == c.want);
+    CHECK(parse_err(c.text) == c.want);
   // A /31 has two nodes and no subnet address: accepted.
-  CHECK(ok(file(node, "address = \"10.100.0.0/31\"")).tun_address.length == 31);
+  CHECK(parse_ok(file(node, "address = \"10.100.0.0/31\"")).tun_address.length == 31);
 }
 
 TEST_CASE("cluster: drop-ins merge over the file in name order, errors naming the drop-in",
@@ -347,15 +327,15 @@ TEST_CASE("cluster: drop-ins merge over the file in name order, errors naming th
 }
 
 TEST_CASE("cluster: show() of a plain file reads back to the same config", "[config]") {
-  const Config c = ok(file("address = \"10.99.0.1\"", "address = \"10.100.0.1/24\"",
-                           "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"
-                           "[[peers.static]]\noverlay = \"10.100.0.7\"\n"
-                           "underlay = \"10.99.1.7\"\n"));
+  const Config c = parse_ok(file("address = \"10.99.0.1\"", "address = \"10.100.0.1/24\"",
+                                 "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"
+                                 "[[peers.static]]\noverlay = \"10.100.0.7\"\n"
+                                 "underlay = \"10.99.1.7\"\n"));
   const std::string shown = show(c);
   CHECK_THAT(shown, Catch::Contains("\n# interface (not set)\n"));
   CHECK_THAT(shown, Catch::Contains(
                         "\nstatic = [{ overlay = \"10.100.0.7\", underlay = \"10.99.1.7\" }]"));
-  const Config back = ok(shown);
+  const Config back = parse_ok(shown);
   CHECK(restart_required(c, back).empty());
   Config running = c;
   CHECK(reload(running, back).empty());
@@ -377,14 +357,14 @@ TEST_CASE("cluster: a directory given as the config file says so", "[config]") {
 }
 
 TEST_CASE("cluster: node.interface and tun.address_from_underlay need a restart", "[config]") {
-  const Config a = ok(kCluster, interfaces({{"ib0", {"10.99.0.7"}}}));
+  const Config a = parse_ok(kCluster, interfaces({{"ib0", {"10.99.0.7"}}}));
   std::string other = kCluster;
   other.replace(other.find("\"ib0\""), 5, "\"ib1\"");
-  const Config b = ok(other, interfaces({{"ib1", {"10.99.0.7"}}}));
+  const Config b = parse_ok(other, interfaces({{"ib1", {"10.99.0.7"}}}));
   CHECK(restart_required(a, b) == std::vector<std::string>{"node.interface"});
   // The same address from the file: the derived tun.address is the same too.
-  const Config c = ok(file("address = \"10.99.0.7\"", "address = \"10.100.0.7/24\"",
-                           "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
+  const Config c = parse_ok(file("address = \"10.99.0.7\"", "address = \"10.100.0.7/24\"",
+                                 "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
   CHECK(restart_required(a, c) ==
         std::vector<std::string>{"node.interface", "tun.address_from_underlay"});
 }
@@ -397,39 +377,41 @@ TEST_CASE("cluster: the lab's configs map each node's overlay to its own underla
   for (int i = 1; i <= 8; ++i) {
     const std::string n = std::to_string(i);
     INFO("node " << n);
-    const Config one = ok("[node]\naddress = \"10.99.0." + n + "\"\n[tun]\naddress = \"10.100.0." +
-                          n + "/24\"\nnetns = \"node" + n +
-                          "\"\n[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n" + rest);
+    const Config one = parse_ok("[node]\naddress = \"10.99.0." + n +
+                                "\"\n[tun]\naddress = \"10.100.0." + n + "/24\"\nnetns = \"node" +
+                                n + "\"\n[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n" + rest);
     CHECK(one.underlay_for(one.tun_address.addr) == one.manager.local.addr);
-    const Config two = ok("[node]\naddress = [\"10.99.0." + n + "\", \"10.98.0." + n +
-                          "\"]\n[tun]\naddress = \"10.100.0." + n +
-                          "/24\"\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n"
-                          "[rails]\nmode = \"active-backup\"\nholddown = \"2s\"\n" +
-                          rest);
+    const Config two =
+        parse_ok("[node]\naddress = [\"10.99.0." + n + "\", \"10.98.0." + n +
+                 "\"]\n[tun]\naddress = \"10.100.0." + n +
+                 "/24\"\n[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n"
+                 "[rails]\nmode = \"active-backup\"\nholddown = \"2s\"\n" +
+                 rest);
     CHECK(two.underlay_for(two.tun_address.addr, 1) == ip(("10.98.0." + n).c_str()));
   }
   // ipv6.sh's phases: both families each way, the prefix rule or static peers.
-  ok(file("address = \"fd99::2\"", "address = \"10.100.0.2/24\"",
-          "[[peers.static]]\noverlay = \"10.100.0.1\"\nunderlay = \"fd99::1\"\n"));
-  ok(file("address = \"10.99.0.2\"", "address = \"fd00:100::2/120\"\nmtu = 1500",
-          "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
-  ok(file("address = \"fd99::2\"", "address = \"fd00:100::2/64\"\nmtu = 1500",
-          "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
+  parse_ok(file("address = \"fd99::2\"", "address = \"10.100.0.2/24\"",
+                "[[peers.static]]\noverlay = \"10.100.0.1\"\nunderlay = \"fd99::1\"\n"));
+  parse_ok(file("address = \"10.99.0.2\"", "address = \"fd00:100::2/120\"\nmtu = 1500",
+                "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
+  parse_ok(file("address = \"fd99::2\"", "address = \"fd00:100::2/64\"\nmtu = 1500",
+                "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
   // mesh3.sh: the derived address cannot disagree.
   for (const char* a : {"10.99.0.1", "10.99.0.2", "10.99.0.3"})
-    ok(kCluster, interfaces({{"ib0", {a}}}));
-  ok(file("address = \"10.99.0.9\"", "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
-          "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
+    parse_ok(kCluster, interfaces({{"ib0", {a}}}));
+  parse_ok(file("address = \"10.99.0.9\"",
+                "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
+                "[peers]\nunderlay_prefix = \"10.99.0.0/24\"\n"));
   // IPv6 has no broadcast address: all ones is a node's.
-  ok(file("address = \"fd99::ffff:ffff:ffff:ffff\"",
-          "address = \"fd00:100::ffff:ffff:ffff:ffff/64\"",
-          "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
+  parse_ok(file("address = \"fd99::ffff:ffff:ffff:ffff\"",
+                "address = \"fd00:100::ffff:ffff:ffff:ffff/64\"",
+                "[peers]\nunderlay_prefix = \"fd99::/64\"\n"));
   // An underlay wider than the overlay: the rule writes zeros above the
   // overlay's host bits.
-  ok(file("address = \"10.99.0.7\"", "address = \"10.100.0.7/24\"",
-          "[peers]\nunderlay_prefix = \"10.99.0.0/16\"\n"));
+  parse_ok(file("address = \"10.99.0.7\"", "address = \"10.100.0.7/24\"",
+                "[peers]\nunderlay_prefix = \"10.99.0.0/16\"\n"));
   // Without a rule, peers find this node only by their static tables.
-  ok(file("address = \"10.99.7.7\"", "address = \"10.100.0.1/24\""));
+  parse_ok(file("address = \"10.99.7.7\"", "address = \"10.100.0.1/24\""));
 }
 
 TEST_CASE("cluster: a tun.address the prefix rule does not map to this node is refused",
@@ -509,24 +491,25 @@ TEST_CASE("cluster: a tun.address the prefix rule does not map to this node is r
        "ones it sends"},
   };
   for (const Case& c : cases)
-    CHECK(err(c.text) == c.want);
+    CHECK(parse_err(c.text) == c.want);
   // The address read from node.interface.
-  CHECK(err(file("interface = \"ib0\"", tun, v4), interfaces({{"ib0", {"10.99.0.7"}}})) ==
+  CHECK(parse_err(file("interface = \"ib0\"", tun, v4), interfaces({{"ib0", {"10.99.0.7"}}})) ==
         "t.toml:4: tun.address: 10.100.0.1 and ib0's address 10.99.0.7 (node.interface, line 2) "
         "disagree under peers.underlay_prefix 10.99.0.0/24 (line 6): it maps 10.100.0.1 to "
         "10.99.0.1 and 10.99.0.7 to 10.100.0.7" +
             then);
   // tun.address_from_underlay agrees on rail 0 by construction; rail 1 is
   // still checked.
-  CHECK(err(file("address = [\"10.99.0.7\", \"10.98.0.8\"]",
-                 "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
-                 "[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n")) ==
+  CHECK(parse_err(file("address = [\"10.99.0.7\", \"10.98.0.8\"]",
+                       "address = \"10.100.0.0/24\"\naddress_from_underlay = true",
+                       "[peers]\nunderlay_prefix = [\"10.99.0.0/24\", \"10.98.0.0/24\"]\n")) ==
         "t.toml:4: tun.address: 10.100.0.7 and node.address[1] 10.98.0.8 (line 2) disagree under "
         "peers.underlay_prefix[1] 10.98.0.0/24 (line 7): it maps 10.100.0.7 to 10.98.0.7 and "
         "10.98.0.8 to 10.100.0.8: peers would send this node's packets to 10.98.0.7 and drop the "
         "ones it sends");
   // A static peer with this node's overlay address names tun.address's line.
-  CHECK(err(file("address = \"10.99.0.1\"", tun,
+  CHECK(parse_err(
+            file("address = \"10.99.0.1\"", tun,
                  v4 + "[[peers.static]]\noverlay = \"10.100.0.1\"\nunderlay = \"10.99.1.1\"\n")) ==
         "t.toml:8: peers.static[0].overlay: 10.100.0.1 is this node's own tun.address (line 4)");
 }

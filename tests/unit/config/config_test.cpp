@@ -11,10 +11,12 @@
 #include "config/example_toml.hpp"
 #include "config/key_docs.hpp"
 #include "config/keys.hpp"
+#include "parse_helpers.hpp"
 #include "sim/fabric.hpp"
 
 using namespace rcnet;
 using namespace rcnet::config;
+using namespace rcnet::config::test;
 
 namespace {
 
@@ -84,28 +86,6 @@ target = "journal"
 socket = "/run/rcnet/test.sock"
 group = "wheel"
 )";
-
-IpAddr ip(const char* s) {
-  auto a = IpAddr::parse(s);
-  REQUIRE(a);
-  return *a;
-}
-
-Config parse_ok(const std::string& text) {
-  auto r = parse(text, "t.toml");
-  INFO(text);
-  if (!r)
-    FAIL(r.error().context);
-  return std::move(r).value();
-}
-
-std::string parse_err(const std::string& text) {
-  auto r = parse(text, "t.toml");
-  INFO(text);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == std::errc::invalid_argument);
-  return r.error().context;
-}
 
 // kMinimal plus `block` ("[table]\nkey = value..."). A [node] or [tun] block
 // goes into kMinimal's table of that name (TOML forbids defining it twice);

@@ -11,33 +11,13 @@
 #include "config/keys.hpp"
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
+#include "parse_helpers.hpp"
 
 using namespace rcnet;
 using namespace rcnet::config;
+using namespace rcnet::config::test;
 
 namespace {
-
-IpAddr ip(const char* s) {
-  auto a = IpAddr::parse(s);
-  REQUIRE(a);
-  return *a;
-}
-
-Config parse_ok(const std::string& text) {
-  auto r = parse(text, "t.toml");
-  INFO(text);
-  if (!r)
-    FAIL(r.error().context);
-  return std::move(r).value();
-}
-
-std::string parse_err(const std::string& text) {
-  auto r = parse(text, "t.toml");
-  INFO(text);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == std::errc::invalid_argument);
-  return r.error().context;
-}
 
 // Two rails, each with its prefix rule; static peer .7 has only rail 0,
 // .8 has both (its rail-1 address outside the rule's prefix).
