@@ -25,26 +25,24 @@ constexpr int kMaxAttr = RDMA_NLDEV_ATTR_MAX - 1;
 constexpr int kQpGetType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET);
 constexpr int kDevGetType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
 
-// nla_parse() is called without a policy (the kernel's nldev_policy is not
-// exported), so every length is checked here before the payload is read.
-std::optional<std::uint32_t> get_u32(nlattr* a) {
+}  // namespace
+
+std::optional<std::uint32_t> nl_get_u32(nlattr* a) {
   if (a == nullptr || nla_len(a) < static_cast<int>(sizeof(std::uint32_t)))
     return std::nullopt;
   return nla_get_u32(a);
 }
-std::optional<std::uint8_t> get_u8(nlattr* a) {
+std::optional<std::uint8_t> nl_get_u8(nlattr* a) {
   if (a == nullptr || nla_len(a) < 1)
     return std::nullopt;
   return nla_get_u8(a);
 }
-std::string get_string(nlattr* a) {
+std::string nl_get_string(nlattr* a) {
   if (a == nullptr || nla_len(a) <= 0)
     return {};
   const auto* p = static_cast<const char*>(nla_data(a));
   return std::string(p, strnlen(p, static_cast<std::size_t>(nla_len(a))));
 }
-
-}  // namespace
 
 Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out) {
   if (nlh == nullptr || nlh->nlmsg_type != kQpGetType)
@@ -54,8 +52,8 @@ Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out) {
   auto* msg = const_cast<nlmsghdr*>(nlh);
   if (int rc = nlmsg_parse(msg, 0, tb, kMaxAttr, nullptr); rc < 0)
     return Error::invalid(std::string("RDMA netlink: QP message: ") + nl_geterror(rc));
-  const std::uint32_t dev_index = get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]).value_or(0);
-  const std::string dev_name = get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+  const std::uint32_t dev_index = nl_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]).value_or(0);
+  const std::string dev_name = nl_get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
   nlattr* table = tb[RDMA_NLDEV_ATTR_RES_QP];
   if (table == nullptr)
     return {};  // a device with no QPs
@@ -67,19 +65,19 @@ Result<void> parse_qp_message(const nlmsghdr* nlh, std::vector<KernelQp>& out) {
     nlattr* e[kMaxAttr + 1] = {};
     if (int rc = nla_parse_nested(e, kMaxAttr, entry, nullptr); rc < 0)
       return Error::invalid(std::string("RDMA netlink: QP entry: ") + nl_geterror(rc));
-    auto lqpn = get_u32(e[RDMA_NLDEV_ATTR_RES_LQPN]);
+    auto lqpn = nl_get_u32(e[RDMA_NLDEV_ATTR_RES_LQPN]);
     if (!lqpn)
       return Error::invalid("RDMA netlink: QP entry without RES_LQPN");
     KernelQp q;
     q.dev_index = dev_index;
     q.dev_name = dev_name;
-    q.port = get_u32(e[RDMA_NLDEV_ATTR_PORT_INDEX]).value_or(0);
+    q.port = nl_get_u32(e[RDMA_NLDEV_ATTR_PORT_INDEX]).value_or(0);
     q.lqpn = *lqpn;
-    q.rqpn = get_u32(e[RDMA_NLDEV_ATTR_RES_RQPN]);
-    q.type = get_u8(e[RDMA_NLDEV_ATTR_RES_TYPE]);
-    q.state = get_u8(e[RDMA_NLDEV_ATTR_RES_STATE]);
-    q.pid = get_u32(e[RDMA_NLDEV_ATTR_RES_PID]);
-    q.kern_name = get_string(e[RDMA_NLDEV_ATTR_RES_KERN_NAME]);
+    q.rqpn = nl_get_u32(e[RDMA_NLDEV_ATTR_RES_RQPN]);
+    q.type = nl_get_u8(e[RDMA_NLDEV_ATTR_RES_TYPE]);
+    q.state = nl_get_u8(e[RDMA_NLDEV_ATTR_RES_STATE]);
+    q.pid = nl_get_u32(e[RDMA_NLDEV_ATTR_RES_PID]);
+    q.kern_name = nl_get_string(e[RDMA_NLDEV_ATTR_RES_KERN_NAME]);
     out.push_back(std::move(q));
   }
   return {};
@@ -92,8 +90,8 @@ Result<KernelDevice> parse_device_message(const nlmsghdr* nlh) {
   auto* msg = const_cast<nlmsghdr*>(nlh);
   if (int rc = nlmsg_parse(msg, 0, tb, kMaxAttr, nullptr); rc < 0)
     return Error::invalid(std::string("RDMA netlink: device message: ") + nl_geterror(rc));
-  auto index = get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-  std::string name = get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+  auto index = nl_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+  std::string name = nl_get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
   if (!index || name.empty())
     return Error::invalid("RDMA netlink: device message without index or name");
   return KernelDevice{*index, std::move(name)};
@@ -182,34 +180,35 @@ Result<void> run_dump(nl_sock* sock, int type, std::optional<std::uint32_t> dev_
 
 }  // namespace
 
+namespace {
+// The device dump on an open socket (both public dumps start with it).
+Result<std::vector<KernelDevice>> dump_devices_on(nl_sock* sock) {
+  std::vector<KernelDevice> devices;
+  DumpState st;
+  st.devices = &devices;
+  if (auto r = run_dump(sock, kDevGetType, std::nullopt, st, "RDMA netlink: device dump"); !r)
+    return r.error();
+  return devices;
+}
+}  // namespace
+
 Result<std::vector<KernelDevice>> dump_kernel_devices() {
   auto sock = open_rdma_socket();
   if (!sock)
     return sock.error();
-  std::vector<KernelDevice> devices;
-  DumpState st;
-  st.devices = &devices;
-  if (auto r = run_dump(sock->get(), kDevGetType, std::nullopt, st, "RDMA netlink: device dump");
-      !r)
-    return r.error();
-  return devices;
+  return dump_devices_on(sock->get());
 }
 
 Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device) {
   auto sock = open_rdma_socket();
   if (!sock)
     return sock.error();
-  std::vector<KernelDevice> devices;
-  {
-    DumpState st;
-    st.devices = &devices;
-    if (auto r = run_dump(sock->get(), kDevGetType, std::nullopt, st, "RDMA netlink: device dump");
-        !r)
-      return r.error();
-  }
+  auto devices = dump_devices_on(sock->get());
+  if (!devices)
+    return devices.error();
   std::vector<KernelQp> qps;
   bool found = device.empty();
-  for (const KernelDevice& d : devices) {
+  for (const KernelDevice& d : *devices) {
     if (!device.empty() && d.name != device)
       continue;
     found = true;

@@ -24,7 +24,17 @@
 #include "util/result.hpp"
 #include "util/time.hpp"
 
+struct nlattr;
+
 namespace rcnet::daemon {
+
+// An RDMA netlink attribute's payload, its length checked first: the
+// messages are parsed without a policy (the kernel's nldev_policy is not
+// exported). nullopt / "" when `a` is null or too short. Shared by the
+// audit's dumps and the netlink monitor (rdma_monitor.cpp).
+std::optional<std::uint32_t> nl_get_u32(nlattr* a);
+std::optional<std::uint8_t> nl_get_u8(nlattr* a);
+std::string nl_get_string(nlattr* a);
 
 // One QP of the kernel's resource tracker (RDMA_NLDEV_ATTR_RES_QP_ENTRY).
 struct KernelQp {

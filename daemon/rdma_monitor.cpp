@@ -21,23 +21,6 @@ namespace {
 constexpr int kMonitorType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, rdma_nl::kCmdMonitor);
 constexpr int kSysGetType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET);
 
-std::optional<std::uint32_t> attr_u32(nlattr* a) {
-  if (a == nullptr || nla_len(a) < static_cast<int>(sizeof(std::uint32_t)))
-    return std::nullopt;
-  return nla_get_u32(a);
-}
-std::optional<std::uint8_t> attr_u8(nlattr* a) {
-  if (a == nullptr || nla_len(a) < 1)
-    return std::nullopt;
-  return nla_get_u8(a);
-}
-std::string attr_string(nlattr* a) {
-  if (a == nullptr || nla_len(a) <= 0)
-    return {};
-  const auto* p = static_cast<const char*>(nla_data(a));
-  return std::string(p, strnlen(p, static_cast<std::size_t>(nla_len(a))));
-}
-
 using AttrTable = nlattr * [rdma_nl::kMonitorMaxAttr + 1];
 
 Result<void> parse_attrs(const nlmsghdr* nlh, AttrTable& tb, const char* what) {
@@ -86,16 +69,16 @@ Result<MonitorEvent> parse_monitor_message(const nlmsghdr* nlh) {
   AttrTable tb = {};
   if (auto r = parse_attrs(nlh, tb, "MONITOR message"); !r)
     return r.error();
-  const auto type = attr_u8(tb[rdma_nl::kAttrEventType]);
+  const auto type = nl_get_u8(tb[rdma_nl::kAttrEventType]);
   if (!type)
     return Error::invalid("RDMA netlink: MONITOR message without EVENT_TYPE");
   MonitorEvent ev;
   ev.type = *type;
-  ev.dev_index = attr_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-  ev.dev_name = attr_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
-  ev.port = attr_u32(tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
-  ev.ndev_index = attr_u32(tb[RDMA_NLDEV_ATTR_NDEV_INDEX]);
-  ev.ndev_name = attr_string(tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
+  ev.dev_index = nl_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+  ev.dev_name = nl_get_string(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+  ev.port = nl_get_u32(tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
+  ev.ndev_index = nl_get_u32(tb[RDMA_NLDEV_ATTR_NDEV_INDEX]);
+  ev.ndev_name = nl_get_string(tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
   return ev;
 }
 
@@ -105,7 +88,7 @@ Result<bool> parse_sys_message(const nlmsghdr* nlh) {
   AttrTable tb = {};
   if (auto r = parse_attrs(nlh, tb, "SYS_GET reply"); !r)
     return r.error();
-  return attr_u8(tb[rdma_nl::kAttrMonitorMode]).value_or(0) == 1;
+  return nl_get_u8(tb[rdma_nl::kAttrMonitorMode]).value_or(0) == 1;
 }
 
 std::vector<MonitorAction> decide(const MonitorEvent& ev, std::span<const RailDeviceView> rails) {
