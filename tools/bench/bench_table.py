@@ -533,7 +533,46 @@ def main(res):
     write_outputs(res, t, raw, anchors, sim)
 
 
+def compare(dirs):
+    """Runs side by side (bench_table.py --compare RESULTS...): each run's
+    bench.json as written by main(), one column per run headed by its
+    provider and kernel, each cell the row's ratio to that run's own anchor
+    (or its absolute figure when the row has no anchor) and, for a goal row,
+    whether that run met it. A ratio never compares across boots; the
+    columns put side by side what each boot measured against itself."""
+    runs = []
+    for d in dirs:
+        with open(os.path.join(d, "bench.json")) as f:
+            rows = json.load(f)
+        first = rows[0] if rows else {}
+        runs.append((f"{first.get('provider') or 'rxe'} {first.get('kernel') or '?'}",
+                     {r["metric"]: r for r in rows}))
+    metrics = []
+    for _, rows in runs:
+        metrics += [m for m in rows if m not in metrics]
+
+    def cell(r):
+        if r is None:
+            return "(not run)"
+        v = r["ratio"] if r["anchor_name"] else r["rcnet"]
+        mark = "" if r["met"] is None else " ok" if r["met"] else " NO"
+        return fmt(v) + mark
+
+    table = []
+    for m in metrics:
+        some = next(rows[m] for _, rows in runs if m in rows)
+        kind = f"x {some['anchor_name']}" if some["anchor_name"] else some["unit"]
+        table.append([m, kind, some["goal"] or "-"] + [cell(rows.get(m)) for _, rows in runs])
+    print("each cell: the ratio to that run's own anchor (or the figure, when the row has none); "
+          "ok/NO: that run met the goal")
+    render_table(["metric", "ratio to / unit", "goal"] + [name for name, _ in runs], table,
+                 range(3, 3 + len(runs)))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: bench_table.py RESULTS")
-    main(sys.argv[1])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--compare":
+        compare(sys.argv[2:])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: bench_table.py RESULTS | bench_table.py --compare RESULTS...")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Churn on Soft-RoCE: 4 rcnetd nodes ping each other over rc0 for
-# RCNET_CHURN_SECS (default 180 s) while a seeded random schedule injects
-# faults, one at a time:
+# Churn on Soft-RoCE: 4 rcnetd nodes ping each other over rc0 for SECS
+# seconds while a random schedule seeded by SEED injects faults, one at a
+# time (churn.sh [SECS [SEED]], default 180 s and seed 4471; the scenario's
+# arguments come after rcnet-lab's "--"):
 #   kill      kill -9 a daemon, restart it
 #   flap      the bridge-side port b_I down for 2 s, then up (flapping v_I
 #             itself flushes node I's policy route: docs/lab.md "Several
@@ -20,8 +21,8 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 N=4
-SECS=${RCNET_CHURN_SECS:-180}
-SEED=${RCNET_CHURN_SEED:-4471}
+SECS=${1:-180}
+SEED=${2:-4471}
 IDLE_MS=5000
 TICK_MS=500
 SLACK_MS=3000 # a ping exec in a netns takes up to ~1 s under TCG

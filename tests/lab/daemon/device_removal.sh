@@ -76,6 +76,7 @@ for i in 1 2; do
 done
 lab_collect device-removal-end
 rcd_stop_all
+lab_expect "no RC QP left after SIGTERM ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
 for i in 1 2; do grep -h "counters at exit" "$OUT/rcnetd-$i.log" | sed "s/^/node$i /"; done
 lab_expect "node1 counted one device removal" [ "$(rcd_counter 1 device_removals)" -eq 1 ]
 lab_expect "node1 counted one re-adopt" [ "$(rcd_counter 1 device_readopts)" -eq 1 ]

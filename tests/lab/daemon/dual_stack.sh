@@ -107,7 +107,7 @@ counter() {
 # ping FROM -> ADDR (either family), 2 packets; PASS/FAIL.
 oping() {
   local tag=$1 from=$2 addr=$3 out
-  out=$(lab_in_node "$from" ping -n -q -c 2 -W 5 "$addr" 2>&1)
+  out=$(lab_in_node "$from" ping -n -q -i 0.2 -c 2 -W 5 "$addr" 2>&1)
   if [[ $out == *" 0% packet loss"* ]]; then
     lab_pass "$tag: ping node$from -> $addr: 2/2, $(grep -o 'rtt.*' <<<"$out")"
   else

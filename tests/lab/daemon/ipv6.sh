@@ -192,7 +192,7 @@ exit_counters() {
 # ping FROM -> TO's overlay address OADDR; PASS/FAIL.
 oping() {
   local tag=$1 from=$2 to=$3 oaddr=$4 out
-  out=$(lab_in_node "$from" ping -n -q -c 2 -W 5 "$oaddr" 2>&1)
+  out=$(lab_in_node "$from" ping -n -q -i 0.2 -c 2 -W 5 "$oaddr" 2>&1)
   if [[ $out == *" 0% packet loss"* ]]; then
     lab_pass "$tag: ping node$from -> node$to ($oaddr): 2/2, $(grep -o 'rtt.*' <<<"$out")"
   else

@@ -9,6 +9,7 @@
 #                            ("timeout" and status 1 if it is still running)
 #   rcd_stop_all             SIGTERM every running daemon; a check each: exit 0
 #   rcd_ping FROM TO [ARGS]  ping TO's overlay address from node FROM's netns
+#                            (every 0.2 s unless ARGS give -i, -A or -f)
 #   rcd_qps I                QPs the kernel reports on rxe_I
 #   rcd_wait_tcp_listen I PORT SECS  wait until a TCP socket listens on PORT
 #                            in node I's netns (bounded by time, not tries)
@@ -210,9 +211,14 @@ rcd_wait_exit() {
 }
 
 rcd_ping() {
-  local from=$1 to=$2
+  local from=$1 to=$2 a interval=(-i 0.2)
   shift 2
-  lab_in_node "$from" ping -n -q "$@" "10.100.0.$to"
+  # 0.2 s between echoes unless ARGS choose (-i, -A, -f): ping's default
+  # 1 s made every -c N check wait N - 1 s, and the scenarios make hundreds.
+  # An echo sent before the connection is ESTABLISHED waits in rcnetd's
+  # queue, so a shorter interval loses nothing.
+  for a in "$@"; do [[ $a == -i* || $a == -A || $a == -f ]] && interval=(); done
+  lab_in_node "$from" ping -n -q "${interval[@]}" "$@" "10.100.0.$to"
 }
 
 rcd_wait_tcp_listen() {

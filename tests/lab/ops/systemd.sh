@@ -56,7 +56,7 @@ ctl() {
 prop() { systemctl show -p "$2" --value "rcnetd@node$1.service"; }
 ping_ok() { # FROM TO: 3 echoes over rc0, from node FROM's netns
   local out
-  out=$(lab_in_node "$1" ping -n -q -c 3 -W 5 "10.100.0.$2" 2>&1)
+  out=$(lab_in_node "$1" ping -n -q -i 0.2 -c 3 -W 5 "10.100.0.$2" 2>&1)
   grep -q ' 0% packet loss' <<<"$out" || {
     echo "$out" | tail -3
     return 1

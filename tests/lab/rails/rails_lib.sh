@@ -40,7 +40,8 @@
 #   rails_peer_re J          jq regex of node J's underlay address, either
 #                            rail (for peer_addr/underlay fields)
 #   rails_end N              every node's rails and counters into the log,
-#                            rails_qp_audit on nodes 1..N, rcd_stop_all,
+#                            rails_qp_audit on nodes 1..N, rcd_stop_all and
+#                            no RC QP left in the kernel after it,
 #                            the kernel log into $RCNET_RESULTS/dmesg.txt
 #   rails_link PORT up|down  `ip link set PORT up|down`, timed: logs how long
 #                            it took; when over 1 s, the kernel stacks of the
@@ -318,6 +319,7 @@ rails_end() {
   done
   lab_collect end >/dev/null
   rcd_stop_all
+  lab_expect "no RC QP left after SIGTERM ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
   dmesg >"$RCNET_RESULTS/dmesg.txt" 2>&1
 }
 

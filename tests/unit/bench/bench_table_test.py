@@ -301,6 +301,39 @@ class FailoverRows(unittest.TestCase):
         finally:
             shutil.rmtree(res)
 
+    def test_compare_puts_runs_side_by_side(self):
+        # Two runs: this fixture's (rxe) and one with the provider file and
+        # one row fewer (siw): one column each, headed provider + kernel.
+        _, rows, rxe = run_table()
+        _, _, siw = run_table(files={"provider": "siw\n"}, edit_raw=lambda l: not l.startswith("strace_"))
+        try:
+            out = subprocess.run([sys.executable, SCRIPT, "--compare", rxe, siw], check=True,
+                                 capture_output=True, text=True).stdout
+        finally:
+            shutil.rmtree(rxe)
+            shutil.rmtree(siw)
+        lines = out.splitlines()
+        head = next(l for l in lines if l.startswith("| metric"))
+        self.assertEqual([c.strip() for c in head.strip("|").split("|")][3:],
+                         ["rxe 6.1.0-56-amd64", "siw 6.1.0-56-amd64"])
+
+        def cells(metric):
+            line = next(l for l in lines if l.startswith(f"| {metric} "))
+            return [c.strip() for c in line.strip("|").split("|")]
+        # A ratio row: each run's ratio to its own anchor, with its verdict.
+        r = rows["ping -A over rc0, median RTT/2"]
+        c = cells("ping -A over rc0, median RTT/2")
+        self.assertEqual(c[1], "x ib_send_lat -e typical")
+        self.assertEqual(c[3], c[4])
+        self.assertTrue(c[3].startswith(str(r["ratio"])[:4]))
+        self.assertTrue(c[3].endswith(" NO" if r["met"] is False else " ok"))
+        # A row the second run lacks says so instead of a figure.
+        syscall = next(m for m in rows if m.startswith("syscalls per forwarded packet"))
+        c = cells(syscall)
+        self.assertEqual(c[1], "calls/pkt")
+        self.assertNotEqual(c[3], "(not run)")
+        self.assertEqual(c[4], "(not run)")
+
     def test_no_failover_boots_no_row(self):
         out, rows, res = run_table()
         try:
