@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#pragma once
 // The headers most of rcnet's C++ files include, precompiled once per
 // target (meson's cpp_pch) so that each file does not parse them again:
 // with them the build's CPU time falls by about a third (docs/design.md,

@@ -313,6 +313,36 @@ Result<void> write_atomically(const std::string& path, const std::string& text) 
   return {};
 }
 
+// `stats NAME...`: the named counters of a stats reply (rcnetd's "counters":
+// [{name, value, help}]), each value on its own line in the order asked, or
+// with -j one JSON object {name: value}. A name rcnetd has no counter of is a
+// usage error that prints nothing else (a script must not read a value off
+// the wrong line).
+int print_counters(const ctl::json& data, const std::vector<std::string>& names, bool as_json,
+                   std::ostream& out, std::ostream& err) {
+  std::map<std::string, ctl::json> by_name;
+  if (auto it = data.find("counters"); it != data.end() && it->is_array())
+    for (const ctl::json& c : *it)
+      if (c.is_object() && c.contains("name") && c["name"].is_string() && c.contains("value"))
+        by_name[c["name"].get<std::string>()] = c["value"];
+  for (const std::string& n : names) {
+    if (!by_name.contains(n)) {
+      err << "rcnetctl: stats: rcnetd has no counter '" << n << "' (rcnetctl stats lists them)\n";
+      return kExitUsage;
+    }
+  }
+  if (as_json) {
+    ctl::json o = ctl::json::object();
+    for (const std::string& n : names)
+      o[n] = by_name[n];
+    out << o.dump() << "\n";
+    return kExitOk;
+  }
+  for (const std::string& n : names)
+    out << by_name[n].dump() << "\n";
+  return kExitOk;
+}
+
 // "12345" or "0x..." → node id; an address → underlay or overlay address
 // (the daemon tells them apart). Otherwise the message for a usage error.
 std::optional<std::string> parse_peer(const std::string& text, ctl::Request& r) {
@@ -499,6 +529,7 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
   // rcnetctl's own options of "stats": how to print, not what to ask.
   std::string stats_format = "table";
   std::string output_path;
+  std::vector<std::string> stats_names;
   {
     CLI::App* stats = subs[static_cast<std::size_t>(ctl::Command::kStats)].app;
     stats
@@ -509,6 +540,9 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     stats->add_option("--output", output_path,
                       "with --format prometheus: write FILE atomically (a temporary file, then "
                       "rename(2)) instead of stdout; rcnet_up 0 when rcnetd does not answer");
+    stats->add_option("NAME", stats_names,
+                      "only these counters' values, one per line in this order (with -j: one "
+                      "JSON object of name: value)");
   }
 
   // rcnetctl's own commands (kLocalCommands): doctor reads the config
@@ -630,6 +664,10 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     err << "rcnetctl: --output needs --format prometheus\n";
     return kExitUsage;
   }
+  if (prometheus && !stats_names.empty()) {
+    err << "rcnetctl: stats NAME prints values, not --format prometheus\n";
+    return kExitUsage;
+  }
   if (req.cmd == ctl::Command::kMonitor)
     return run_monitor(req, socket, as_json, stream, out, err);
   auto line = transport(socket, ctl::encode_request(req));
@@ -670,6 +708,8 @@ int run(std::span<const std::string> args, const Transport& transport, std::ostr
     }
     return kExitOk;
   }
+  if (!stats_names.empty())
+    return print_counters(reply->data, stats_names, as_json, out, err);
   if (as_json) {
     out << reply->data.dump(pretty ? 2 : -1, ' ', false, ctl::json::error_handler_t::replace)
         << "\n";

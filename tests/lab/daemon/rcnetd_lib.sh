@@ -89,8 +89,7 @@ rcd_wait_log() {
 # rcd_stat I NAME: counter NAME of node I's running rcnetd (`rcnetctl -j
 # stats`), 0 when it has none by that name or does not answer.
 rcd_stat() {
-  "$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl" -s "/run/rcnet/node$1.sock" -j stats 2>/dev/null |
-    jq -r --arg n "$2" '[.counters[] | select(.name == $n)][0].value // 0' 2>/dev/null | grep . || echo 0
+  "$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl" -s "/run/rcnet/node$1.sock" stats "$2" 2>/dev/null | grep . || echo 0
 }
 
 # rcd_counter I NAME: counter NAME from node I's "counters at exit" line.

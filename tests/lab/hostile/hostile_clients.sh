@@ -34,7 +34,7 @@ rcd_start 2 || lab_die "start node2"
 pid1=${RCD_PID[1]}
 lab_expect "ping node1 -> node2 over rc0 before" rcd_ping 1 2 -c 3 -W 5
 
-counter() { "$CTL" -s "$S1" -j stats | jq ".counters[] | select(.name == \"$1\") | .value"; }
+counter() { "$CTL" -s "$S1" stats "$1"; }
 declare -A before=()
 for c in rejects_sent_version rejects_sent_malformed malformed_private_data accepts \
   connect_failures qps_created qps_destroyed; do

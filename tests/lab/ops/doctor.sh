@@ -6,6 +6,7 @@
 # once the fault is undone:
 #   - rdma_ucm unloaded (rmmod; skipped when something holds it);
 #   - the rail's address removed from v_1;
+#   - v_1 without carrier (b_1 down): its RDMA port is not ACTIVE;
 #   - RLIMIT_MEMLOCK small (ulimit -l 1024 in doctor's shell: no systemd in
 #     the guest, so doctor reads the process's limit);
 #   - /dev/net/tun 0600 (devtmpfs' own mode; udev makes it 0666);
@@ -137,6 +138,18 @@ if [[ $PROVIDER == rxe ]]; then
   done
 fi
 doc_clean no-address
+
+# --- the port without carrier ------------------------------------------------------------
+# b_1, the bridge side of v_1, goes down: v_1 keeps its address and is up,
+# but has no carrier, and its RDMA port leaves ACTIVE.
+port_state() { rdma link show "$(lab_node_rdma_dev 1)/1" 2>/dev/null | grep -o 'state [A-Z_]*' | cut -d' ' -f2; }
+ip link set "$(lab_node_port 1)" down
+for ((k = 0; k < 50; k++)); do [[ $(port_state) == ACTIVE ]] || break; sleep 0.1; done
+doc port-down
+doc_expect port-down port fail "ip link set $DEV up"
+ip link set "$(lab_node_port 1)" up
+for ((k = 0; k < 100; k++)); do [[ $(port_state) == ACTIVE ]] && break; sleep 0.1; done
+doc_clean port-down
 
 # --- locked memory ---------------------------------------------------------------------
 doc memlock bash -c 'ulimit -l 1024 && exec "$@"' doctor-memlock

@@ -297,6 +297,31 @@ TEST_CASE("rcnetctl stats --format prometheus --output writes the file atomicall
         kExitUsage);
 }
 
+TEST_CASE("rcnetctl stats NAME...: the named counters' values, in the order asked",
+          "[ops][rcnetctl]") {
+  cm::Counters c;
+  c.connects_started = 7;
+  c.failovers_carrier = 2;
+  FakeDaemon d;
+  d.reply = ctl::ok_reply(ctl::stats_json(c));
+  Run r = run_with(d, {"stats", "failovers_carrier", "connects_started"});
+  CHECK(r.rc == kExitOk);
+  CHECK(r.out == "2\n7\n");
+  CHECK(sent(d).cmd == ctl::Command::kStats);
+  // -j: one object, name: value.
+  r = run_with(d, {"-j", "stats", "connects_started", "failovers_carrier"});
+  CHECK(r.rc == kExitOk);
+  CHECK(json::parse(r.out) == json{{"connects_started", 7}, {"failovers_carrier", 2}});
+  // A name rcnetd has no counter of: a usage error naming it, no values printed.
+  r = run_with(d, {"stats", "connects_started", "connects_startd"});
+  CHECK(r.rc == kExitUsage);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains("no counter 'connects_startd'"));
+  // Values are not an exposition format.
+  r = run_with(d, {"stats", "--format", "prometheus", "connects_started"});
+  CHECK(r.rc == kExitUsage);
+}
+
 TEST_CASE("rcnetctl rails: asks for rails, prints the table or the JSON", "[ops][rcnetctl]") {
   cm::Snapshot s;
   s.rails_mode = "stripe";
