@@ -234,7 +234,19 @@ class Doctor {
         {}, rail);
     check_module(driver_of(d), " (the driver of " + d.device + ")", rail);
 
-    if (d.active) {
+    // A port can stay ACTIVE without carrier: Soft-iWARP follows only its
+    // netdev's up and down, not the carrier (lab: b_1 down left siw_1
+    // ACTIVE, rxe_1 DOWN). sysfs's carrier (Documentation/ABI/testing/
+    // sysfs-class-net) is "0" then; unreadable on a netdev that is down.
+    const bool no_carrier = d.ethernet && read("sys/class/net/" + na->netdev + "/carrier") == "0";
+    if (d.active && no_carrier) {
+      add(kPort, Status::kFail,
+          rn + d.device + " port " + std::to_string(d.port) + " is ACTIVE but " + na->netdev +
+              " has no carrier",
+          "check the cable and the switch port of " + na->netdev + " (ip link show " +
+              na->netdev + " says NO-CARRIER)",
+          rail);
+    } else if (d.active) {
       add(kPort, Status::kPass, rn + d.device + " port " + std::to_string(d.port) + " is ACTIVE",
           {}, rail);
     } else {

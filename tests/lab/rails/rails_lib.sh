@@ -173,9 +173,10 @@ rails_state() {
 # The peer entry of node J on either rail: its underlay address is 10.99.0.J
 # or 10.98.0.J (with or without a port).
 rails_carrier() {
-  # From the peers table, not -j and jq: the wait loops call this many times
-  # a second, and jq's start costs about 0.4 s under TCG (awk's 0.05 s).
-  # RAIL is the 2nd column, UNDERLAY the 3rd, CARRIES ("*") the last.
+  # From the peers table, not -j and jq: the wait loops call this over and
+  # over, and under TCG a jq process costs 0.29 s, awk 0.12 s (docs/lab.md
+  # "Time in the lab"). RAIL is the 2nd column, UNDERLAY the 3rd, CARRIES
+  # ("*") the last.
   local r
   r=$(rails_ctl "$1" peers 2>/dev/null | awk -v j="$2" '
     NR > 1 && $NF == "*" && $3 ~ ("^10\\.9[89]\\.0\\." j "(:|$)") { print $2; exit }')

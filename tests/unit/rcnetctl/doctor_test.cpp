@@ -242,6 +242,15 @@ address = "10.100.0.1/24"
     CHECK_THAT(f.found, Catch::Contains("rxe_1 port 1 is DOWN, not ACTIVE"));
     CHECK_THAT(f.advice, Catch::Contains("ip link set v_1 up"));
   }
+  SECTION("the port is ACTIVE but its netdev has no carrier (Soft-iWARP's way)") {
+    n.write("sys/class/net/v_1/carrier", "0\n");
+    const auto f = only(check(n), "port", doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("rxe_1 port 1 is ACTIVE but v_1 has no carrier"));
+    CHECK_THAT(f.advice, Catch::Contains("NO-CARRIER"));
+    // With carrier, the same port passes.
+    n.write("sys/class/net/v_1/carrier", "1\n");
+    CHECK(with(check(n), "port", doctor::Status::kPass).size() == 1);
+  }
   SECTION("InfiniBand: the SM") {
     n.binding.ethernet = false;
     n.binding.active = false;
