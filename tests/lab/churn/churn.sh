@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# Churn on Soft-RoCE: 4 rcnetd nodes ping each other over rc0 for SECS
-# seconds while a random schedule seeded by SEED injects faults, one at a
-# time (churn.sh [SECS [SEED]], default 180 s and seed 4471; the scenario's
-# arguments come after rcnet-lab's "--"):
+# Churn on Soft-RoCE: 4 rcnetd nodes ping each other over rc0 while a
+# random schedule seeded by SEED injects FAULTS faults, one at a time
+# (churn.sh [FAULTS [SEED]], default 26 faults and seed 10; the scenario's
+# arguments come after rcnet-lab's "--"). A count, not a time: the same
+# seed makes the same faults on the same nodes however fast the host is
+# (seed 10's first 8: two of each kind, every node hit):
 #   kill      kill -9 a daemon, restart it
 #   flap      the bridge-side port b_I down for 2 s, then up (flapping v_I
 #             itself flushes node I's policy route: docs/lab.md "Several
@@ -21,8 +23,8 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 
 N=4
-SECS=${1:-180}
-SEED=${2:-4471}
+FAULTS=${1:-26}
+SEED=${2:-10}
 IDLE_MS=5000
 TICK_MS=500
 SLACK_MS=3000 # a ping exec in a netns takes up to ~1 s under TCG
@@ -75,7 +77,7 @@ reconverge() {
 declare -A nfaults=()
 worst=0 worst_what=none failed=0
 t_start=$(rcd_now_ms)
-while (($(rcd_now_ms) - t_start < SECS * 1000)); do
+for ((fault = 1; fault <= FAULTS; fault++)); do
   i=$((RANDOM % N + 1))
   kinds=(kill flap roce disconnect)
   kind=${kinds[RANDOM % 4]}
@@ -118,7 +120,6 @@ total=0
 for k in "${!nfaults[@]}"; do total=$((total + nfaults[$k])); done
 lab_log "churn: $total faults in $(( ($(rcd_now_ms) - t_start) / 1000 )) s (kill ${nfaults[kill]:-0}, flap ${nfaults[flap]:-0}, roce ${nfaults[roce]:-0}, disconnect ${nfaults[disconnect]:-0}), seed $SEED"
 lab_log "churn: worst reconvergence $worst ms ($worst_what)"
-lab_expect "churn injected at least 10 faults ($total)" test "$total" -ge 10
 lab_expect "every fault reconverged ($failed did not)" test "$failed" -eq 0
 
 # --- the end state -----------------------------------------------------------------
