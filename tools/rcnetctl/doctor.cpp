@@ -243,8 +243,8 @@ class Doctor {
       add(kPort, Status::kFail,
           rn + d.device + " port " + std::to_string(d.port) + " is ACTIVE but " + na->netdev +
               " has no carrier",
-          "check the cable and the switch port of " + na->netdev + " (ip link show " +
-              na->netdev + " says NO-CARRIER)",
+          "check the cable and the switch port of " + na->netdev + " (ip link show " + na->netdev +
+              " says NO-CARRIER)",
           rail);
     } else if (d.active) {
       add(kPort, Status::kPass, rn + d.device + " port " + std::to_string(d.port) + " is ACTIVE",
