@@ -144,7 +144,8 @@ doc_clean no-address
 # b_1, the bridge side of v_1, goes down: v_1 keeps its address and is up,
 # but has no carrier. rxe's port leaves ACTIVE; siw's stays ACTIVE (it
 # follows only the netdev's up and down), and doctor reads the carrier.
-port_state() { rdma link show "$(lab_node_rdma_dev 1)/1" 2>/dev/null | grep -o 'state [A-Z_]*' | cut -d' ' -f2; }
+# The word after "state" ("physical_state" is another field).
+port_state() { rdma link show "$(lab_node_rdma_dev 1)/1" 2>/dev/null | awk '{ for (k = 1; k < NF; k++) if ($k == "state") { print $(k + 1); exit } }'; }
 carrier() { cat "/sys/class/net/$DEV/carrier" 2>/dev/null; }
 ip link set "$(lab_node_port 1)" down
 for ((k = 0; k < 50; k++)); do [[ $(carrier) == 0 ]] && break; sleep 0.1; done
