@@ -86,8 +86,8 @@ rcd_wait_log() {
   done
 }
 
-# rcd_stat I NAME: counter NAME of node I's running rcnetd (`rcnetctl -j
-# stats`), 0 when it has none by that name or does not answer.
+# rcd_stat I NAME: counter NAME of node I's running rcnetd (`rcnetctl stats
+# NAME`), 0 when it has none by that name or does not answer.
 rcd_stat() {
   "$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl" -s "/run/rcnet/node$1.sock" stats "$2" 2>/dev/null | grep . || echo 0
 }

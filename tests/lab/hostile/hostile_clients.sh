@@ -34,11 +34,10 @@ rcd_start 2 || lab_die "start node2"
 pid1=${RCD_PID[1]}
 lab_expect "ping node1 -> node2 over rc0 before" rcd_ping 1 2 -c 3 -W 5
 
-counter() { "$CTL" -s "$S1" stats "$1"; }
 declare -A before=()
 for c in rejects_sent_version rejects_sent_malformed malformed_private_data accepts \
   connect_failures qps_created qps_destroyed; do
-  before[$c]=$(counter "$c")
+  before[$c]=$(rcd_stat 1 "$c")
 done
 
 # --- rdma-core's clients: no rcnet private data ------------------------------
@@ -75,8 +74,8 @@ for k in 1 2 3; do
 done
 sleep 4  # > connect = 2s: every half-open attempt must be gone by now
 
-d_version=$(($(counter rejects_sent_version) - before[rejects_sent_version]))
-d_malformed=$(($(counter rejects_sent_malformed) - before[rejects_sent_malformed]))
+d_version=$(($(rcd_stat 1 rejects_sent_version) - before[rejects_sent_version]))
+d_malformed=$(($(rcd_stat 1 rejects_sent_malformed) - before[rejects_sent_malformed]))
 lab_log "rejections: version +$d_version (crafted $crafted_version + foreign), malformed +$d_malformed (crafted $crafted_malformed)"
 lab_log "cmtime: $(tr '\n' ' ' <"$OUT/cmtime.txt" | head -c 300)"
 lab_expect "every version rejection counted (+$d_version == $crafted_version crafted + $foreign foreign)" \
@@ -84,11 +83,11 @@ lab_expect "every version rejection counted (+$d_version == $crafted_version cra
 lab_expect "every crafted malformed REQ counted (+$d_malformed == $crafted_malformed)" \
   test "$d_malformed" -eq "$crafted_malformed"
 lab_expect "malformed_private_data counted too" \
-  test $(($(counter malformed_private_data) - before[malformed_private_data])) -ge $((d_version + d_malformed))
-d_acc=$(($(counter accepts) - before[accepts]))
-lab_log "vanishing clients: accepts +$d_acc, QPs created +$(($(counter qps_created) - before[qps_created])), destroyed +$(($(counter qps_destroyed) - before[qps_destroyed]))"
+  test $(($(rcd_stat 1 malformed_private_data) - before[malformed_private_data])) -ge $((d_version + d_malformed))
+d_acc=$(($(rcd_stat 1 accepts) - before[accepts]))
+lab_log "vanishing clients: accepts +$d_acc, QPs created +$(($(rcd_stat 1 qps_created) - before[qps_created])), destroyed +$(($(rcd_stat 1 qps_destroyed) - before[qps_destroyed]))"
 lab_expect "the vanished attempts' QPs were destroyed" \
-  test $(($(counter qps_created) - before[qps_created])) -eq $(($(counter qps_destroyed) - before[qps_destroyed]))
+  test $(($(rcd_stat 1 qps_created) - before[qps_created])) -eq $(($(rcd_stat 1 qps_destroyed) - before[qps_destroyed]))
 
 # --- the daemon and the pair are unharmed --------------------------------------
 lab_expect "rcnetd node1 kept its pid ($pid1)" kill -0 "$pid1"

@@ -72,6 +72,6 @@ lab_expect "ping node1 -> node2 answered on rail 1 ($(rails_ping_field "${rep[3]
   [ "$(rails_ping_field "${rep[3]}" replies)" -gt 0 ]
 lab_expect "ping node1 -> node2 answered after the fail-back ($(rails_ping_field "${rep[5]}" replies) replies)" \
   [ "$(rails_ping_field "${rep[5]}" replies)" -gt 0 ]
-lab_log "node1 dropped for want of a link: failover_no_link=$(rails_stat 1 failover_no_link)"
+lab_log "node1 dropped for want of a link: failover_no_link=$(rcd_stat 1 failover_no_link)"
 rails_end 2
 lab_finish

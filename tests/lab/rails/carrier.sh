@@ -38,10 +38,10 @@ rails_iperf_start 1 2 25 iperf
 sleep 2
 # rxe raises IBV_EVENT_PORT_ERR when its netdev loses carrier, and rcnetd's
 # netlink monitor sees the carrier go: whichever comes first names the cause.
-link_failovers() { echo $(($(rails_stat "$1" failovers_carrier) + $(rails_stat "$1" failovers_port_error))); }
+link_failovers() { echo $(($(rcd_stat "$1" failovers_carrier) + $(rcd_stat "$1" failovers_port_error))); }
 fc0=$(link_failovers 1)
-ns0=$(rails_stat 1 rail_notices_sent)
-nr0=$(rails_stat 2 rail_notices_received)
+ns0=$(rcd_stat 1 rail_notices_sent)
+nr0=$(rcd_stat 2 rail_notices_received)
 
 # --- 1. carrier loss on node1's rail 0 ---------------------------------------------------
 t_down=$(rcd_now_ms)
@@ -57,13 +57,13 @@ done
 lab_expect "node2 still carries node3 on rail 0 ($(rails_carrier 2 3))" [ "$(rails_carrier 2 3)" = 0 ]
 lab_expect "node1's rail 0 is down ($(rails_state 1 0))" [ "$(rails_state 1 0)" = down ]
 lab_log "node1 rail 0: $(rails_json 1 | jq -c '.rails[0]')"
-lab_log "node1: failovers_carrier=$(rails_stat 1 failovers_carrier) failovers_port_error=$(rails_stat 1 failovers_port_error)"
+lab_log "node1: failovers_carrier=$(rcd_stat 1 failovers_carrier) failovers_port_error=$(rcd_stat 1 failovers_port_error)"
 lab_expect "node1 counted the failover (carrier or port error: $fc0 -> $(link_failovers 1))" \
   [ "$(link_failovers 1)" -gt "$fc0" ]
-lab_expect "node1 told its peers ($ns0 -> $(rails_stat 1 rail_notices_sent) rail notices sent)" \
-  [ "$(rails_stat 1 rail_notices_sent)" -gt "$ns0" ]
-lab_expect "node2 heard it ($nr0 -> $(rails_stat 2 rail_notices_received) rail notices received)" \
-  [ "$(rails_stat 2 rail_notices_received)" -gt "$nr0" ]
+lab_expect "node1 told its peers ($ns0 -> $(rcd_stat 1 rail_notices_sent) rail notices sent)" \
+  [ "$(rcd_stat 1 rail_notices_sent)" -gt "$ns0" ]
+lab_expect "node2 heard it ($nr0 -> $(rcd_stat 2 rail_notices_received) rail notices received)" \
+  [ "$(rcd_stat 2 rail_notices_received)" -gt "$nr0" ]
 fo=$(rails_wait_event 1 '.kind == "failover" and .reason == "failover" and .from_rail == 0 and .rail == 1 and (.peer_addr | test($re))' 5 2)
 lab_expect "monitor: node1's failover event for node2 (${fo:-none})" [ -n "$fo" ]
 sleep 3
@@ -79,7 +79,7 @@ lab_expect "node2 fails node1 back to rail 0 ($(rails_carrier 2 1))" [ "$(rails_
 rails_wait_carrier 1 3 0 30 >/dev/null
 lab_expect "node1 fails node3 back to rail 0 ($(rails_carrier 1 3))" [ "$(rails_carrier 1 3)" = 0 ]
 lab_expect "node1's rail 0 is up ($(rails_state 1 0))" [ "$(rails_state 1 0)" = up ]
-lab_expect "node1 counted fail-backs ($(rails_stat 1 failbacks))" [ "$(rails_stat 1 failbacks)" -gt 0 ]
+lab_expect "node1 counted fail-backs ($(rcd_stat 1 failbacks))" [ "$(rcd_stat 1 failbacks)" -gt 0 ]
 hd=$(rails_wait_event 1 '.kind == "rail" and .rail == 0 and .state == "holddown"' 5)
 fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2)
 lab_expect "monitor: rail 0 entered holddown (${hd:-none})" [ -n "$hd" ]

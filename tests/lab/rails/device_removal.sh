@@ -28,7 +28,7 @@ rails_monitor_start 1
 rails_ping_start 1 2 p12 0.01
 rails_iperf_start 1 2 25 iperf
 sleep 2
-dl0=$(rails_stat 1 failovers_device_lost)
+dl0=$(rcd_stat 1 failovers_device_lost)
 
 # --- 1. the delete ----------------------------------------------------------------------------
 rcd_link_delete rxe_1
@@ -43,8 +43,8 @@ lab_expect "node2 carries node1 on rail 1 ($(rails_carrier 2 1))" [ "$(rails_car
 lab_expect "rcnetd node1 still runs after the delete" kill -0 "${RCD_PID[1]}"
 lab_expect "node1's rail 0 is removed ($(rails_state 1 0))" [ "$(rails_state 1 0)" = removed ]
 lab_expect "node1's rail 1 is up ($(rails_state 1 1))" [ "$(rails_state 1 1)" = up ]
-lab_expect "node1 counted the device-lost failover ($dl0 -> $(rails_stat 1 failovers_device_lost))" \
-  [ "$(rails_stat 1 failovers_device_lost)" -gt "$dl0" ]
+lab_expect "node1 counted the device-lost failover ($dl0 -> $(rcd_stat 1 failovers_device_lost))" \
+  [ "$(rcd_stat 1 failovers_device_lost)" -gt "$dl0" ]
 sleep 3
 
 # --- 2. the device comes back ---------------------------------------------------------------------
@@ -57,8 +57,8 @@ lab_expect "node1's rail 0 is up on rxe_1 again ($(rails_json 1 | jq -c '.rails[
   [ "$(rails_json 1 | jq -r '.rails[0] | "\(.state) \(.device)"')" = "up rxe_1" ]
 rails_wait_carrier 2 1 0 30 >/dev/null
 lab_expect "node2 fails node1 back to rail 0 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 0 ]
-lab_expect "node1 counted the re-adopt ($(rails_stat 1 device_readopts))" [ "$(rails_stat 1 device_readopts)" -ge 1 ]
-lab_expect "node1 counted fail-backs ($(rails_stat 1 failbacks))" [ "$(rails_stat 1 failbacks)" -gt 0 ]
+lab_expect "node1 counted the re-adopt ($(rcd_stat 1 device_readopts))" [ "$(rcd_stat 1 device_readopts)" -ge 1 ]
+lab_expect "node1 counted fail-backs ($(rcd_stat 1 failbacks))" [ "$(rcd_stat 1 failbacks)" -gt 0 ]
 fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2)
 lab_expect "monitor: node1's fail-back event for node2 (${fb:-none})" [ -n "$fb" ]
 sleep 1

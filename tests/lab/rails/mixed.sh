@@ -39,16 +39,16 @@ lab_expect "node2 has one rail ($(rails_json 2 | jq -c '[.rails[].address]'))" \
 
 # Let node1 try rail 1 toward node2 for a moment, then watch.
 sleep 3
-c0=$(rails_stat 1 connects_started)
-f0=$(rails_stat 1 connect_failures)
+c0=$(rcd_stat 1 connects_started)
+f0=$(rcd_stat 1 connect_failures)
 t0=$(rcd_now_ms)
 rails_ping_start 1 2 p12 0.01
 sleep "$watch_s"
 rails_ping_stop p12
 t1=$(rcd_now_ms)
-c1=$(rails_stat 1 connects_started)
-f1=$(rails_stat 1 connect_failures)
-lab_log "node1 over $(((t1 - t0) / 1000)) s: connects_started $c0 -> $c1, connect_failures $f0 -> $f1; rejects_received $(rails_stat 1 rejects_received)"
+c1=$(rcd_stat 1 connects_started)
+f1=$(rcd_stat 1 connect_failures)
+lab_log "node1 over $(((t1 - t0) / 1000)) s: connects_started $c0 -> $c1, connect_failures $f0 -> $f1; rejects_received $(rcd_stat 1 rejects_received)"
 lab_expect "node1's connection attempts stay bounded ($((c1 - c0)) in ${watch_s} s, at most $max_attempts)" \
   [ $((c1 - c0)) -le "$max_attempts" ]
 lab_expect "node1 counts node2 without redundancy ($(rails_json 1 | jq .peers_without_redundancy))" \

@@ -22,7 +22,6 @@
 #   rails_wait_carrier I J R SECS   wait until that is rail R; prints the
 #                            ms waited; 1 on timeout
 #   rails_wait_state I R STATE SECS  wait until node I's rail R is STATE
-#   rails_stat I NAME        counter NAME of node I (`rcnetctl -j stats`)
 #   rails_stats_line I       every nonzero rail counter of node I, one line
 #   rails_qp_audit I         check: the kernel's RC QPs on node I's rxe
 #                            devices are exactly `rcnetctl qps` (device:QPN)
@@ -207,12 +206,6 @@ rails_wait_state() {
     sleep 0.1
   done
   echo $(($(rcd_now_ms) - t0))
-}
-
-rails_stat() {
-  local v
-  v=$(rails_ctl "$1" stats "$2" 2>/dev/null)
-  echo "${v:-0}"
 }
 
 rails_stats_line() {

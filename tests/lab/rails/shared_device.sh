@@ -86,7 +86,7 @@ for i in 1 2; do
 done
 
 # --- 3. the device goes while both rails hold it --------------------------------------------------
-rl0=$(rails_stat 1 device_readopts)
+rl0=$(rcd_stat 1 device_readopts)
 rcd_link_delete rxe_1
 took=$RCD_DELETE_MS rc=$RCD_DELETE_RC
 lab_expect "rdma link delete rxe_1 succeeded ($rc: $(tr '\n' ' ' <"$OUT/link-delete.txt"))" [ "$rc" -eq 0 ]
@@ -106,8 +106,8 @@ for r in 0 1; do
   lab_expect "node1's rail $r is up on rxe_1 again after $ms ms ($(rails_json 1 | jq -c --argjson r $r '.rails[$r] | [.state, .device]'))" \
     [ "$(rails_json 1 | jq -r --argjson r $r '.rails[$r] | "\(.state) \(.device)"')" = "up rxe_1" ]
 done
-lab_expect "node1 counted both rails' re-adopts ($rl0 -> $(rails_stat 1 device_readopts))" \
-  [ "$(rails_stat 1 device_readopts)" -ge $((rl0 + 2)) ]
+lab_expect "node1 counted both rails' re-adopts ($rl0 -> $(rcd_stat 1 device_readopts))" \
+  [ "$(rcd_stat 1 device_readopts)" -ge $((rl0 + 2)) ]
 lab_expect "node1: the re-adopted rails share the device again (rcnetd log)" \
   [ "$(grep -c "PD and SRQ shared with another rail" "$OUT/rcnetd-1.log")" -ge 2 ]
 ok=

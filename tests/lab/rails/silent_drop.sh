@@ -26,7 +26,7 @@ rcd_block_roce_prepare 1 || lab_die "tc clsact on b_1"
 rails_ping_start 1 2 p12 0.01
 rails_iperf_start 1 2 30 iperf
 sleep 2
-rx0=$(($(rails_stat 1 failovers_retry_exceeded) + $(rails_stat 2 failovers_retry_exceeded)))
+rx0=$(($(rcd_stat 1 failovers_retry_exceeded) + $(rcd_stat 2 failovers_retry_exceeded)))
 
 # --- 1. rail 0 drops node1's RoCE packets ------------------------------------------------------
 t_block=$(rcd_now_ms)
@@ -36,9 +36,9 @@ lab_expect "node1 carries node2 on rail 1 under the silent drop (seen after $ms 
 t_over=$(rcd_now_ms)
 rails_wait_carrier 2 1 1 30 >/dev/null
 lab_expect "node2 carries node1 on rail 1 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 1 ]
-rx1=$(($(rails_stat 1 failovers_retry_exceeded) + $(rails_stat 2 failovers_retry_exceeded)))
+rx1=$(($(rcd_stat 1 failovers_retry_exceeded) + $(rcd_stat 2 failovers_retry_exceeded)))
 lab_expect "retry exceeded failovers counted ($rx0 -> $rx1, both nodes)" [ "$rx1" -gt "$rx0" ]
-lab_expect "no carrier failover counted ($(rails_stat 1 failovers_carrier))" [ "$(rails_stat 1 failovers_carrier)" -eq 0 ]
+lab_expect "no carrier failover counted ($(rcd_stat 1 failovers_carrier))" [ "$(rcd_stat 1 failovers_carrier)" -eq 0 ]
 lab_log "node1 rails under the drop: $(rails_json 1 | jq -c '[.rails[] | {rail, state, cause}]')"
 sleep 3
 
