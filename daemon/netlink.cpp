@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "netlink.hpp"
 
+#include <algorithm>
+#include <array>
+#include <fstream>
+// <net/if.h> (if_indextoname) before <linux/if.h>: the kernel header then
+// leaves out what glibc's defines.
+#include <net/if.h>
+// clang-format off
 #include <linux/if.h>
+// clang-format on
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <netlink/errno.h>
@@ -28,6 +36,17 @@ std::optional<bool> LinkTracker::update(int ifindex, unsigned flags, bool delete
 
 bool neighbour_failed(int nud_state) {
   return (nud_state & NUD_FAILED) != 0;
+}
+
+Duration neighbour_probe_window(const std::string& dir) {
+  const auto read = [&](const char* name, long fallback) {
+    std::ifstream in(dir + "/" + name);
+    long v = 0;
+    return (in >> v) && v >= 0 ? v : fallback;
+  };
+  const long probes = read("ucast_solicit", 3) + read("app_solicit", 0) +
+                      std::max(read("mcast_solicit", 3), read("mcast_resolicit", 0));
+  return std::chrono::milliseconds(read("retrans_time_ms", 1000) * probes);
 }
 
 Result<int> ifindex_of_address(nl_sock* sock, const IpAddr& addr) {
@@ -183,9 +202,16 @@ void NetlinkMonitor::on_object(nl_object* obj, int msg_type) {
     if (!addr)
       return;
     ++neighbour_failures_;
-    spdlog::info("underlay neighbour {} is FAILED", addr->to_string());
+    std::array<char, IF_NAMESIZE> name{};
+    const Duration probing =
+        if_indextoname(static_cast<unsigned>(tracker_.ifindex()), name.data()) == nullptr
+            ? neighbour_probe_window("")
+            : neighbour_probe_window(fmt::format("/proc/sys/net/{}/neigh/{}",
+                                                 addr->is_v6() ? "ipv6" : "ipv4", name.data()));
+    spdlog::info("underlay neighbour {} is FAILED (its resolution lasted {:.0f} ms at most)",
+                 addr->to_string(), to_ms(probing));
     if (handlers_.neighbour_failed)
-      handlers_.neighbour_failed(*addr);
+      handlers_.neighbour_failed(*addr, probing);
   }
 }
 

@@ -8,11 +8,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "event_loop.hpp"
 #include "nl.hpp"
 #include "util/address.hpp"
 #include "util/result.hpp"
+#include "util/time.hpp"
 
 namespace rcnet::daemon {
 
@@ -36,11 +38,23 @@ class LinkTracker {
 // underlay address stopped answering ARP/ND.
 bool neighbour_failed(int nud_state);
 
+// The longest a resolution that ends FAILED can have lasted, from the
+// neighbour sysctls in `dir` (/proc/sys/net/ipv4/neigh/IFNAME or its ipv6
+// twin, neigh(7) "ARP"/ipv6 "neigh"): retrans_time_ms x (ucast_solicit +
+// app_solicit + the larger of mcast_solicit and mcast_resolicit), the
+// kernel's probe count for INCOMPLETE and PROBE alike. A file missing or
+// unreadable counts at the kernel's default (1000 ms; 3, 0, 3, 0 probes):
+// 6 s. The manager does not believe a FAILED about a peer heard from
+// within this window (cm::Manager::peer_failed).
+Duration neighbour_probe_window(const std::string& dir);
+
 class NetlinkMonitor {
  public:
   struct Handlers {
     std::function<void(bool up)> link_changed;
-    std::function<void(const IpAddr& addr)> neighbour_failed;
+    // `probing`: neighbour_probe_window() of the underlay interface, read
+    // when the entry went FAILED.
+    std::function<void(const IpAddr& addr, Duration probing)> neighbour_failed;
   };
 
   // Finds the interface holding `underlay` (RTM_GETADDR dump), subscribes to

@@ -40,9 +40,9 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
                                             manager_->link_changed(up);
                                         },
                                     .neighbour_failed =
-                                        [this](const IpAddr& a) {
+                                        [this](const IpAddr& a, Duration probing) {
                                           if (manager_)
-                                            manager_->peer_failed(a, "neighbour FAILED");
+                                            manager_->peer_failed(a, "neighbour FAILED", probing);
                                         }});
   if (!nl)
     return nl.error();

@@ -97,8 +97,10 @@ std::vector<Conn*> ConnTable::all() {
 }
 
 void ConnTable::set_state(Conn& c, ConnState to, TimePoint now) {
-  if (to == ConnState::kEstablished)
+  if (to == ConnState::kEstablished) {
     c.last_activity = now;
+    c.last_heard = now;
+  }
   if (std::size_t* n = setup_count(c.state))
     --*n;
   if (std::size_t* n = setup_count(to))

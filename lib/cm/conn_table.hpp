@@ -65,6 +65,10 @@ struct Conn {
   // Last packet sent or received (or ESTABLISHED). Written by
   // ConnTable::touch() only, which keeps the idle list in its order.
   TimePoint last_activity{};
+  // Last time the peer proved alive: a receive completion of any kind on
+  // this QP, or ESTABLISHED (its REP or RTU came in). A neighbour FAILED
+  // older than this is not believed (Manager::peer_failed).
+  TimePoint last_heard{};
   TimePoint deadline = TimePoint::max();  // mirrored in ConnTable's deadline set
   ConnLink idle_link;                     // ConnTable's idle list
   ConnLink reclaim_link;                  // ConnTable's reclaim list

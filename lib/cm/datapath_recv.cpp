@@ -244,6 +244,8 @@ void DataPath::header_received(Conn& c, std::uint16_t credits) {
 }
 
 void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) {
+  if (c != nullptr)
+    c->last_heard = timers_.coarse_now();  // whatever it is, the peer sent it
   std::byte* data = buf + headroom_;
   std::size_t len = wc.byte_len;
   std::uint32_t imm = wc.imm;

@@ -124,11 +124,28 @@ std::size_t Manager::Impl::reap_idle(Duration idle) {
   return n;
 }
 
-void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why) {
+void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why, Duration probing) {
   Peer* p = table_.find_peer(node_id_for(addr));
   if (p == nullptr)
     return;
-  if (Conn* c = table_.conn_of(*p)) {
+  Conn* c = table_.conn_of(*p);
+  if (c != nullptr && c->state == ConnState::kEstablished && probing > Duration::zero() &&
+      c->last_heard > now() - probing) {
+    // Seen in the lab on every other fail-back under load: the peer's
+    // entry failed a resolution begun while the link was down, after the
+    // new connection came up over it (REP/RTU need no ARP of ours).
+    ++ctr_.neighbour_failed_stale;
+    peer_failed_cause_ = LinkCause::kLinkLost;
+    auto f = fields(*c);
+    log::event(spdlog::level::info, f,
+               "{} for {}, but QPN {} heard from it {:.0f} ms ago (the failed resolution may "
+               "have lasted {:.0f} ms): kept, resolving again",
+               why, addr.to_string(), c->qpn, to_ms(now() - c->last_heard), to_ms(probing));
+    if (neighbour_.use)
+      neighbour_.use(addr);
+    return;
+  }
+  if (c != nullptr) {
     ++ctr_.dead_peer_reaps;
     cause_ = peer_failed_cause_;
     teardown(*c, TeardownKind::kHard, std::string(why), log::kMsgReapedDead);

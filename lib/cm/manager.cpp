@@ -508,8 +508,8 @@ void Manager::on_timer() {
   impl_->on_timer();
   impl_->settle();
 }
-void Manager::peer_failed(const IpAddr& peer, std::string_view why) {
-  impl_->peer_failed(peer, why);
+void Manager::peer_failed(const IpAddr& peer, std::string_view why, Duration probing) {
+  impl_->peer_failed(peer, why, probing);
   impl_->settle();
 }
 void Manager::link_changed(bool up) {

@@ -297,8 +297,15 @@ class Manager final : public rdma::EventSink {
   void on_timer();
 
   // --- notifications from the daemon -------------------------------------------
-  // The underlay neighbour entry of `peer` went FAILED: reap it now.
-  void peer_failed(const IpAddr& peer, std::string_view why);
+  // The underlay neighbour entry of `peer` went FAILED: reap it now, unless
+  // the peer was heard from (a receive completion, or its REP or RTU) within
+  // `probing`, the longest the failed resolution can have lasted (the
+  // kernel's probes x retrans_time, neigh(7) sysctls; the daemon reads
+  // them): that resolution then began while the peer answered, typically
+  // while the link was down, and its FAILED describes the past. Such a
+  // FAILED is counted (neighbour_failed_stale) and a new resolution started
+  // (NeighbourOps::use); one that comes after a quiet `probing` reaps.
+  void peer_failed(const IpAddr& peer, std::string_view why, Duration probing = Duration::zero());
   // Underlay link down: tear every connection down and refuse new ones;
   // up: accept again.
   void link_changed(bool up);

@@ -78,7 +78,7 @@ class Manager::Impl final : private DataPathHooks {
   void on_cm_event(const rdma::CmEvent& ev);
 
   // --- limits.cpp -------------------------------------------------------------------
-  void peer_failed(const IpAddr& addr, std::string_view why);
+  void peer_failed(const IpAddr& addr, std::string_view why, Duration probing);
   // `cause`: what the rail hooks are told (kCarrier from the daemon's
   // netlink, kPortError from IBV_EVENT_PORT_ERR/PORT_ACTIVE).
   void link_changed(bool up, LinkCause cause = LinkCause::kCarrier);

@@ -55,6 +55,8 @@ namespace rcnet::cm {
   X(cm_ids_destroyed, "rdma_cm ids destroyed")                                            \
   X(idle_reaps, "connections torn down by idle_timeout")                                  \
   X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")      \
+  X(neighbour_failed_stale,                                                               \
+    "neighbour FAILED not believed: the peer was heard from while it was being resolved") \
   X(link_down_teardowns, "connections torn down because the underlay link went down")     \
   X(evictions, "LRU evictions at max_connections")                                        \
   X(evictions_refused,                                                                    \

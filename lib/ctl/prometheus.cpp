@@ -111,6 +111,7 @@ constexpr MetricRow kMetricRows[] = {
     {"cm_ids_destroyed", "rcnet_cm_ids_destroyed_total", "", ""},
     {"idle_reaps", "rcnet_reaped_connections_total", "reason", "idle"},
     {"dead_peer_reaps", "rcnet_reaped_connections_total", "reason", "dead_peer"},
+    {"neighbour_failed_stale", "rcnet_neighbour_failed_stale_total", "", ""},
     {"link_down_teardowns", "rcnet_reaped_connections_total", "reason", "link_down"},
     {"evictions", "rcnet_reaped_connections_total", "reason", "evicted"},
     {"evictions_refused", "rcnet_evictions_refused_total", "", ""},

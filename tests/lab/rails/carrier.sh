@@ -64,7 +64,7 @@ lab_expect "node1 told its peers ($ns0 -> $(rcd_stat 1 rail_notices_sent) rail n
   [ "$(rcd_stat 1 rail_notices_sent)" -gt "$ns0" ]
 lab_expect "node2 heard it ($nr0 -> $(rcd_stat 2 rail_notices_received) rail notices received)" \
   [ "$(rcd_stat 2 rail_notices_received)" -gt "$nr0" ]
-fo=$(rails_wait_event 1 '.kind == "failover" and .reason == "failover" and .from_rail == 0 and .rail == 1 and (.peer_addr | test($re))' 5 2)
+fo=$(rails_wait_event 1 '.kind == "failover" and .reason == "failover" and .from_rail == 0 and .rail == 1 and (.peer_addr | test($re))' 5 2 "$t_down")
 lab_expect "monitor: node1's failover event for node2 (${fo:-none})" [ -n "$fo" ]
 sleep 3
 
@@ -80,8 +80,8 @@ rails_wait_carrier 1 3 0 30 >/dev/null
 lab_expect "node1 fails node3 back to rail 0 ($(rails_carrier 1 3))" [ "$(rails_carrier 1 3)" = 0 ]
 lab_expect "node1's rail 0 is up ($(rails_state 1 0))" [ "$(rails_state 1 0)" = up ]
 lab_expect "node1 counted fail-backs ($(rcd_stat 1 failbacks))" [ "$(rcd_stat 1 failbacks)" -gt 0 ]
-hd=$(rails_wait_event 1 '.kind == "rail" and .rail == 0 and .state == "holddown"' 5)
-fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2)
+hd=$(rails_wait_event 1 '.kind == "rail" and .rail == 0 and .state == "holddown"' 5 0 "$t_up")
+fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2 "$t_up")
 lab_expect "monitor: rail 0 entered holddown (${hd:-none})" [ -n "$hd" ]
 lab_expect "monitor: node1's fail-back event for node2 (${fb:-none})" [ -n "$fb" ]
 if [[ -n $hd && -n $fb ]]; then

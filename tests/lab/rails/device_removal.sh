@@ -59,7 +59,7 @@ rails_wait_carrier 2 1 0 30 >/dev/null
 lab_expect "node2 fails node1 back to rail 0 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 0 ]
 lab_expect "node1 counted the re-adopt ($(rcd_stat 1 device_readopts))" [ "$(rcd_stat 1 device_readopts)" -ge 1 ]
 lab_expect "node1 counted fail-backs ($(rcd_stat 1 failbacks))" [ "$(rcd_stat 1 failbacks)" -gt 0 ]
-fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2)
+fb=$(rails_wait_event 1 '.kind == "failover" and .reason == "failback" and .rail == 0 and (.peer_addr | test($re))' 5 2 "$t_add")
 lab_expect "monitor: node1's fail-back event for node2 (${fb:-none})" [ -n "$fb" ]
 sleep 1
 t_end=$(rcd_now_ms)

@@ -32,10 +32,14 @@
 #                            every peer on rail 0
 #   rails_monitor_start I    `rcnetctl -j monitor` of node I in the
 #                            background into $RCNET_RESULTS/monitor-I.jsonl
-#   rails_events I JQ [J]    node I's monitor events matching the jq
-#                            condition JQ, one JSON line each; in JQ, $re is
-#                            rails_peer_re J
-#   rails_wait_event I JQ SECS [J]  wait until there is one; prints it
+#   rails_events I JQ [J [SINCE_MS]]  node I's monitor events matching the
+#                            jq condition JQ, one JSON line each; in JQ, $re
+#                            is rails_peer_re J; only events at or after
+#                            SINCE_MS (rcd_now_ms's clock; default all), so
+#                            that a step finds its own event, not an earlier
+#                            one of the same kind
+#   rails_wait_event I JQ SECS [J [SINCE_MS]]  wait until there is one;
+#                            prints it
 #   rails_peer_re J          jq regex of node J's underlay address, either
 #                            rail (for peer_addr/underlay fields)
 #   rails_end N              every node's rails and counters into the log,
@@ -137,15 +141,16 @@ rails_monitor_start() {
 }
 
 rails_events() {
-  jq -c --arg re "$(rails_peer_re "${3:-0}")" "select(.event != null) | .event | select($2)" \
+  jq -c --arg re "$(rails_peer_re "${3:-0}")" --argjson since "${4:-0}" \
+    "select(.event != null) | .event | select(.time_ms >= \$since) | select($2)" \
     "$RCNET_RESULTS/monitor-$1.jsonl" 2>/dev/null
 }
 
 rails_wait_event() {
-  local i=$1 cond=$2 secs=$3 peer=${4:-0} t0 line
+  local i=$1 cond=$2 secs=$3 peer=${4:-0} since=${5:-0} t0 line
   t0=$(rcd_now_ms)
   while true; do
-    line=$(rails_events "$i" "$cond" "$peer" | head -1)
+    line=$(rails_events "$i" "$cond" "$peer" "$since" | head -1)
     [[ -n $line ]] && {
       echo "$line"
       return 0
@@ -210,7 +215,7 @@ rails_wait_state() {
 
 rails_stats_line() {
   rails_ctl "$1" -j stats 2>/dev/null | jq -r '[.counters[] |
-    select((.name | test("^(failover|failback|rail_|connect_failures|connects_)")) and .value > 0) |
+    select((.name | test("^(failover|failback|rail_|connect_failures|connects_|neighbour_|dead_peer)")) and .value > 0) |
     "\(.name)=\(.value)"] | join(" ")' 2>/dev/null
 }
 
@@ -307,6 +312,10 @@ rails_end() {
     rails_ctl "$i" peers >"$RCNET_RESULTS/peers-end-$i.txt" 2>&1
     lab_log "node$i rails: $(rails_json "$i" | jq -c '[.rails[] | {rail, state, cause, links, carrying, flaps, holddown_ms}]')"
     lab_log "node$i counters: $(rails_stats_line "$i")"
+    # Why each QP went: an unexpected reason (neighbour FAILED, a QP error)
+    # is the first thing a failed run's reader needs.
+    lab_log "node$i teardowns: $(sed -n 's/.*tearing down QPN [0-9]* to [^ ]*: //p' \
+      "$RCNET_RESULTS/rcnetd-$i.log" | sort | uniq -c | awk '{ $1 = $1 "x"; print }' | paste -sd ';')"
   done
   # A QP of a failed link may still be in its teardown stages.
   sleep 1

@@ -439,6 +439,36 @@ TEST_CASE("neighbour FAILED and link down reap at once", "[cm][reap]") {
   CHECK(in_service(a) == 1);
 }
 
+TEST_CASE("neighbour FAILED about a peer heard from while it was resolved: kept, resolved again",
+          "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.idle_timeout = 60s; });
+  auto& b = c.add(2, [](cm::ManagerConfig& m) { m.idle_timeout = 60s; });
+  std::vector<std::string> uses;
+  a.mgr->set_neighbour_ops(
+      {.flush = {}, .use = [&](const IpAddr& p) { uses.push_back(p.to_string()); }});
+  c.connect(a, b);
+  b.mgr->send(a.ep(), packet(2));  // a hears from b
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  const std::size_t resolves = uses.size();
+  // The lab's case: the resolution that failed began before the link came
+  // back; b answered since. Believing it would tear down a working link.
+  a.mgr->peer_failed(b.addr, "neighbour FAILED", 6s);
+  CHECK(in_service(a) == 1);
+  CHECK(a.ctr().neighbour_failed_stale == 1);
+  CHECK(a.ctr().dead_peer_reaps == 0);
+  REQUIRE(uses.size() == resolves + 1);  // a new resolution, started at once
+  CHECK(uses.back() == b.addr.to_string());
+  // Silent for longer than the resolution can last: this FAILED is news.
+  c.run(6500ms);
+  REQUIRE(in_service(a) == 1);
+  a.mgr->peer_failed(b.addr, "neighbour FAILED", 6s);
+  CHECK(in_service(a) == 0);
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  CHECK(a.ctr().neighbour_failed_stale == 1);
+}
+
 TEST_CASE("neighbour ops: use before every resolve, flush before a destroy on a down link",
           "[cm][reap]") {
   Cluster c(Profile::kRxe);

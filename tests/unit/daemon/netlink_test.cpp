@@ -4,6 +4,10 @@
 #include <linux/if.h>
 #include <linux/neighbour.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 #include "catch2_compat.hpp"
 
@@ -45,6 +49,28 @@ TEST_CASE("only NUD_FAILED counts as a dead neighbour", "[daemon][netlink]") {
                 NUD_PERMANENT, NUD_NONE}) {
     CHECK_FALSE(neighbour_failed(s));
   }
+}
+
+TEST_CASE("neighbour_probe_window: retrans_time x every probe the kernel sends",
+          "[daemon][netlink]") {
+  std::string dir = std::filesystem::temp_directory_path() / "rcnet-neigh-XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  const auto put = [&](const char* name, const char* value) {
+    std::ofstream(dir + "/" + name) << value << "\n";
+  };
+  // Nothing readable: the kernel's defaults, (3 + 0 + 3) x 1000 ms.
+  CHECK(neighbour_probe_window(dir) == 6s);
+  CHECK(neighbour_probe_window(dir + "/missing") == 6s);
+  put("retrans_time_ms", "500");
+  put("ucast_solicit", "2");
+  put("app_solicit", "1");
+  put("mcast_solicit", "3");
+  CHECK(neighbour_probe_window(dir) == 3s);  // (2 + 1 + 3) x 500 ms
+  put("mcast_resolicit", "5");               // PROBE's count, when it is the larger
+  CHECK(neighbour_probe_window(dir) == 4s);
+  put("retrans_time_ms", "soon");  // unreadable: its default
+  CHECK(neighbour_probe_window(dir) == 8s);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("NetlinkMonitor follows the underlay link up and down", "[daemon][netlink][netns]") {
