@@ -960,14 +960,17 @@ if [[ $PHASES != setup && $PHASES != latency ]] && start_pair 65520 true 3s; the
   raw teardown_sigkill_to_destroyed_ms $(($(rcd_now_ms) - t0))
   tail -n +"$((mark + 1))" "$LOG1" >"$RCNET_RESULTS/teardown-kill.log"
   for f in dreq kill; do
-    # Sum of the teardown stages' durations of the QP torn down, and the path.
+    # Sum of the teardown stages' durations of the QP torn down, and the
+    # path: last_wqe (Last WQE Reached came), fallback (last_wqe_timeout),
+    # skipped (ERROR -> DRAINING: the device has no such event).
     awk -v f="$f" '
       / -> / && /QPN/ {
         for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1); ms = $(i + 3) }
         if (from ~ /^(DISCONNECTING|ERROR|AWAIT_LAST_WQE|DRAINING)$/) { tot += ms; st[from] += ms }
       }
       /no Last WQE Reached/ { fb = 1 }
-      END { printf "teardown_%s_total_ms %.1f\nteardown_%s_path %s\n", f, tot, f, fb ? "fallback" : "last_wqe"
+      / ERROR -> DRAINING / { sk = 1 }  # no wait at all (iWARP: no Last WQE Reached)
+      END { printf "teardown_%s_total_ms %.1f\nteardown_%s_path %s\n", f, tot, f, fb ? "fallback" : sk ? "skipped" : "last_wqe"
             printf "teardown_%s_stages_ms DISCONNECTING=%.1f,ERROR=%.1f,AWAIT_LAST_WQE=%.1f,DRAINING=%.1f\n", f, st["DISCONNECTING"], st["ERROR"], st["AWAIT_LAST_WQE"], st["DRAINING"] }' \
       "$RCNET_RESULTS/teardown-$f.log" >>"$RAW"
   done
