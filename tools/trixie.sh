@@ -6,8 +6,9 @@
 # than RCNET_TRIXIE_MAX_AGE days, default 7), with tools/install-deps.sh
 # --node --test run inside it; then, in a copy of the working tree (the
 # tracked and untracked files git knows, as they are on disk):
-#   build    meson setup -Dwerror=true -Dlab_tests=false -Dbench=false, ninja:
-#            g++ 14, warning-clean (the benchmark programs: the main build)
+#   build    meson setup -Dwerror=true -Dlab_tests=false -Dbench=false
+#            -Dcpp_args=-g1, ninja: g++ 14, warning-clean (the benchmark
+#            programs: the main build; line tables only, as tools/test.sh)
 #   unit     meson test --suite unit (Catch2 v3, tests/unit/catch2_compat.hpp)
 #   package  tools/build-deb.sh: the .deb, and lintian on trixie (its
 #            exit status: an E: tag fails the step)
@@ -92,7 +93,7 @@ in_root 'cd /rcnet-build/rcnet && git init -q && git add -A && git -c user.name=
 fails=0
 for s in "${steps[@]}"; do
   case $s in
-    build) cmd='meson setup /rcnet-build/build /rcnet-build/rcnet -Dwerror=true -Dlab_tests=false -Dbench=false && ninja -C /rcnet-build/build' ;;
+    build) cmd='meson setup /rcnet-build/build /rcnet-build/rcnet -Dwerror=true -Dlab_tests=false -Dbench=false -Dcpp_args=-g1 && ninja -C /rcnet-build/build' ;;
     unit) cmd='meson test -C /rcnet-build/build --no-rebuild --print-errorlogs --suite unit' ;;
     package) cmd='cd /rcnet-build/rcnet && tools/build-deb.sh /rcnet-build/dist' ;;
     *) die "unknown step $s (build, unit, package)" ;;
