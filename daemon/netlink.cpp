@@ -307,6 +307,15 @@ void NetlinkMonitor::use_neighbour(const IpAddr& peer) {
                   nl_geterror(-r));
 }
 
+std::optional<bool> NetlinkMonitor::carrier_now() const {
+  rtnl_link* raw = nullptr;
+  if (rtnl_link_get_kernel(query_.get(), tracker_.ifindex(), nullptr, &raw) < 0)
+    return std::nullopt;
+  RtnlLinkPtr link(raw);
+  const unsigned flags = rtnl_link_get_flags(link.get());
+  return (flags & IFF_UP) != 0 && (flags & IFF_LOWER_UP) != 0;
+}
+
 void NetlinkMonitor::resync() {
   ++resyncs_;
   rtnl_link* raw = nullptr;

@@ -84,6 +84,11 @@ class NetlinkMonitor {
   // debug level; nothing depends on it.
   void use_neighbour(const IpAddr& peer);
   bool link_up() const { return tracker_.up().value_or(false); }
+  // The underlay's carrier as the kernel has it now (RTM_GETLINK: IFF_UP
+  // and IFF_LOWER_UP), not as the last notice said: the kernel sends the
+  // carrier loss's notice through linkwatch, deferred, while rxe on 6.12
+  // errors a QP at once. nullopt when it cannot be read.
+  std::optional<bool> carrier_now() const;
   std::uint64_t neighbour_failures() const { return neighbour_failures_; }
   std::uint64_t resyncs() const { return resyncs_; }
 

@@ -61,6 +61,7 @@ Result<void> RailRuntime::start(const cm::ManagerConfig& mc, cm::PacketSink& sin
   seam_->set_sink(manager_.get());
   pump_.emplace(*seam_);
   timer_->set_handler([this] { manager_->on_timer(); });
+  manager_->set_carrier_probe([this] { return netlink_->carrier_now().value_or(true); });
   manager_->set_neighbour_ops(
       {.flush = [this](const IpAddr& peer) { netlink_->flush_neighbour(peer); },
        .use = [this](const IpAddr& peer) { netlink_->use_neighbour(peer); }});

@@ -171,13 +171,16 @@ void Manager::Impl::send_failed(Conn& c, const rdma::WorkCompletion& wc) {
     if (Peer* p = table_.find_peer(c.peer); p != nullptr && rail_hooks_ == nullptr)
       drop_queue(*p, ctr_.drops_connect_failed);
     cause_ = LinkCause::kRetryExceeded;
-    teardown(c, TeardownKind::kHard,
-             fmt::format("send completion {}: peer unreachable", rdma::describe_status(wc)),
-             log::kMsgReapedDead);
+    const std::string_view carrier = blame_carrier();
+    teardown(
+        c, TeardownKind::kHard,
+        fmt::format("send completion {}: peer unreachable{}", rdma::describe_status(wc), carrier),
+        log::kMsgReapedDead);
     return;
   }
   ++ctr_.send_errors;
-  teardown(c, TeardownKind::kHard, fmt::format("send completion {}", rdma::describe_status(wc)));
+  teardown(c, TeardownKind::kHard,
+           fmt::format("send completion {}{}", rdma::describe_status(wc), blame_carrier()));
 }
 
 void Manager::Impl::link_changed(bool up, LinkCause cause) {

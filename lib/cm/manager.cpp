@@ -254,7 +254,8 @@ void Manager::Impl::on_async_event(const rdma::AsyncEvent& ev) {
         ++ctr_.async_events_ignored;  // unknown, or already in its one teardown
         break;
       }
-      teardown(*c, TeardownKind::kHard, std::string(rdma::to_string(ev.type)));
+      teardown(*c, TeardownKind::kHard,
+               fmt::format("{}{}", rdma::to_string(ev.type), blame_carrier()));
       break;
     }
     case T::kPortError:

@@ -328,6 +328,14 @@ class Manager final : public rdma::EventSink {
     std::function<void(const IpAddr& peer)> use;
   };
   void set_neighbour_ops(NeighbourOps ops);
+  // Whether the underlay has its carrier right now (the daemon asks the
+  // kernel; empty: assumed). Asked when a live QP fails on its own (Last
+  // WQE Reached, QP FATAL, a send error): without carrier, that is the
+  // cause the link's failover reports (LinkCause::kCarrier), even before
+  // the carrier loss's own notice (link_changed) arrives. Measured on Linux
+  // 6.12: rxe errored both QPs of a veth whose peer went down before the
+  // netlink notice came, and their failovers counted as link_lost.
+  void set_carrier_probe(std::function<bool()> has_carrier);
 
   // --- operator actions ---------------------------------------------------------
   // Graceful teardown of a peer's connection. false if no such peer.

@@ -105,8 +105,13 @@ class Manager::Impl final : private DataPathHooks {
   EventObserver observer_;  // cm/events.hpp; may be empty
 
   // --- rail_link.cpp ----------------------------------------------------------------
-  RailHooks* rail_hooks_ = nullptr;  // cm/rails.hpp; nullptr on a single-rail node
-  Manager::NeighbourOps neighbour_;  // Manager::set_neighbour_ops
+  RailHooks* rail_hooks_ = nullptr;    // cm/rails.hpp; nullptr on a single-rail node
+  Manager::NeighbourOps neighbour_;    // Manager::set_neighbour_ops
+  std::function<bool()> has_carrier_;  // Manager::set_carrier_probe
+  // A live QP failed on its own: when the underlay has no carrier now, makes
+  // that the cause of the coming teardown's report (cause_) and returns the
+  // words to add to its reason; else changes nothing and returns "".
+  std::string_view blame_carrier();
   bool send_rail_message(const Endpoint& peer, std::span<const std::byte> msg);
   bool ensure_link(const Endpoint& peer);
   bool abandon_attempt(const Endpoint& peer, std::string_view why);

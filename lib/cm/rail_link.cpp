@@ -123,6 +123,16 @@ bool Manager::Impl::link_failed(const Endpoint& peer, LinkCause cause, std::stri
 void Manager::set_neighbour_ops(NeighbourOps ops) {
   impl_->neighbour_ = std::move(ops);
 }
+void Manager::set_carrier_probe(std::function<bool()> has_carrier) {
+  impl_->has_carrier_ = std::move(has_carrier);
+}
+
+std::string_view Manager::Impl::blame_carrier() {
+  if (!link_up_ || !has_carrier_ || has_carrier_())
+    return {};
+  cause_ = LinkCause::kCarrier;
+  return " (the underlay has no carrier)";
+}
 void Manager::set_rail_hooks(RailHooks* hooks) {
   impl_->rail_hooks_ = hooks;
 }

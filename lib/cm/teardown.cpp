@@ -104,7 +104,8 @@ void Manager::Impl::on_last_wqe(rdma::Qpn qpn) {
   } else if (!is_teardown(c->state)) {
     // The QP went to Error on its own (FATAL, retry exceeded on some
     // devices): the same single teardown, with Last WQE already seen.
-    teardown(*c, TeardownKind::kHard, "Last WQE Reached on a live QP");
+    teardown(*c, TeardownKind::kHard,
+             fmt::format("Last WQE Reached on a live QP{}", blame_carrier()));
   } else if (c->state == ConnState::kDraining || c->state == ConnState::kDestroyed) {
     ++ctr_.async_events_ignored;  // late
   }

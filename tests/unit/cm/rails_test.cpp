@@ -300,6 +300,35 @@ TEST_CASE("rails: carrier or port error on rail 0, holddown, fail-back on an EST
   c.shutdown_and_require_clean();
 }
 
+TEST_CASE("rails: a live QP that fails on a rail without carrier is a carrier failover",
+          "[cm][rails]") {
+  // Linux 6.12's rxe errors the QPs of a netdev that lost its carrier
+  // before the kernel's notice of the carrier loss reaches rcnetd: the QP
+  // failure, not link_changed(), is the first thing the manager hears.
+  RailCluster c;
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  std::uint32_t seq = 1;
+  c.exchange(a, {&b}, seq, 3s);
+  REQUIRE(a.carrier(2) == 0);
+  const bool carrier = GENERATE(false, true);
+  INFO((carrier ? "carrier present: a QP error like any other" : "no carrier"));
+  int asked = 0;
+  a.mgr(0).set_carrier_probe([&] {
+    ++asked;
+    return carrier;
+  });
+  const auto qpns = a.mgr(0).live_qpns();
+  REQUIRE(qpns.size() == 1);
+  REQUIRE(c.fabric.faults().inject_last_wqe(rail_addr(0, 1), qpns[0]));
+  c.run(50ms);
+  CHECK(asked == 1);
+  CHECK(a.carrier(2) == 1);
+  CHECK(failovers(a.rails_ctr()) == 1);
+  CHECK(a.rails_ctr().failovers_carrier == (carrier ? 0 : 1));
+  CHECK(a.rails_ctr().failovers_link_lost == (carrier ? 1 : 0));
+}
+
 TEST_CASE("rails: no fail-back while the preferred rail's link cannot be made", "[cm][rails]") {
   RailCluster c;
   auto& a = c.add(1);
