@@ -306,7 +306,7 @@ rails_iperf_check() {
 }
 
 rails_end() {
-  local n=$1 i
+  local n=$1 i t
   for ((i = 1; i <= n; i++)); do
     rails_ctl "$i" rails >"$RCNET_RESULTS/rails-end-$i.txt" 2>&1
     rails_ctl "$i" peers >"$RCNET_RESULTS/peers-end-$i.txt" 2>&1
@@ -314,8 +314,9 @@ rails_end() {
     lab_log "node$i counters: $(rails_stats_line "$i")"
     # Why each QP went: an unexpected reason (neighbour FAILED, a QP error)
     # is the first thing a failed run's reader needs.
-    lab_log "node$i teardowns: $(sed -n 's/.*tearing down QPN [0-9]* to [^ ]*: //p' \
-      "$RCNET_RESULTS/rcnetd-$i.log" | sort | uniq -c | awk '{ $1 = $1 "x"; print }' | paste -sd ';')"
+    t=$(sed -n 's/.*tearing down QPN [0-9]* to [^ ]*: //p' "$RCNET_RESULTS/rcnetd-$i.log" |
+      sort | uniq -c | awk '{ $1 = $1 "x"; print }' | paste -sd ';')
+    lab_log "node$i teardowns: ${t:-none (a removed device's QPs are destroyed without one)}"
   done
   # A QP of a failed link may still be in its teardown stages.
   sleep 1
