@@ -316,7 +316,7 @@ rails_end() {
     # is the first thing a failed run's reader needs.
     t=$(sed -n 's/.*tearing down QPN [0-9]* to [^ ]*: //p' "$RCNET_RESULTS/rcnetd-$i.log" |
       sort | uniq -c | awk '{ $1 = $1 "x"; print }' | paste -sd ';')
-    lab_log "node$i teardowns: ${t:-none (a removed device's QPs are destroyed without one)}"
+    lab_log "node$i teardowns: ${t:-none}"
   done
   # A QP of a failed link may still be in its teardown stages.
   sleep 1
