@@ -111,13 +111,19 @@ std::uint64_t drops(RailNode& n) {
 
 }  // namespace
 
-TEST_CASE("rails: active-backup carries on rail 0, the standby on rail 1 is probed and kept",
-          "[cm][rails]") {
+// Two two-rail nodes (active-backup) after 3 s of traffic from node 1 to
+// node 2: rail 0 carries it, the standby links on rail 1 are made.
+struct RailPair {
   RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
+  RailNode& a = c.add(1);
+  RailNode& b = c.add(2);
   std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
+  RailPair() { c.exchange(a, {&b}, seq, 3s); }
+};
+
+TEST_CASE_METHOD(RailPair,
+                 "rails: active-backup carries on rail 0, the standby on rail 1 is probed and kept",
+                 "[cm][rails]") {
   REQUIRE(a.carrier(2) == 0);
   REQUIRE(b.carrier(1) == 0);
   // The standby link exists on both ends, made without a packet.
@@ -222,13 +228,9 @@ TEST_CASE("rails: a burst on a silently dropped rail 0 goes again whole on rail 
   c.shutdown_and_require_clean();
 }
 
-TEST_CASE("rails: carrier or port error on rail 0, holddown, fail-back on an ESTABLISHED link",
-          "[cm][rails]") {
-  RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
+TEST_CASE_METHOD(
+    RailPair, "rails: carrier or port error on rail 0, holddown, fail-back on an ESTABLISHED link",
+    "[cm][rails]") {
   REQUIRE(a.carrier(2) == 0);
   REQUIRE(established_conn(a.mgr(1), rail_ep(1, 2)) != 0);
 
@@ -300,16 +302,12 @@ TEST_CASE("rails: carrier or port error on rail 0, holddown, fail-back on an EST
   c.shutdown_and_require_clean();
 }
 
-TEST_CASE("rails: a live QP that fails on a rail without carrier is a carrier failover",
-          "[cm][rails]") {
+TEST_CASE_METHOD(RailPair,
+                 "rails: a live QP that fails on a rail without carrier is a carrier failover",
+                 "[cm][rails]") {
   // Linux 6.12's rxe errors the QPs of a netdev that lost its carrier
   // before the kernel's notice of the carrier loss reaches rcnetd: the QP
   // failure, not link_changed(), is the first thing the manager hears.
-  RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
   REQUIRE(a.carrier(2) == 0);
   const bool carrier = GENERATE(false, true);
   INFO((carrier ? "carrier present: a QP error like any other" : "no carrier"));
@@ -329,12 +327,8 @@ TEST_CASE("rails: a live QP that fails on a rail without carrier is a carrier fa
   CHECK(a.rails_ctr().failovers_link_lost == (carrier ? 1 : 0));
 }
 
-TEST_CASE("rails: no fail-back while the preferred rail's link cannot be made", "[cm][rails]") {
-  RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
+TEST_CASE_METHOD(RailPair, "rails: no fail-back while the preferred rail's link cannot be made",
+                 "[cm][rails]") {
   REQUIRE(established_conn(a.mgr(1), rail_ep(1, 2)) != 0);
   a.mgr(0).link_changed(false);
   c.run(10ms);
@@ -488,13 +482,9 @@ TEST_CASE("rails: rail 0's device removed: rail 1 carries, the device is release
   c.shutdown_and_require_clean();
 }
 
-TEST_CASE("rails: a peer that goes quiet: its links idle out, no failover, redundancy kept",
-          "[cm][rails]") {
-  RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
+TEST_CASE_METHOD(RailPair,
+                 "rails: a peer that goes quiet: its links idle out, no failover, redundancy kept",
+                 "[cm][rails]") {
   REQUIRE(established_conn(a.mgr(1), rail_ep(1, 2)) != 0);
 
   // 6 s of quiet: the carrying link on rail 0 idles out (5 s), the standby
@@ -525,12 +515,8 @@ TEST_CASE("rails: a peer that goes quiet: its links idle out, no failover, redun
   c.shutdown_and_require_clean();
 }
 
-TEST_CASE("rails: flapping makes the holddown grow, and quiet time makes it decay", "[cm][rails]") {
-  RailCluster c;
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  std::uint32_t seq = 1;
-  c.exchange(a, {&b}, seq, 3s);
+TEST_CASE_METHOD(RailPair, "rails: flapping makes the holddown grow, and quiet time makes it decay",
+                 "[cm][rails]") {
   auto rail0 = [&] { return a.set->snapshot().rails.at(0); };
   // One failure and its recovery, then the holddown it waited.
   auto flap = [&] {
