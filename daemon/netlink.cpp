@@ -4,12 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
-// <net/if.h> (if_indextoname) before <linux/if.h>: the kernel header then
-// leaves out what glibc's defines.
+// <net/if.h> (if_indextoname) before <linux/if.h>, in a block of its own:
+// the kernel header then leaves out what glibc's defines.
 #include <net/if.h>
-// clang-format off
+
 #include <linux/if.h>
-// clang-format on
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <netlink/errno.h>

@@ -129,8 +129,9 @@ void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why, Durati
   if (p == nullptr)
     return;
   Conn* c = table_.conn_of(*p);
+  const TimePoint t = now();
   if (c != nullptr && c->state == ConnState::kEstablished && probing > Duration::zero() &&
-      c->last_heard > now() - probing) {
+      c->last_heard > t - probing) {
     // Seen in the lab on every other fail-back under load: the peer's
     // entry failed a resolution begun while the link was down, after the
     // new connection came up over it (REP/RTU need no ARP of ours).
@@ -140,7 +141,7 @@ void Manager::Impl::peer_failed(const IpAddr& addr, std::string_view why, Durati
     log::event(spdlog::level::info, f,
                "{} for {}, but QPN {} heard from it {:.0f} ms ago (the failed resolution may "
                "have lasted {:.0f} ms): kept, resolving again",
-               why, addr.to_string(), c->qpn, to_ms(now() - c->last_heard), to_ms(probing));
+               why, addr.to_string(), c->qpn, to_ms(t - c->last_heard), to_ms(probing));
     if (neighbour_.use)
       neighbour_.use(addr);
     return;
@@ -171,11 +172,10 @@ void Manager::Impl::send_failed(Conn& c, const rdma::WorkCompletion& wc) {
     if (Peer* p = table_.find_peer(c.peer); p != nullptr && rail_hooks_ == nullptr)
       drop_queue(*p, ctr_.drops_connect_failed);
     cause_ = LinkCause::kRetryExceeded;
-    const std::string_view carrier = blame_carrier();
-    teardown(
-        c, TeardownKind::kHard,
-        fmt::format("send completion {}: peer unreachable{}", rdma::describe_status(wc), carrier),
-        log::kMsgReapedDead);
+    teardown(c, TeardownKind::kHard,
+             fmt::format("send completion {}: peer unreachable{}", rdma::describe_status(wc),
+                         blame_carrier()),
+             log::kMsgReapedDead);
     return;
   }
   ++ctr_.send_errors;

@@ -3,7 +3,8 @@
 # Makes OUTDIR hold the Debian package of SRCDIR's git HEAD, built once:
 # tools/build-deb.sh runs only when OUTDIR does not already hold a package
 # built from the same commit with the same DEB_BUILD_OPTIONS and
-# DEB_CXXFLAGS_APPEND (default -g1; stamp file OUTDIR/.stamp). Prints the .deb's path on the last line of its output.
+# DEB_CXXFLAGS_APPEND (default -g1; stamp file OUTDIR/.stamp). Prints the
+# .deb's path on the last line of its output.
 #
 #   tests/package/ensure-deb.sh SRCDIR OUTDIR
 #
@@ -25,18 +26,18 @@ flock "$lock"
 
 head=$(git -C "$src" rev-parse HEAD)
 opts=${DEB_BUILD_OPTIONS:-"nocheck noautodbgsym parallel=$(nproc)"}
-stamp="$head $opts ${DEB_CXXFLAGS_APPEND:--g1}"
+# Line tables only (-g1 after dpkg-buildflags' -g): the debug info is
+# stripped from this package anyway (noautodbgsym), and full -g at -O2
+# costs 40% more compile time.
+cxxflags=${DEB_CXXFLAGS_APPEND:--g1}
+stamp="$head $opts $cxxflags"
 debs=("$out"/rcnet_*.deb)
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] && [ -f "${debs[0]}" ]; then
   echo "ensure-deb.sh: reusing the package of $(git -C "$src" rev-parse --short HEAD) in $out"
 else
   rm -f "$out/.stamp" "$out"/rcnet_* "$out"/rcnet-dbgsym_*
   start=$SECONDS
-  # Line tables only (-g1 after dpkg-buildflags' -g): the debug info is
-  # stripped from this package anyway (noautodbgsym), and full -g at -O2
-  # costs 40% more compile time.
-  DEB_CXXFLAGS_APPEND=${DEB_CXXFLAGS_APPEND:--g1} DEB_BUILD_OPTIONS=$opts \
-    "$src/tools/build-deb.sh" "$out"
+  DEB_CXXFLAGS_APPEND=$cxxflags DEB_BUILD_OPTIONS=$opts "$src/tools/build-deb.sh" "$out"
   echo "$stamp" >"$out/.stamp"
   echo "ensure-deb.sh: package built in $((SECONDS - start)) s"
   debs=("$out"/rcnet_*.deb)
