@@ -32,12 +32,17 @@ RESULTS holds what soak.sh wrote:
 What it says, per node and metric: the baseline (the sample labelled
 "baseline", taken before the first fault), the value after each fault cycle
 (the last quiet sample after the cycle's last fault), and the least-squares
-slope per minute over the quiet samples after the first cycle. A sample is
-quiet when its span meets no fault window padded by pre_ms before and
-grace_ms after. The slope is fitted within each process (a node's samples
-grouped by pid: a restarted rcnetd starts a new series, whose level may
-differ from the old one's; one common slope, each series its own
-intercept). For fds, QPs, MRs and CQs: whether some quiet sample between a
+slope per minute over the quiet samples after each process's first fault
+cycle. A sample is quiet when its span meets no fault window padded by
+pre_ms before and grace_ms after. The slope is fitted within each process
+(a node's samples grouped by pid: a restarted rcnetd starts a new series,
+whose level may differ from the old one's; one common slope, each series
+its own intercept), and each process's first cycle is its warm-up: for
+the processes of the start, the first fault cycle; for one that a fault
+restarted, the cycle it started in (a new rcnetd's RSS rises by a few
+hundred KiB while its connections come up, then stays flat: the 30-minute
+soak's node1 99,312 KiB at its restart, 99,844 two minutes later, 99,848
+twelve minutes after that). For fds, QPs, MRs and CQs: whether some quiet sample between a
 fault and the next one equals the baseline, for every fault. Then the pings
 lost outside the padded windows: a lost ping is placed at the time of
 ping's "no answer yet" line for it (-O: one interval after it was sent),
@@ -317,6 +322,20 @@ def cycles_of(faults):
     return [(k, a, b) for k, (a, b) in sorted(c.items())]
 
 
+def warmup_ends(samples, nodes, cycles, grace_ms):
+    """{(node, pid): the end of that process's first fault cycle, plus
+    grace_ms}: the first cycle that ends after its first sample. Infinite
+    for a process that no cycle ends after (it has no settled samples)."""
+    first = {}
+    for s in samples:
+        for n in nodes:
+            pid = node_metrics(s, n)["pid"]
+            if pid is not None:
+                first.setdefault((n, pid), s["t0"])
+    return {k: next((end + grace_ms for _, _, end in cycles if end >= t), float("inf"))
+            for k, t in first.items()}
+
+
 def analyse(params, samples, faults, streams, iperf_runs):
     grace = float(params.get("grace_ms", 5000))
     pre = float(params.get("pre_ms", 1000))
@@ -332,6 +351,7 @@ def analyse(params, samples, faults, streams, iperf_runs):
         after_cycle.append(q[-1] if q else None)
     slope_samples = ([s for s in samples if s["t0"] > first_end and not meets(s["t0"], s["t1"], spans)]
                      if first_end is not None else [])
+    warm = warmup_ends(samples, nodes, cycles, grace)
     rows, notes, per_fault = [], [], {}
     for n in nodes:
         base_m = node_metrics(base_s, n) if base_s else {}
@@ -341,7 +361,8 @@ def analyse(params, samples, faults, streams, iperf_runs):
             pts = []
             for s in slope_samples:
                 m = node_metrics(s, n)
-                pts.append((s["t0"], m[key], m["pid"]))
+                if s["t0"] > warm.get((n, m["pid"]), float("inf")):
+                    pts.append((s["t0"], m[key], m["pid"]))
             slope = slope_per_min(pts)
             row = {"node": n, "metric": key, "what": what, "unit": unit, "baseline": base,
                    "after_cycles": after, "slope_per_min": slope,

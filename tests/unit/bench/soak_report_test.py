@@ -272,6 +272,34 @@ class Analysis(unittest.TestCase):
         finally:
             r.close()
 
+    def test_a_restarted_process_warms_up_in_its_first_cycle(self):
+        # F3 (cycle 2) kills node 2 instead: its new process (pid 203) reads
+        # 12,000 KiB in its one quiet sample of cycle 2 (140 s) and 12,300
+        # from cycle 2's end on (157 s), flat. That rise is its warm-up:
+        # fitted from 140 s on, it would be a slope of over 1 KiB/min.
+        r = two_node_run()
+        try:
+            r.write("soak-faults.txt",
+                    r.read("soak-faults.txt").replace("F F3 2 flap 1 ", "F F3 2 kill 2 "))
+            out, t = [], None
+            for line in r.read("soak-samples.txt").splitlines(True):
+                f = line.split(" ")
+                if f[0] == "S":
+                    t = int(f[1]) - T0
+                elif line.startswith("N 2 202 ") and t >= 130_000:
+                    f[2], f[3] = "203", "12000" if t < 150_000 else "12300"
+                    line = " ".join(f)
+                out.append(line)
+            r.write("soak-samples.txt", "".join(out))
+            a = r.analyse()
+            rss = row(a, 2, "rss_kib")
+            self.assertAlmostEqual(rss["slope_per_min"], 0.0)
+            self.assertIs(rss["met"], True)
+            # pid 202's quiet sample at 110 s, pid 203's from 160 s to 290 s.
+            self.assertEqual(rss["slope_samples"], 1 + 14)
+        finally:
+            r.close()
+
     def test_rss_growth_misses_its_goal(self):
         r = two_node_run()
         try:
