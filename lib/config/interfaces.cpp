@@ -47,10 +47,6 @@ namespace detail {
 
 namespace {
 
-bool link_local_v6(const IpAddr& a) {
-  return a.is_v6() && a.bytes[0] == 0xfe && (a.bytes[1] & 0xc0) == 0x80;
-}
-
 // The address of rail `k` among the interface's `addrs`: the first inside
 // the rail's peers.underlay_prefix when it has one (so that peers find us
 // by the rule), else the first IPv4 address, else the first IPv6 address

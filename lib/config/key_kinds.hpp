@@ -22,6 +22,11 @@
 
 namespace rcnet::config::detail {
 
+// IPv6 link-local, fe80::/10 (RFC 4291 2.5.6). rdma_cm binds or resolves one
+// only with a scope id (sin6_scope_id, the kernel's cma_check_linklocal:
+// EINVAL without), and a configured address carries none (validators.cpp).
+bool link_local_v6(const IpAddr& a);
+
 // --- Validators (validators.cpp): nullptr when the value is fine, else the message ---
 
 // node.address: rdma_bind_addr would fail on a wildcard, broadcast or

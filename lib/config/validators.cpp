@@ -32,14 +32,11 @@ bool loopback(const IpAddr& a) {
   return a.is_v6() && a == *IpAddr::parse("::1");
 }
 
-// IPv6 link-local, fe80::/10 (RFC 4291 2.5.6). rdma_cm binds or resolves one
-// only with a scope id (sin6_scope_id, the kernel's cma_check_linklocal:
-// EINVAL without), and an address here carries none.
+}  // namespace
+
 bool link_local_v6(const IpAddr& a) {
   return a.is_v6() && a.bytes[0] == 0xfeU && (a.bytes[1] & 0xc0U) == 0x80U;
 }
-
-}  // namespace
 
 const char* own_address(const IpAddr& a) {
   // Binding the wildcard would let rdma_cm pick any device, and an unbound

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "wire/bytes.hpp"
+#include "wire/ip_packet.hpp"
 
 namespace rcnet::wire {
 
@@ -14,7 +15,6 @@ namespace {
 constexpr std::uint8_t kProtoTcp = 6;
 constexpr std::uint8_t kProtoUdp = 17;
 constexpr std::size_t kIpv4MinHeader = 20;
-constexpr std::size_t kIpv6Header = 40;
 constexpr std::size_t kTcpMinHeader = 20;
 constexpr std::size_t kUdpHeader = 8;
 // TCP flags byte (RFC 9293 3.1, RFC 3168 for CWR).

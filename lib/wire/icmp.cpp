@@ -5,14 +5,14 @@
 #include <cstring>
 
 #include "wire/gso.hpp"
+#include "wire/ip_packet.hpp"
 
 namespace rcnet::wire {
 
 namespace {
 
 constexpr std::size_t kIpv4Header = 20;  // ours: no options
-constexpr std::size_t kIpv6Header = 40;
-constexpr std::size_t kIcmpHeader = 8;  // type, code, checksum, 4 bytes
+constexpr std::size_t kIcmpHeader = 8;   // type, code, checksum, 4 bytes
 constexpr std::uint8_t kProtoIcmp = 1;
 constexpr std::uint8_t kProtoIcmpv6 = 58;
 

@@ -9,7 +9,6 @@ namespace {
 constexpr std::size_t kIpv4HeaderMin = 20;
 constexpr std::size_t kIpv4SrcOffset = 12;
 constexpr std::size_t kIpv4DstOffset = 16;
-constexpr std::size_t kIpv6Header = 40;
 constexpr std::size_t kIpv6SrcOffset = 8;
 constexpr std::size_t kIpv6DstOffset = 24;
 

@@ -12,6 +12,10 @@
 
 namespace rcnet::wire {
 
+// The fixed IPv6 header's size (RFC 8200 section 3); extension headers
+// follow it.
+inline constexpr std::size_t kIpv6Header = 40;
+
 // The destination address of an IP packet as read from a TUN device opened
 // with IFF_NO_PI (the packet starts at the IP header). nullopt when the
 // packet is shorter than its fixed header, the version nibble is neither 4 nor
