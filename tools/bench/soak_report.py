@@ -42,11 +42,11 @@ the processes of the start, the first fault cycle; for one that a fault
 restarted, the cycle it started in (a new rcnetd's RSS rises by a few
 hundred KiB while its connections come up, then stays flat: the 30-minute
 soak's node1 99,312 KiB at its restart, 99,844 two minutes later, 99,848
-twelve minutes after that). For fds, QPs, MRs and CQs: whether some quiet sample between a
-fault and the next one equals the baseline, for every fault. Then the pings
-lost outside the padded windows: a lost ping is placed at the time of
-ping's "no answer yet" line for it (-O: one interval after it was sent),
-else between the replies around it. Goals: RSS slope <= 1 KiB/min; fds,
+twelve minutes after that). For fds, QPs, MRs and CQs: whether some quiet
+sample between a fault and the next one equals the baseline, for every
+fault. Then the pings lost outside the padded windows: a lost ping is
+placed at the time of ping's "no answer yet" line for it (-O: one interval
+after it was sent), else between the replies around it. Goals: RSS slope <= 1 KiB/min; fds,
 QPs, MRs and CQs back to the baseline after every fault; no ping lost
 outside the windows. A goal missed is reported, never an error: the exit
 status says only whether the report could be made.
@@ -428,7 +428,8 @@ def analyse(params, samples, faults, streams, iperf_runs):
         kinds[w["kind"]] = kinds.get(w["kind"], 0) + 1
     notes.insert(0, f"{len(cycles)} fault cycles, {len(faults)} faults (" + ", ".join(
         f"{k} {v}" for k, v in kinds.items()) + f"); {len(samples)} samples, "
-        f"{len(slope_samples)} quiet after the first cycle (the slopes' samples); baseline "
+        f"{len(slope_samples)} quiet after the first cycle (a restarted process's slope "
+        f"starts after the cycle it started in); baseline "
         f"sample at {clock(base_s['t0']) + ' UTC' if base_s else '-'} "
         f"({base_s['label'] if base_s else 'none'})")
     notes.extend(NOT_EXPOSED)
