@@ -8,7 +8,11 @@
 # tracked and untracked files git knows, as they are on disk):
 #   build    meson setup -Dwerror=true -Dlab_tests=false -Dbench=false
 #            -Dcpp_args=-g1, ninja: g++ 14, warning-clean (the benchmark
-#            programs: the main build; line tables only, as tools/test.sh)
+#            programs: the main build; line tables only, as tools/test.sh).
+#            Not a unity build, unlike tools/test.sh's two: the suite's one
+#            build that compiles each file alone, so a file that needs an
+#            include it does not have fails here, with a newer libstdc++'s
+#            headers that include less of each other.
 #   unit     meson test --suite unit (Catch2 v3, tests/unit/catch2_compat.hpp)
 #   package  tools/build-deb.sh: the .deb, and lintian on trixie (its
 #            exit status: an E: tag fails the step)

@@ -12,15 +12,12 @@
 #include "harness.hpp"
 #include "wire/private_data.hpp"
 
+namespace cm_admission_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
 
 namespace {
-
-Profile any_profile() {
-  return GENERATE(Profile::kMlx, Profile::kEhca, Profile::kRxe);
-}
 
 std::size_t count_states(Node& n, bool active) {
   auto s = n.mgr->snapshot();
@@ -29,13 +26,6 @@ std::size_t count_states(Node& n, bool active) {
     return active ? (q.state == S::kResolvingAddr || q.state == S::kResolvingRoute ||
                      q.state == S::kConnecting)
                   : q.state == S::kAccepting;
-  }));
-}
-
-std::size_t in_service(Node& n) {
-  auto s = n.mgr->snapshot();
-  return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
-    return q.in_service && q.state == cm::ConnState::kEstablished;
   }));
 }
 
@@ -322,3 +312,5 @@ TEST_CASE("sim Timing::cm_event_cost: a node reads its rdma_cm events one per co
   CHECK(hub.sink.packets.size() == kClients);
   CHECK(hub.ctr().connect_failures == 0);
 }
+
+}  // namespace cm_admission_test

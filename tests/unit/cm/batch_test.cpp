@@ -14,6 +14,7 @@
 #include "harness.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace cm_batch_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -139,3 +140,5 @@ TEST_CASE("batch: a chain the HCA refuses gives its slots back and is counted", 
   CHECK(a.ctr().bytes_tx == bytes0);
   CHECK(a.mgr->snapshot().send_slots_free == s0.send_slots_total);
 }
+
+}  // namespace cm_batch_test

@@ -12,6 +12,7 @@
 #include "cm/lifecycle.hpp"
 #include "cm/manager.hpp"
 
+namespace cm_conn_state_test {
 using namespace rcnet;
 using cm::ConnState;
 using cm::Expiry;
@@ -166,3 +167,5 @@ TEST_CASE("each timeout moves exactly the bounds it is", "[cm]") {
     CHECK(covered.count(s) == (cm::bound(s, base) ? 1u : 0u));
   }
 }
+
+}  // namespace cm_conn_state_test

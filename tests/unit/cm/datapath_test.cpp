@@ -15,6 +15,7 @@
 #include "cm/datapath.hpp"
 #include "wire/immediate.hpp"
 
+namespace cm_datapath_test {
 using namespace rcnet;
 using namespace rcnet::cm;
 
@@ -452,3 +453,5 @@ TEST_CASE("datapath: a failed send completion is handed to the hooks, its WR kep
   REQUIRE(r.hooks.connects.size() == 1);
   CHECK(r.hooks.connects[0] == node_id_for(r.ep(4).addr));
 }
+
+}  // namespace cm_datapath_test

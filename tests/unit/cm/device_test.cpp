@@ -8,6 +8,7 @@
 #include "cm/manager.hpp"
 #include "harness.hpp"
 
+namespace cm_device_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -194,3 +195,5 @@ TEST_CASE("a PORT_ERR of another port of the device is not ours: nothing torn do
   c.run(50ms);
   CHECK(a.ctr().link_down_teardowns == 1);
 }
+
+}  // namespace cm_device_test

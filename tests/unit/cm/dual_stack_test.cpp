@@ -8,21 +8,18 @@
 
 #include <string>
 #include <vector>
+#include "test_helpers.hpp"
 
 #include "config/config.hpp"
 #include "harness.hpp"
 #include "wire/ip_packet.hpp"
 
+namespace cm_dual_stack_test {
 using namespace rcnet;
 using namespace rcnet::test;
+using rcnet::unit::ip;
 
 namespace {
-
-IpAddr ip(const std::string& s) {
-  auto a = IpAddr::parse(s);
-  REQUIRE(a);
-  return *a;
-}
 
 // A minimal IP packet of `dst`'s family from `src` (header only, then zeros).
 std::vector<std::byte> ip_packet(const IpAddr& src, const IpAddr& dst) {
@@ -148,3 +145,5 @@ TEST_CASE("dual stack: both families to a peer share its one connection, on eith
     CHECK(in_service == 6);  // three pairs, one connection each, seen from both ends
   }
 }
+
+}  // namespace cm_dual_stack_test

@@ -11,6 +11,7 @@
 #include "harness.hpp"
 #include "util/log.hpp"
 
+namespace cm_events_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -210,3 +211,5 @@ TEST_CASE("events: idle reap names its cause; no observer is fine", "[cm][events
   CHECK(ra.events.size() == n);
   CHECK(a.mgr->live_qpns().empty());
 }
+
+}  // namespace cm_events_test

@@ -7,6 +7,7 @@
 #include "cm/manager.hpp"
 #include "harness.hpp"
 
+namespace cm_fuzz_regressions_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -125,3 +126,5 @@ TEST_CASE("an abandoned attempt that gets through after its peer was forgotten i
   CHECK(b.sim->live_qps() == 0);
   CHECK(b.ctr().qps_created == b.ctr().qps_destroyed);
 }
+
+}  // namespace cm_fuzz_regressions_test

@@ -13,6 +13,7 @@
 #include "wire/gso.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace cm_gso_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -290,3 +291,5 @@ TEST_CASE("offload: a UDP super-packet (USO) goes whole only to a peer whose TUN
   CHECK(no_uso.sink.packets[9].bytes == tso);
   CHECK(a.ctr().gso_sent == 2);
 }
+
+}  // namespace cm_gso_test

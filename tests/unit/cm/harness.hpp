@@ -4,12 +4,15 @@
 // (sim/cluster.hpp): node i at 10.99.0.i, small pools and short timeouts,
 // every delivered packet recorded.
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "catch2_compat.hpp"
 
 #include "cm/manager.hpp"
 #include "sim/cluster.hpp"
@@ -76,6 +79,37 @@ inline std::uint32_t seq_of(const std::vector<std::byte>& p) {
   std::uint32_t s = 0;
   std::memcpy(&s, p.data(), sizeof s);
   return s;
+}
+
+// Each device profile of the fabric in turn (a Catch2 GENERATE: the test
+// case runs once per profile).
+inline sim::Profile any_profile() {
+  return GENERATE(sim::Profile::kMlx, sim::Profile::kEhca, sim::Profile::kRxe);
+}
+
+// Nothing left on `n`: no QP, no cm id (but the listener), the SRQ full,
+// every send slot back, no misuse of the verbs, every QP and cm id made
+// also destroyed.
+inline void require_clean(Node& n) {
+  INFO("node " << n.addr.to_string());
+  CHECK(n.mgr->live_qpns().empty());
+  CHECK(n.mgr->live_cm_ids() == 0);
+  CHECK(n.sim->live_qps() == 0);
+  CHECK(n.sim->live_cm_ids() == 0);
+  CHECK(n.sim->srq_posted() == n.mgr->config().srq_size);
+  CHECK(n.sim->stats().misuse == 0);
+  CHECK(n.ctr().qps_created == n.ctr().qps_destroyed);
+  CHECK(n.ctr().cm_ids_created == n.ctr().cm_ids_destroyed);
+  auto s = n.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+}
+
+// How many of `n`'s connections are established and in service.
+inline std::size_t in_service(Node& n) {
+  auto s = n.mgr->snapshot();
+  return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
+    return q.in_service && q.state == cm::ConnState::kEstablished;
+  }));
 }
 
 // Nodes by number: c.add(1) is 10.99.0.1, incarnation 0x1001.

@@ -13,6 +13,7 @@
 #include "cm/manager.hpp"
 #include "harness.hpp"
 
+namespace cm_iwarp_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -31,19 +32,6 @@ void require_iwarp_rules_kept(Node& n) {
   CHECK(n.ctr().send_errors == 0);
   CHECK(n.ctr().recv_errors == 0);
   CHECK(n.ctr().qp_fatal_events == 0);
-}
-
-// Nothing left: no QP, no cm id (but the listener), SRQ full, every slot back.
-void require_clean(Node& n) {
-  INFO("node " << n.addr.to_string());
-  CHECK(n.mgr->live_qpns().empty());
-  CHECK(n.mgr->live_cm_ids() == 0);
-  CHECK(n.sim->live_qps() == 0);
-  CHECK(n.sim->live_cm_ids() == 0);
-  CHECK(n.sim->srq_posted() == n.mgr->config().srq_size);
-  CHECK(n.ctr().qps_created == n.ctr().qps_destroyed);
-  auto s = n.mgr->snapshot();
-  CHECK(s.send_slots_free == s.send_slots_total);
 }
 
 std::set<std::uint32_t> seqs(const Node& n) {
@@ -281,3 +269,5 @@ TEST_CASE("iWARP: rails on ports of one device split its SRQ's credits", "[cm][i
   CHECK(a.mgr->snapshot().max_connections == 3);
   CHECK(a2.mgr->snapshot().max_connections == 3);
 }
+
+}  // namespace cm_iwarp_test

@@ -17,43 +17,18 @@
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
 
+namespace cm_manager_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
 
 namespace {
 
-Profile any_profile() {
-  return GENERATE(Profile::kMlx, Profile::kEhca, Profile::kRxe);
-}
-
-// Nothing left: no QP, no cm id (but the listener), SRQ full, no misuse.
-void require_clean(Node& n) {
-  INFO("node " << n.addr.to_string());
-  CHECK(n.mgr->live_qpns().empty());
-  CHECK(n.mgr->live_cm_ids() == 0);
-  CHECK(n.sim->live_qps() == 0);
-  CHECK(n.sim->live_cm_ids() == 0);
-  CHECK(n.sim->srq_posted() == n.mgr->config().srq_size);
-  CHECK(n.sim->stats().misuse == 0);
-  CHECK(n.ctr().qps_created == n.ctr().qps_destroyed);
-  CHECK(n.ctr().cm_ids_created == n.ctr().cm_ids_destroyed);
-  auto s = n.mgr->snapshot();
-  CHECK(s.send_slots_free == s.send_slots_total);
-}
-
 // `n` received packet(0) .. packet(last), exactly those, in order.
 void require_in_order(Node& n, std::uint32_t last) {
   REQUIRE(n.sink.packets.size() == std::size_t{last} + 1);
   for (std::uint32_t i = 0; i <= last; ++i)
     CHECK(seq_of(n.sink.packets[i].bytes) == i);
-}
-
-std::size_t in_service(Node& n) {
-  auto s = n.mgr->snapshot();
-  return static_cast<std::size_t>(std::count_if(s.qps.begin(), s.qps.end(), [](auto& q) {
-    return q.in_service && q.state == cm::ConnState::kEstablished;
-  }));
 }
 
 }  // namespace
@@ -1209,3 +1184,5 @@ TEST_CASE("a peer's snapshot says why it is unreachable; connect and teardown ti
   for (std::size_t i = 1; i < cm::Histogram::kBuckets; ++i)
     CHECK(s.teardown_time.le[i] >= s.teardown_time.le[i - 1]);
 }
+
+}  // namespace cm_manager_test

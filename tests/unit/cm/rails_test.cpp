@@ -28,6 +28,7 @@
 #include "rails_harness.hpp"
 #include "sim/timer.hpp"
 
+namespace cm_rails_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using cm::RailState;
@@ -659,3 +660,5 @@ TEST_CASE("rails: the merged snapshot tags QPs and peers with their rail and sum
   CHECK(failovers(a.rails_ctr()) == 0);
   c.shutdown_and_require_clean();
 }
+
+}  // namespace cm_rails_test

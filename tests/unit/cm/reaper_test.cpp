@@ -12,6 +12,7 @@
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
 
+namespace cm_reaper_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -241,3 +242,5 @@ TEST_CASE("a reaper wakeup at 16000 connections visits only the expiring ones",
   CHECK(hub.ctr().reaper_visits - visits <= kExpiring + 1);
   CHECK(established(hub) == kConns - kExpiring);
 }
+
+}  // namespace cm_reaper_test

@@ -18,6 +18,7 @@
 #include "harness.hpp"
 #include "rails_harness.hpp"
 
+namespace cm_shared_device_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -324,3 +325,5 @@ TEST_CASE("shared device: the SRQ limit is the device's, whichever rail hears it
   CHECK(b.got(seq - 1));
   CHECK(b.sim(1).srq_posted() == b.mgr(1).config().srq_size);
 }
+
+}  // namespace cm_shared_device_test

@@ -13,6 +13,7 @@
 #include "harness.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace cm_zero_copy_test {
 using namespace rcnet;
 using namespace rcnet::test;
 using sim::Profile;
@@ -112,3 +113,5 @@ TEST_CASE("zero copy: one buffer lent at a time, given back unused, none without
   // could not be told from a cut one; nothing is lent.
   CHECK(plain.mgr->lend_send_buffer().empty());
 }
+
+}  // namespace cm_zero_copy_test

@@ -15,6 +15,7 @@
 #include "config/keys.hpp"
 #include "parse_helpers.hpp"
 
+namespace config_cluster_test {
 using namespace rcnet;
 using namespace rcnet::config;
 using namespace rcnet::config::test;
@@ -43,11 +44,6 @@ address_from_underlay = true
 [peers]
 underlay_prefix = "10.99.0.0/24"
 )";
-
-// `node` with `tun` (address = ...) and optionally more lines.
-std::string file(const std::string& node, const std::string& tun, const std::string& more = "") {
-  return "[node]\n" + node + "\n[tun]\n" + tun + "\n" + more;
-}
 
 struct TempDir {
   std::filesystem::path path;
@@ -535,3 +531,5 @@ TEST_CASE("cluster: a disagreement between the file and a drop-in names the drop
           "[node]\naddress = \"10.99.0.2\"\n[tun]\naddress = \"10.100.0.2/24\"\n");
   REQUIRE(load(main));
 }
+
+}  // namespace config_cluster_test

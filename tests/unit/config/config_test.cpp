@@ -14,6 +14,7 @@
 #include "parse_helpers.hpp"
 #include "sim/fabric.hpp"
 
+namespace config_config_test {
 using namespace rcnet;
 using namespace rcnet::config;
 using namespace rcnet::config::test;
@@ -1025,3 +1026,5 @@ TEST_CASE("config: limits.max_connections = 0 reloads to 128 without SRQ, 4096 w
   CHECK(srq.running.manager.max_connections == 0);
   CHECK(srq.seen.manager.max_connections == 4096);
 }
+
+}  // namespace config_config_test

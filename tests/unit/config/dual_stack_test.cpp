@@ -12,16 +12,12 @@
 #include "config/keys.hpp"
 #include "parse_helpers.hpp"
 
+namespace config_dual_stack_test {
 using namespace rcnet;
 using namespace rcnet::config;
 using namespace rcnet::config::test;
 
 namespace {
-
-// Lines: 1 [node], 2 node, 3 [tun], 4 tun's first line, ...
-std::string file(const std::string& node, const std::string& tun, const std::string& more = "") {
-  return "[node]\n" + node + "\n[tun]\n" + tun + "\n" + more;
-}
 
 // One underlay family at a time: node 2 of the lab's fabrics.
 struct Underlay {
@@ -228,3 +224,5 @@ TEST_CASE("dual stack: with two rails a peer's two families map to its link on e
   // The RailSet's key for either family: the IPv4 address.
   CHECK(c.primary_overlay(ip("fd00:100::7")) == ip("10.100.0.7"));
 }
+
+}  // namespace config_dual_stack_test

@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 
+namespace config_fuzz_regressions_test {
 using namespace rcnet;
 
 // Regression `syntax-error-newline`: config.hpp promises a one-line error,
@@ -20,3 +21,5 @@ TEST_CASE("config: a TOML syntax error is reported on one line", "[config][fuzz]
   CHECK(r.error().context.rfind("rcnetd.toml:2:", 0) == 0);
   CHECK(r.error().context.find('\n') == std::string::npos);
 }
+
+}  // namespace config_fuzz_regressions_test

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// What the config tests share: an address from text, and parse() of a
-// config text ("t.toml") that must succeed or must fail with EINVAL (its
-// message returned). `lookup` stands in for the machine's interfaces.
+// What the config tests share: an address from text, a config file from
+// its [node] and [tun] lines, and parse() of a config text ("t.toml") that
+// must succeed or must fail with EINVAL (its message returned). `lookup`
+// stands in for the machine's interfaces.
 #pragma once
 
 #include <string>
@@ -10,14 +11,18 @@
 
 #include "catch2_compat.hpp"
 #include "config/config.hpp"
+#include "test_helpers.hpp"
 #include "util/address.hpp"
 
 namespace rcnet::config::test {
 
-inline IpAddr ip(const char* s) {
-  auto a = IpAddr::parse(s);
-  REQUIRE(a);
-  return *a;
+using unit::ip;
+
+// A config file of `node` lines in [node], `tun` lines in [tun], then
+// `more`. Lines: 1 [node], 2 node, 3 [tun], 4 tun's first line, ...
+inline std::string file(const std::string& node, const std::string& tun,
+                        const std::string& more = "") {
+  return "[node]\n" + node + "\n[tun]\n" + tun + "\n" + more;
 }
 
 inline Config parse_ok(const std::string& text, const InterfaceLookup& lookup = {}) {

@@ -13,6 +13,7 @@
 #include "ctl/views.hpp"
 #include "parse_helpers.hpp"
 
+namespace config_rails_test {
 using namespace rcnet;
 using namespace rcnet::config;
 using namespace rcnet::config::test;
@@ -408,3 +409,5 @@ TEST_CASE(
     CHECK(running.rails == a.rails);
   }
 }
+
+}  // namespace config_rails_test

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "test_helpers.hpp"
 
 #include "config/config.hpp"
 #include "config/keys.hpp"
@@ -12,14 +13,14 @@
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
 
+namespace ctl_encode_render_test {
 using namespace rcnet;
 using namespace rcnet::ctl;
+using rcnet::unit::ip;
+using rcnet::unit::lines;
+using rcnet::unit::words;
 
 namespace {
-
-IpAddr ip(const char* s) {
-  return *IpAddr::parse(s);
-}
 
 cm::Snapshot sample() {
   cm::Snapshot s;
@@ -82,23 +83,6 @@ cm::Snapshot sample() {
   s.counters.packets_tx = 10;
   s.counters.last_wqe_timeouts = 4;
   return s;
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
-  return out;
-}
-
-// The words of a line, split on runs of spaces.
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;)
-    out.push_back(w);
-  return out;
 }
 
 }  // namespace
@@ -491,3 +475,5 @@ TEST_CASE("ctl: with both families on the TUN, peers, connections and route get 
         "not on the overlay (tun.address 10.100.0.1/24, fd00:100::1/120): the kernel does not "
         "route it into rc0");
 }
+
+}  // namespace ctl_encode_render_test

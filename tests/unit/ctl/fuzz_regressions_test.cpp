@@ -4,6 +4,7 @@
 
 #include "ctl/render.hpp"
 
+namespace ctl_fuzz_regressions_test {
 using namespace rcnet::ctl;
 
 // A duration beyond what a long long holds (hostile or corrupt JSON from the
@@ -21,3 +22,5 @@ TEST_CASE("huge durations render as days, never negative", "[ctl][fuzz]") {
   CHECK(format_duration_ms(86399999) == "23h59m");
   CHECK(format_duration_ms(86400000) == "1d00h");
 }
+
+}  // namespace ctl_fuzz_regressions_test

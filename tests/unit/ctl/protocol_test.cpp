@@ -8,6 +8,7 @@
 #include "ctl/access.hpp"
 #include "ctl/protocol.hpp"
 
+namespace ctl_protocol_test {
 using namespace rcnet;
 using namespace rcnet::ctl;
 
@@ -229,3 +230,5 @@ TEST_CASE("ctl: access matrix", "[ctl]") {
   }
   CHECK_THAT(*authorize(Command::kReap, Access::kRead), Catch::Contains("needs root"));
 }
+
+}  // namespace ctl_protocol_test

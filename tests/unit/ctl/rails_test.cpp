@@ -17,31 +17,16 @@
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
+#include "test_helpers.hpp"
 
+namespace ctl_rails_test {
 using namespace rcnet;
 using namespace rcnet::ctl;
+using rcnet::unit::ip;
+using rcnet::unit::lines;
+using rcnet::unit::words;
 
 namespace {
-
-IpAddr ip(const char* s) {
-  return *IpAddr::parse(s);
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
-  return out;
-}
-
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;)
-    out.push_back(w);
-  return out;
-}
 
 const NodeId kPeerA = node_id_for(ip("10.99.0.2"));
 const NodeId kPeerB = node_id_for(ip("10.99.0.3"));
@@ -527,3 +512,5 @@ TEST_CASE("ctl rails: renderers survive hostile rails", "[ctl][rails]") {
   json ev = {{"kind", "failover"}, {"rail", "x"}};
   CHECK_NOTHROW(render_event(ev));
 }
+
+}  // namespace ctl_rails_test

@@ -9,20 +9,14 @@
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
+#include "test_helpers.hpp"
 
+namespace ctl_render_test {
 using namespace rcnet;
 using namespace rcnet::ctl;
+using rcnet::unit::lines;
 
 namespace {
-
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string l;
-  while (std::getline(in, l))
-    out.push_back(l);
-  return out;
-}
 
 // What DaemonBackend::daemon_status() sends.
 json daemon_object(double uptime_ms, const std::string& netns, bool stopping) {
@@ -93,3 +87,5 @@ TEST_CASE("render_audit: seam_only and manager_only are named with their QPNs", 
   REQUIRE(plain.size() == 1);
   CHECK(plain[0] == "audit ok: daemon 2 QPs, kernel 2 QPs");
 }
+
+}  // namespace ctl_render_test

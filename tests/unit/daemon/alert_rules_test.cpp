@@ -23,6 +23,7 @@
 
 #include "full_export.hpp"
 
+namespace daemon_alert_rules_test {
 using namespace rcnet;
 
 namespace {
@@ -167,7 +168,7 @@ std::string metrics_file() {
 }  // namespace
 
 TEST_CASE("the alerting rules select only metrics and labels rcnetd writes", "[ops][alerts]") {
-  const auto written = samples(test::full_prometheus_export());
+  const auto written = samples(daemon::test::full_prometheus_export());
   REQUIRE(written.size() > 60);
   const std::string file = metrics_file();
   const std::vector<Rule> rules = parse_rules(slurp(RCNET_ALERT_RULES));
@@ -262,7 +263,7 @@ TEST_CASE("the matcher check refuses what rcnetd does not write", "[ops][alerts]
 }
 
 TEST_CASE("the promtool tests feed rcnetd's own series and cover every alert", "[ops][alerts]") {
-  const auto written = samples(test::full_prometheus_export());
+  const auto written = samples(daemon::test::full_prometheus_export());
   const std::vector<Rule> rules = parse_rules(slurp(RCNET_ALERT_RULES));
   const std::string tests = slurp(RCNET_ALERT_TESTS);
 
@@ -364,3 +365,5 @@ TEST_CASE("rcnet-alerts(7) documents every alert with its severity and for", "[o
     CHECK(first_line[r.alert].find(when) != std::string::npos);
   }
 }
+
+}  // namespace daemon_alert_rules_test

@@ -17,6 +17,7 @@
 
 #include "config/keys.hpp"
 
+namespace daemon_ctl_server_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 using ctl::json;
@@ -856,3 +857,5 @@ TEST_CASE(
   CHECK(refused_reply(f, user.get()).message.find("too many") != std::string::npos);
   CHECK(f.server->counters().ctl_clients_refused_full == 1);
 }
+
+}  // namespace daemon_ctl_server_test

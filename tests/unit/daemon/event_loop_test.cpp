@@ -9,19 +9,17 @@
 #include "catch2_compat.hpp"
 
 #include "loop_timer.hpp"
+#include "make_loop.hpp"
 #include "unique_fd.hpp"
 
+namespace daemon_event_loop_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
+using rcnet::daemon::test::make_loop;
 
 namespace {
 bool fd_open(int fd) {
   return fcntl(fd, F_GETFD) != -1;
-}
-EventLoop make_loop() {
-  auto l = EventLoop::create();
-  REQUIRE(l.ok());
-  return std::move(*l);
 }
 }  // namespace
 
@@ -185,3 +183,5 @@ TEST_CASE("busy-poll: an event within the window needs no sleep, one after it do
     CHECK(empty_polls_at_event > 0);  // it polled, not slept, until the event
   }
 }
+
+}  // namespace daemon_event_loop_test

@@ -15,7 +15,7 @@
 #include "ctl_server.hpp"
 #include "tun_path.hpp"
 
-namespace rcnet::test {
+namespace rcnet::daemon::test {
 
 inline std::string full_prometheus_export() {
   using ctl::json;
@@ -39,4 +39,4 @@ inline std::string full_prometheus_export() {
   return ctl::render_prometheus(json::parse(stats.dump()), json::parse(status.dump()));
 }
 
-}  // namespace rcnet::test
+}  // namespace rcnet::daemon::test

@@ -7,6 +7,7 @@
 #include <map>
 #include "catch2_compat.hpp"
 
+namespace daemon_journal_sink_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 
@@ -94,3 +95,5 @@ TEST_CASE("journal: spdlog levels map to syslog priorities", "[ops][journal]") {
   CHECK(syslog_priority(L::err) == LOG_ERR);
   CHECK(syslog_priority(L::critical) == LOG_CRIT);
 }
+
+}  // namespace daemon_journal_sink_test

@@ -14,11 +14,12 @@
 
 #include "full_export.hpp"
 
+namespace daemon_metrics_docs_test {
 using namespace rcnet;
 
 TEST_CASE("rcnetctl(8) METRICS documents exactly the metric families rcnetctl writes",
           "[ops][docs]") {
-  const std::string text = test::full_prometheus_export();
+  const std::string text = daemon::test::full_prometheus_export();
 
   std::set<std::string> written;
   std::istringstream in(text);
@@ -55,3 +56,5 @@ TEST_CASE("rcnetctl(8) METRICS documents exactly the metric families rcnetctl wr
   }
   CHECK(written.size() > 60);
 }
+
+}  // namespace daemon_metrics_docs_test

@@ -14,6 +14,7 @@
 #include "private_netns.hpp"
 #include "tun.hpp"
 
+namespace daemon_netlink_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 
@@ -74,7 +75,7 @@ TEST_CASE("neighbour_probe_window: retrans_time x every probe the kernel sends",
 }
 
 TEST_CASE("NetlinkMonitor follows the underlay link up and down", "[daemon][netlink][netns]") {
-  test::PrivateNetns ns;
+  daemon::test::PrivateNetns ns;
   REQUIRE(ns.entered());
   auto tun = TunDevice::open("rcu%d");
   REQUIRE(tun.ok());
@@ -123,7 +124,7 @@ TEST_CASE("NetlinkMonitor follows the underlay link up and down", "[daemon][netl
 }
 
 TEST_CASE("NetlinkMonitor refuses an address no interface holds", "[daemon][netlink][netns]") {
-  test::PrivateNetns ns;
+  daemon::test::PrivateNetns ns;
   REQUIRE(ns.entered());
   auto loop = EventLoop::create();
   REQUIRE(loop.ok());
@@ -132,3 +133,5 @@ TEST_CASE("NetlinkMonitor refuses an address no interface holds", "[daemon][netl
   CHECK(mon.error().code == std::errc::address_not_available);
   CHECK(mon.error().context.find("10.97.0.1") != std::string::npos);
 }
+
+}  // namespace daemon_netlink_test

@@ -16,20 +16,21 @@
 #include "../wire/gso_packets.hpp"
 #include "fib.hpp"
 #include "icmp_limit.hpp"
+#include "make_loop.hpp"
 #include "private_netns.hpp"
+#include "test_helpers.hpp"
 #include "tun.hpp"
 #include "tun_path.hpp"
 #include "unique_fd.hpp"
 #include "wire/ip_packet.hpp"
 
+namespace daemon_overlay_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
+using rcnet::daemon::test::make_loop;
+using rcnet::unit::ip;
 
 namespace {
-
-IpAddr ip(const char* s) {
-  return *IpAddr::parse(s);
-}
 
 std::vector<std::byte> ipv4(const IpAddr& src, const IpAddr& dst, std::size_t len = 60) {
   std::vector<std::byte> p(len);
@@ -66,12 +67,6 @@ std::vector<std::byte> ipv6(const IpAddr& src, const IpAddr& dst, std::size_t le
 // Either family, by the addresses'.
 std::vector<std::byte> packet(const IpAddr& src, const IpAddr& dst) {
   return dst.is_v4() ? ipv4(src, dst) : ipv6(src, dst);
-}
-
-EventLoop make_loop() {
-  auto l = EventLoop::create();
-  REQUIRE(l.ok());
-  return std::move(*l);
 }
 
 unsigned b(const std::vector<std::byte>& p, std::size_t i) {
@@ -572,3 +567,5 @@ TEST_CASE("overlay: FibNextHop asks the kernel once per destination and follows 
   CHECK(gw == ip("10.100.0.8"));
   CHECK(f.queries() == 4);
 }
+
+}  // namespace daemon_overlay_test

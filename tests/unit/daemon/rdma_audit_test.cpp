@@ -8,15 +8,14 @@
 #include <memory>
 #include "catch2_compat.hpp"
 
+#include "nl.hpp"
+namespace daemon_rdma_audit_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 
 namespace {
 
-struct MsgFree {
-  void operator()(nl_msg* m) const { nlmsg_free(m); }
-};
-using Msg = std::unique_ptr<nl_msg, MsgFree>;
+using Msg = NlMsgPtr;  // nl.hpp
 
 constexpr int kQpType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET);
 
@@ -194,3 +193,5 @@ TEST_CASE("audit compare finds differences both ways", "[ops][audit]") {
   CHECK(ctl::audit_json(b)["ok"] == true);
   CHECK(audit_compare({}, {}).ok());
 }
+
+}  // namespace daemon_rdma_audit_test

@@ -14,16 +14,15 @@
 #include <vector>
 #include "catch2_compat.hpp"
 
+#include "nl.hpp"
+namespace daemon_rdma_monitor_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 using rdma_nl::NotifyEvent;
 
 namespace {
 
-struct MsgFree {
-  void operator()(nl_msg* m) const { nlmsg_free(m); }
-};
-using Msg = std::unique_ptr<nl_msg, MsgFree>;
+using Msg = NlMsgPtr;  // nl.hpp
 
 constexpr int kMonitorType = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, rdma_nl::kCmdMonitor);
 
@@ -217,3 +216,5 @@ TEST_CASE("rdma monitor: REGISTER and NETDEV_ATTACH adopt lost rails at once",
   CHECK(decide(event(static_cast<NotifyEvent>(5), 5, "rxe1"), rails) ==
         std::vector<MonitorAction>(3, MonitorAction::kNone));
 }
+
+}  // namespace daemon_rdma_monitor_test

@@ -5,6 +5,7 @@
 
 #include "daemon.hpp"
 
+namespace daemon_stop_bound_test {
 using namespace rcnet;
 using rcnet::daemon::Daemon;
 using namespace std::chrono_literals;
@@ -35,3 +36,5 @@ TEST_CASE("graceful stop: gives up without progress or at the cap", "[daemon][st
   // The rdma_cm ids only (no QP left but the stop still waits): nothing moves.
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 0, 0));
 }
+
+}  // namespace daemon_stop_bound_test

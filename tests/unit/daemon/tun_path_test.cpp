@@ -12,11 +12,14 @@
 #include "catch2_compat.hpp"
 
 #include "../wire/gso_packets.hpp"
+#include "make_loop.hpp"
 #include "unique_fd.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace daemon_tun_path_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
+using rcnet::daemon::test::make_loop;
 
 namespace {
 
@@ -26,12 +29,6 @@ std::vector<std::byte> ipv4_to(const IpAddr& dst, std::size_t len = 40) {
   for (int i = 0; i < 4; ++i)
     p[16 + i] = std::byte{dst.bytes[i]};
   return p;
-}
-
-EventLoop make_loop() {
-  auto l = EventLoop::create();
-  REQUIRE(l.ok());
-  return std::move(*l);
 }
 
 struct TunFixture {
@@ -282,8 +279,8 @@ TEST_CASE("a UDP super-packet for a TUN without USO is written as its datagrams"
   TunFixture f(wire::kVnetHdrLen);
   const bool v6 = GENERATE(false, true);
   const std::size_t l4 = v6 ? 40 : 20;
-  const auto sp = test::udp_super_packet(v6, 2 * 1200 + 300);
-  const auto frame = test::frame_of(test::uso_super_hdr(v6, 1200), sp);
+  const auto sp = rcnet::test::udp_super_packet(v6, 2 * 1200 + 300);
+  const auto frame = rcnet::test::frame_of(rcnet::test::uso_super_hdr(v6, 1200), sp);
   const auto recv_one = [&] {
     std::vector<std::byte> got(70000);
     const ssize_t n = ::recv(f.world_end.get(), got.data(), got.size(), 0);
@@ -309,7 +306,7 @@ TEST_CASE("a UDP super-packet for a TUN without USO is written as its datagrams"
                       [](std::byte b) { return b == std::byte{0}; }));
     got.erase(got.begin(), got.begin() + wire::kVnetHdrLen);
     CHECK(got.size() == l4 + 8 + (i < 2 ? 1200 : 300));
-    CHECK(test::checksums_ok(got));
+    CHECK(rcnet::test::checksums_ok(got));
     joined.insert(joined.end(), got.begin() + static_cast<std::ptrdiff_t>(l4 + 8), got.end());
   }
   CHECK(std::equal(joined.begin(), joined.end(), sp.begin() + static_cast<std::ptrdiff_t>(l4 + 8),
@@ -318,7 +315,8 @@ TEST_CASE("a UDP super-packet for a TUN without USO is written as its datagrams"
   CHECK(f.path->counters().tun_tx_packets == 1 + 3);
 
   // TCP super-packets are the TUN's to take (TSO works since long before).
-  const auto tso = test::frame_of(test::tso_hdr(v6, 1448), test::tcp_super_packet(v6, 5000));
+  const auto tso = rcnet::test::frame_of(rcnet::test::tso_hdr(v6, 1448),
+                                         rcnet::test::tcp_super_packet(v6, 5000));
   f.path->deliver(1, tso);
   CHECK(recv_one() == tso);
 }
@@ -395,3 +393,5 @@ TEST_CASE("with a lent send buffer a packet is read straight into it and sent fr
   CHECK(sent_copied == std::vector<std::size_t>{60});
   CHECK(sent_lent.size() == 1);
 }
+
+}  // namespace daemon_tun_path_test

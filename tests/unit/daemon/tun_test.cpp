@@ -19,6 +19,7 @@
 #include "wire/ip_packet.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace daemon_tun_test {
 using namespace rcnet;
 using namespace rcnet::daemon;
 using rcnet::wire::ip_destination;
@@ -63,7 +64,7 @@ std::vector<std::byte> udp_packet(const IpAddr& src, const IpAddr& dst, std::uin
 }  // namespace
 
 TEST_CASE("TUN device: configured by netlink, packets flow both ways", "[daemon][tun][netns]") {
-  test::PrivateNetns ns;
+  daemon::test::PrivateNetns ns;
   REQUIRE(ns.entered());
   auto tun = TunDevice::open("rct%d");
   REQUIRE(tun.ok());
@@ -134,11 +135,11 @@ TEST_CASE("TUN in a named netns: created there, never in the daemon's own namesp
   // Daemons of one host, one per node namespace, all name their device rc0.
   // Creating it in the shared namespace and moving it let two starting at
   // once collide (TUNSETIFF: EBUSY, seen under systemd in the lab).
-  test::PrivateNetns home;
+  daemon::test::PrivateNetns home;
   REQUIRE(home.entered());
   const std::string tag = std::to_string(::getpid());
-  test::NamedNetns a("rcnet-unit-" + tag + "-a");
-  test::NamedNetns b("rcnet-unit-" + tag + "-b");
+  daemon::test::NamedNetns a("rcnet-unit-" + tag + "-a");
+  daemon::test::NamedNetns b("rcnet-unit-" + tag + "-b");
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   auto ta = TunDevice::open("rcs0", false, "rcnet-unit-" + tag + "-a");
@@ -171,7 +172,7 @@ TEST_CASE("TUN names are validated before any syscall", "[daemon][tun]") {
 
 TEST_CASE("TUN with offload: vnet headers both ways, the kernel takes NEEDS_CSUM as verified",
           "[daemon][tun][netns][gso]") {
-  test::PrivateNetns ns;
+  daemon::test::PrivateNetns ns;
   REQUIRE(ns.entered());
   auto tun = TunDevice::open("rcg%d", true);
   INFO((tun.ok() ? "" : tun.error().message()));
@@ -251,7 +252,7 @@ TEST_CASE("TUN with offload: vnet headers both ways, the kernel takes NEEDS_CSUM
 
 TEST_CASE("TUN device: both families on one TUN, and no link-local address to send RS from",
           "[daemon][tun][netns][dual]") {
-  test::PrivateNetns ns;
+  daemon::test::PrivateNetns ns;
   REQUIRE(ns.entered());
   auto tun = TunDevice::open("rct%d");
   REQUIRE(tun.ok());
@@ -274,3 +275,5 @@ TEST_CASE("TUN device: both families on one TUN, and no link-local address to se
   // and sends no router solicitation without one.
   CHECK_FALSE(link_local);
 }
+
+}  // namespace daemon_tun_test

@@ -6,6 +6,7 @@
 #include "config/config.hpp"
 #include "underlay_wait.hpp"
 
+namespace daemon_underlay_wait_test {
 using namespace rcnet;
 
 namespace {
@@ -49,3 +50,5 @@ TEST_CASE("underlay wait: a present address is returned at once, unchanged", "[d
   REQUIRE(r->has_value());
   CHECK((*r)->tun_name == "rcwait0");
 }
+
+}  // namespace daemon_underlay_wait_test

@@ -12,6 +12,7 @@
 #include "ctl/protocol.hpp"
 #include "ctl/views.hpp"
 
+namespace rcnetctl_cli_test {
 using namespace rcnet;
 using namespace rcnet::rcnetctl;
 using ctl::json;
@@ -756,3 +757,5 @@ TEST_CASE("rcnetctl stats --format prometheus: reasons are labels, histograms, b
     std::remove(path.c_str());
   }
 }
+
+}  // namespace rcnetctl_cli_test

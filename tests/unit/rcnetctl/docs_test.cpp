@@ -16,8 +16,11 @@
 #include "cli.hpp"
 #include "config/log_level.hpp"
 #include "ctl/commands.hpp"
+#include "test_helpers.hpp"
 
+namespace rcnetctl_docs_test {
 using namespace rcnet;
+using rcnet::unit::words;
 
 namespace {
 
@@ -28,14 +31,6 @@ std::string slurp(const char* path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string w; in >> w;)
-    out.push_back(w);
-  return out;
 }
 
 // Words joined by one space: also how a failed CHECK shows a list.
@@ -183,3 +178,5 @@ TEST_CASE("rcnetctl(8) documents exactly the table's commands, as the table has 
   }
   CHECK(found);
 }
+
+}  // namespace rcnetctl_docs_test

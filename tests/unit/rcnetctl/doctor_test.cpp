@@ -19,6 +19,7 @@
 #include "ctl/protocol.hpp"
 #include "doctor.hpp"
 
+namespace rcnetctl_doctor_test {
 using namespace rcnet;
 using namespace rcnet::rcnetctl;
 namespace fs = std::filesystem;
@@ -526,3 +527,5 @@ TEST_CASE("doctor: rcnetctl doctor's exit status and JSON", "[rcnetctl][doctor]"
     CHECK_THAT(err, Catch::Contains("did you mean doctor"));
   }
 }
+
+}  // namespace rcnetctl_doctor_test

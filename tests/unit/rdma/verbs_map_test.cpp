@@ -11,6 +11,7 @@
 
 #include "rdma/verbs_map.hpp"
 
+namespace rdma_verbs_map_test {
 using namespace rcnet;
 using namespace rcnet::rdma;
 
@@ -212,3 +213,5 @@ TEST_CASE("sockaddr to Endpoint keeps address and host-order port", "[rdma][map]
   CHECK_FALSE(endpoint_from_sockaddr(&other));
   CHECK_FALSE(endpoint_from_sockaddr(nullptr));
 }
+
+}  // namespace rdma_verbs_map_test

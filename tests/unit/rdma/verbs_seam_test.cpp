@@ -12,6 +12,7 @@
 
 #include "rdma/verbs_seam.hpp"
 
+namespace rdma_verbs_seam_test {
 using namespace rcnet;
 using namespace rcnet::rdma;
 
@@ -75,3 +76,5 @@ TEST_CASE("an unopened VerbsSeam refuses operations instead of crashing", "[rdma
   CHECK(e.error().code.value() != 0);
   CHECK(s.qpns().empty());
 }
+
+}  // namespace rdma_verbs_seam_test

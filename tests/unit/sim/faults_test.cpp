@@ -7,6 +7,7 @@
 
 #include "harness.hpp"
 
+namespace sim_faults_test {
 using namespace rcnet;
 using namespace rcnet::sim;
 using namespace rcnet::sim::test;
@@ -314,3 +315,5 @@ TEST_CASE("sim faults: partition and link down keep both hosts up but cut them o
     CHECK(a.rec.find(CmEventType::kUnreachable, id) != nullptr);
   }
 }
+
+}  // namespace sim_faults_test

@@ -5,6 +5,7 @@
 
 #include "harness.hpp"
 
+namespace sim_node_cm_test {
 using namespace rcnet;
 using namespace rcnet::sim;
 using namespace rcnet::sim::test;
@@ -412,3 +413,5 @@ TEST_CASE("sim qp_table: the device's own view of live QPs", "[sim]") {
   REQUIRE(a.seam().destroy_qp(c1.a_id).ok());
   CHECK(a.node->qp_table().size() == 1);
 }
+
+}  // namespace sim_node_cm_test

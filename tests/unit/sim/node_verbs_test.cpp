@@ -9,6 +9,7 @@
 
 #include "harness.hpp"
 
+namespace sim_node_verbs_test {
 using namespace rcnet;
 using namespace rcnet::sim;
 using namespace rcnet::sim::test;
@@ -543,3 +544,5 @@ TEST_CASE("sim CM messages between two nodes stay in order despite jitter", "[si
     CHECK(b.rec.cm[2].type == CmEventType::kDisconnected);
   }
 }
+
+}  // namespace sim_node_verbs_test

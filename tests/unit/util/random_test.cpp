@@ -5,6 +5,7 @@
 #include <cstdint>
 #include "catch2_compat.hpp"
 
+namespace util_random_test {
 using rcnet::splitmix64;
 
 TEST_CASE("splitmix64 gives the published sequence for seed 1234567", "[util][random]") {
@@ -28,3 +29,5 @@ TEST_CASE("splitmix64 advances its state by the golden-ratio increment", "[util]
   CHECK(splitmix64(a) == splitmix64(b));
   CHECK(a == b);
 }
+
+}  // namespace util_random_test

@@ -8,6 +8,7 @@
 #include <span>
 #include "catch2_compat.hpp"
 
+namespace wire_bytes_test {
 using namespace rcnet::wire;
 
 TEST_CASE("big-endian fields are written most significant byte first", "[wire][bytes]") {
@@ -41,3 +42,5 @@ TEST_CASE("little-endian fields are written least significant byte first", "[wir
   CHECK(get_le<std::uint32_t>(in, 1) == 0xff01'1234u);
   CHECK(be16(in, 1) == 0x3412u);  // the same bytes read the other way
 }
+
+}  // namespace wire_bytes_test

@@ -10,6 +10,7 @@
 #include "wire/frame_header.hpp"
 #include "wire/private_data.hpp"
 
+namespace wire_frame_header_test {
 using namespace rcnet;
 using namespace rcnet::wire;
 
@@ -97,3 +98,5 @@ TEST_CASE("wire: kCapHeader and the credit grant travel in REQ and REP", "[wire]
   CHECK(e[47] == 0);
   CHECK(e[48] == 0);
 }
+
+}  // namespace wire_frame_header_test

@@ -10,6 +10,7 @@
 
 #include "wire/ip_packet.hpp"
 
+namespace wire_icmp_test {
 using rcnet::IpAddr;
 using namespace rcnet::wire;
 
@@ -206,3 +207,5 @@ TEST_CASE("icmp: no error about an error, a later fragment, multicast or a non-h
   CHECK(
       build(IcmpError::kUnreachable, std::vector<std::byte>(12, std::byte{0x45}), kOurs4).empty());
 }
+
+}  // namespace wire_icmp_test

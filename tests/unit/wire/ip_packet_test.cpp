@@ -4,6 +4,7 @@
 #include <vector>
 #include "catch2_compat.hpp"
 
+namespace wire_ip_packet_test {
 using rcnet::IpAddr;
 using rcnet::wire::ip_destination;
 
@@ -58,3 +59,5 @@ TEST_CASE("ip_destination refuses what is not a whole IP header", "[daemon][ip]"
   CHECK_FALSE(ip_destination(std::span(v6).first(39)).has_value());
   CHECK_FALSE(ip_destination({}).has_value());
 }
+
+}  // namespace wire_ip_packet_test

@@ -9,6 +9,7 @@
 #include "wire/private_data.hpp"
 #include "wire/rail_message.hpp"
 
+namespace wire_private_data_test {
 using namespace rcnet;
 using namespace rcnet::wire;
 
@@ -460,3 +461,5 @@ TEST_CASE("wire: the rail count rides in REQ and REP byte 46; older and REJ read
   REQUIRE(d.ok);
   CHECK(d.data.rail_count == 0);
 }
+
+}  // namespace wire_private_data_test

@@ -12,6 +12,7 @@
 #include "wire/gso.hpp"
 #include "wire/vnet_hdr.hpp"
 
+namespace wire_vnet_hdr_test {
 using namespace rcnet;
 using namespace rcnet::wire;
 using rcnet::test::at;
@@ -259,3 +260,5 @@ TEST_CASE("RFC 1071 sum: known vector", "[wire][gso]") {
                                     std::byte{0xf6}, std::byte{0xf7}};
   CHECK(fold_checksum(checksum_add(b)) == static_cast<std::uint16_t>(~0xddf2));
 }
+
+}  // namespace wire_vnet_hdr_test
