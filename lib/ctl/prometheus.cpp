@@ -376,6 +376,19 @@ std::string render_prometheus(const json& stats, const json& status) {
       std::snprintf(buf, sizeof buf, "%.3f", *t);
       out += std::string("rcnet_start_time_seconds ") + buf + "\n";
     }
+    if (const json* heap = field(*d, "heap"); heap != nullptr && heap->is_object()) {
+      const std::pair<const char*, const char*> heap_gauges[] = {
+          {"in_use_bytes", "bytes of glibc's heap that rcnetd's allocations hold (mallinfo2)"},
+          {"arena_bytes", "bytes glibc's allocator holds from the kernel for rcnetd's heap"},
+      };
+      for (const auto& [key, help] : heap_gauges) {
+        if (const auto v = detail::count(*heap, key)) {
+          const std::string name = std::string("rcnet_heap_") + key;
+          prom_metric(out, name, "gauge", help);
+          out += name + " " + std::to_string(*v) + "\n";
+        }
+      }
+    }
   }
   if (const json* states = field(m, "states"); states != nullptr && states->is_object()) {
     prom_metric(out, "rcnet_qps", "gauge",

@@ -167,6 +167,14 @@ std::string daemon_line(const json& d) {
       line += " (netns " + ns + ")";
   }
   line += "  log " + text(*dm, "log_level");
+  // glibc's heap (absent from an older rcnetd's status): in use by rcnetd,
+  // and held by the allocator from the kernel.
+  if (const json* heap = field(*dm, "heap"); heap != nullptr && heap->is_object()) {
+    const auto in_use = count(*heap, "in_use_bytes");
+    const auto held = count(*heap, "arena_bytes");
+    if (in_use && held)
+      line += "  heap " + format_bytes(*in_use) + " in use, " + format_bytes(*held) + " held";
+  }
   if (const json* st = field(*dm, "stopping"); st != nullptr && st->is_boolean() && st->get<bool>())
     line += "  STOPPING";
   return line + "\n";

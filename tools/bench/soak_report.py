@@ -19,7 +19,8 @@ RESULTS holds what soak.sh wrote:
                       N NODE PID RSS_KIB ANON_KIB FDS STATUS_JSON
                                            /proc/PID/status VmRSS and RssAnon,
                                            entries of /proc/PID/fd, and
-                                           `rcnetctl -j status` ("-": none)
+                                           `rcnetctl -j status` ("-": none;
+                                           its daemon.heap: glibc's heap)
                       E T1_MS              the sample's end
   soak-faults.txt   "F ID CYCLE KIND NODE START_MS END_MS RECOVERED DETAIL":
                     one fault window each; RECOVERED 0 when the scenario did
@@ -68,6 +69,8 @@ import pinglog  # noqa: E402  (tests/lab/rails: ping -D -O logs)
 METRICS = [
     ("rss_kib", "RSS (VmRSS)", "KiB", "slope"),
     ("rss_anon_kib", "RssAnon (heap + other private memory)", "KiB", None),
+    ("heap_in_use_kib", "heap in use (mallinfo2, rcnetctl status)", "KiB", None),
+    ("heap_held_kib", "heap the allocator holds (mallinfo2)", "KiB", None),
     ("fds", "open fds (/proc/PID/fd)", "fds", "base"),
     ("qps_kernel", "QPs (rdma res show qp, by pid)", "QPs", "base"),
     ("qps_ctl", "QPs (rcnetctl status)", "QPs", "base"),
@@ -77,9 +80,7 @@ METRICS = [
 ]
 BASE_METRICS = [m[0] for m in METRICS if m[3] == "base"]
 RSS_SLOPE_GOAL = "<= 1"  # KiB per minute
-NOT_EXPOSED = ("timers: rcnetctl does not expose rcnetd's timers (sd-event sources); not sampled",
-               "heap: rcnetctl does not expose mallinfo; RssAnon (/proc/PID/status: heap and "
-               "other private anonymous memory) stands in for it")
+NOT_EXPOSED = ("timers: rcnetctl does not expose rcnetd's timers (sd-event sources); not sampled",)
 NO_ANSWER = re.compile(r"no answer yet for icmp_seq=(\d+)")
 
 
@@ -158,6 +159,10 @@ def node_metrics(sample, node):
     st = raw.get("status") or {}
     m["qps_ctl"] = st.get("qps")
     m["srq_posted"] = (st.get("srq") or {}).get("posted")
+    heap = (st.get("daemon") or {}).get("heap") or {}
+    for field, key in (("in_use_bytes", "heap_in_use_kib"), ("arena_bytes", "heap_held_kib")):
+        v = heap.get(field)
+        m[key] = v / 1024 if isinstance(v, (int, float)) else None
     return m
 
 

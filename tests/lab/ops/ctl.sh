@@ -50,6 +50,9 @@ for c in status peers connections qps srq stats config; do
 done
 lab_check "rcnetctl -j status is JSON with the daemon's pid" \
   bash -c "'$CTL' -s $S1 -j status | jq -e '.daemon.pid == ${RCD_PID[1]}'"
+# glibc's heap (mallinfo2): some in use, no more than the allocator holds.
+lab_check "rcnetctl -j status: heap in use > 0 and <= what the allocator holds" \
+  bash -c "'$CTL' -s $S1 -j status | jq -e '.daemon.heap as \$h | \$h.in_use_bytes > 0 and \$h.in_use_bytes <= \$h.arena_bytes'"
 
 # --- QPNs: rcnetctl against the kernel --------------------------------------------
 for i in 1 2; do

@@ -29,8 +29,13 @@ T0 = 1_764_000_000_000  # epoch ms of the run's start
 MIN = 60_000
 
 
-def status(qps, posted=448):
-    return json.dumps({"qps": qps, "srq": {"size": 512, "posted": posted}})
+def status(qps, posted=448, rss=None):
+    """`rcnetctl -j status`; with rss (KiB), a daemon object whose heap has
+    a quarter of it in use and holds half of it."""
+    st = {"qps": qps, "srq": {"size": 512, "posted": posted}}
+    if rss is not None:
+        st["daemon"] = {"heap": {"in_use_bytes": rss * 256, "arena_bytes": rss * 512}}
+    return json.dumps(st)
 
 
 def kernel(counts):
@@ -52,7 +57,7 @@ def sample(t, label, nodes):
         if v[0] is None:
             lines.append(f"N {n} 999 - - - -")
         else:
-            lines.append(f"N {n} {v[0]} {v[1]} {v[1] // 2} {v[2]} {status(v[3])}")
+            lines.append(f"N {n} {v[0]} {v[1]} {v[1] // 2} {v[2]} {status(v[3], rss=v[1])}")
     lines.append(f"E {t + 2000}")
     return "\n".join(lines) + "\n"
 
@@ -236,6 +241,14 @@ class Analysis(unittest.TestCase):
             self.assertAlmostEqual(rss["slope_per_min"], 0.5, delta=0.2)
             self.assertIs(rss["met"], True)
             self.assertIs(row(a, 2, "rss_kib")["met"], True)
+            # The heap rows, from the status' daemon.heap (bytes, reported in
+            # KiB): node 1's in-use heap a quarter of its RSS, so a quarter
+            # of its slope; reported, no goal.
+            heap = row(a, 1, "heap_in_use_kib")
+            self.assertAlmostEqual(heap["slope_per_min"], rss["slope_per_min"] / 4, delta=0.01)
+            self.assertEqual(heap["baseline"], (10000 + 40 // 120) / 4)
+            self.assertIsNone(heap["met"])
+            self.assertEqual(row(a, 2, "heap_held_kib")["baseline"], 12000 / 2)
             # after c1: the last quiet sample before cycle 2 (119 s): t = 110 s.
             self.assertEqual(row(a, 1, "fds")["after_cycles"], [20, 20])
             # F4 was not seen to end: said, not fatal.

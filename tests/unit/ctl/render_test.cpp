@@ -47,6 +47,16 @@ TEST_CASE("render_status: the daemon line comes first, from the daemon object", 
   CHECK(
       stopping[0] ==
       "rcnetd 1.2.3  pid 4321  up 800ms  tun rc0 10.100.0.1/24 (netns node1)  log info  STOPPING");
+
+  // glibc's heap, where the daemon sends it (mallinfo2: in use, held).
+  st["daemon"] = daemon_object(185000, "", false);
+  st["daemon"]["heap"] = {{"in_use_bytes", 1536u * 1024}, {"arena_bytes", 4u * 1024 * 1024}};
+  CHECK(lines(render_status(st))[0] ==
+        "rcnetd 1.2.3  pid 4321  up 3m05s  tun rc0 10.100.0.1/24  log info  heap 1.5MiB in use, "
+        "4.0MiB held");
+  st["daemon"]["heap"] = {{"in_use_bytes", "much"}};  // half a heap object: no heap words
+  CHECK(lines(render_status(st))[0] ==
+        "rcnetd 1.2.3  pid 4321  up 3m05s  tun rc0 10.100.0.1/24  log info");
 }
 
 TEST_CASE("render_status: a hostile daemon object prints dashes, never throws", "[ops][render]") {

@@ -32,7 +32,9 @@ inline std::string full_prometheus_export() {
   for (const json& c : ctl::counters_json(daemon::CtlCounters{}))
     stats["counters"].push_back(c);
   json status = ctl::status_json(s);
-  status["daemon"] = {{"version", "1"}, {"start_time_s", 1.5}};
+  status["daemon"] = {{"version", "1"},
+                      {"start_time_s", 1.5},
+                      {"heap", {{"in_use_bytes", 1000}, {"arena_bytes", 4096}}}};
   // Through text and back, as rcnetctl gets them from the socket: the
   // renderer reads counts as JSON's unsigned numbers, which a parsed reply
   // has and a json built in process (a state's 0) may not.
