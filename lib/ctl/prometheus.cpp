@@ -382,7 +382,7 @@ std::string render_prometheus(const json& stats, const json& status) {
           {"arena_bytes", "bytes glibc's allocator holds from the kernel for rcnetd's heap"},
       };
       for (const auto& [key, help] : heap_gauges) {
-        if (const auto v = detail::count(*heap, key)) {
+        if (const auto v = count(*heap, key)) {
           const std::string name = std::string("rcnet_heap_") + key;
           prom_metric(out, name, "gauge", help);
           out += name + " " + std::to_string(*v) + "\n";

@@ -22,7 +22,7 @@ S1=/run/rcnet/node1.sock
 
 lab_setup_nodes 3 || lab_die "node setup"
 # Only node1 reaps within the test: its subscribers watch node1, and with
-# the same idle_timeout on both ends the peer's reaper wins half the time
+# the same idle_timeout on both ends the peer's reaper can fire first
 # (its DREQ makes node1's teardown "DREQ received", not reaped_idle).
 rcd_config 1 "[timeouts]" 'idle = "4s"' 'reaper_interval = "500ms"'
 for i in 2 3; do
