@@ -64,6 +64,9 @@ lab=(
   # Soft-iWARP (siw.ko) is built out of tree for the lab's kernel from
   # Debian's linux-source and linux-headers packages (tools/lab/rcnet-lab)
   make gcc-12 xz-utils libelf-dev
+  # the lab boots the kernel unpacked (rcnet-lab unpack_vmlinux): 6.1 is
+  # xz, 6.12 zstd; 6.12's modules are zstd too
+  zstd
 )
 bench=(
   valgrind jq
