@@ -227,7 +227,8 @@ fi
 # Device removal: rdma link delete rxe_1 (timed), failover, add it back,
 # fail-back once the rail is re-adopted.
 if [[ $SETS == *" removal "* ]]; then
-DOWN_W=() UP_W=() ms_failover=() ms_failback=() ms_delete=()
+DOWN_W=() UP_W=() ms_failover=() ms_failback=() ms_delete=() ms_add=()
+: >"$OUT/removal-add.windows"
 rails_ping_start 1 2 removal 0.01
 sleep 1
 lab_log "rcnet: $EVENTS device removals (rdma link delete rxe_1, failover, ${HOLD_DOWN} s, rdma link add, fail-back)"
@@ -254,6 +255,11 @@ for ((k = 1; k <= EVENTS; k++)); do
   sleep "$HOLD_DOWN"
   t1=$(rcd_now_ms)
   rdma link add rxe_1 type rxe netdev v_1 || lab_die "removal $k: rdma link add rxe_1"
+  # When the command returned: the device is registered by then, and the
+  # re-adoption is timed from here (failback_log.py --device).
+  t2=$(rcd_now_ms)
+  ms_add+=($((t2 - t1)))
+  echo "$t1:$t2" >>"$OUT/removal-add.windows"
   DOWN_W+=("$t0:$t1")
   if w=$(rails_wait_carrier 1 2 0 120); then
     ms_failback+=("$w")
@@ -270,6 +276,8 @@ sorted=$(printf '%s\n' "${ms_delete[@]}" | sort -n | tr '\n' ' ')
 say "removal: rdma link delete took (ms, sorted): $sorted"
 say "removal: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
 say "removal: fail-back seen by rcnetctl after (ms, polled, re-adopt included): ${ms_failback[*]}"
+say "removal: rdma link add took (ms, sorted): $(printf '%s\n' "${ms_add[@]}" | sort -n | tr '\n' ' ')"
+say "removal: $(python3 "$RCNET_SRC/tests/lab/rails/failback_log.py" "$OUT" removal 1 --device)"
 fi
 lab_expect "rcnetd node1 still runs after $EVENTS device removals" kill -0 "${RCD_PID[1]}"
 say "rcnet node1 counters: $(rails_stats_line 1)"

@@ -3,6 +3,7 @@
 """Fail-back times of a bond_anchor.sh event set as rcnetd itself logged them.
 
     failback_log.py RESULTS SET [NODE]
+    failback_log.py RESULTS removal [NODE] --device
 
 RESULTS/SET-down.windows holds one "T0:T1 ..." line per event (pinglog.py's
 windows; T1 is the guest's CLOCK_REALTIME in ms just before the command that
@@ -11,6 +12,15 @@ RESULTS/rcnetd-NODE.log (default 1) the daemon's log with its ISO timestamps
 (UTC, ms). Prints the times from each T1 to the first "traffic back on rail
 0" line after it, in ms, sorted: the fail-back without the 0.3-0.6 s a
 polling `rcnetctl` call costs under TCG.
+
+--device (the removal set): when rcnetd released the device and when it
+adopted it again, from its "RDMA device lost (..., noticed by P)" and "RDMA
+device D adopted again on A (noticed by P, ...)" lines: the loss from each
+T0 (just before `rdma link delete`), the re-adoption from the moment `rdma
+link add` returned (RESULTS/removal-add.windows, "T1:T2" per event: the
+device is registered by then; negative when rcnetd adopted it before the
+command returned), each with the path that noticed it (async event, netlink
+monitor, poll) counted.
 """
 import datetime
 import re
@@ -22,15 +32,67 @@ def log_ms(stamp):
     return int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
 
 
+def windows(path):
+    """(start, end) in ms of each "T0:T1" line."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"(\d+):(\d+)", line)
+            if m:
+                out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def device_lines(path):
+    """(ms, "lost" or "adopted", path that noticed it) of each device line."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"(\S+) \[rcnetd\] \w+ RDMA device (lost|\S+ adopted again on)"
+                         r".*?\(.*?noticed by ([a-z ]+)", line)
+            if m:
+                kind = "lost" if m.group(2) == "lost" else "adopted"
+                out.append((log_ms(m.group(1)), kind, m.group(3)))
+    return out
+
+
+def first_after(lines, kind, t):
+    return next(((ms, by) for ms, k, by in lines if k == kind and ms >= t), None)
+
+
+def summary(label, found):
+    """"LABEL (ms, sorted): a b c; noticed by: P xN ..." ("none" when missing)."""
+    got = sorted(ms for ms, _ in (f for f in found if f))
+    missing = sum(1 for f in found if not f)
+    paths = {}
+    for f in found:
+        if f:
+            paths[f[1]] = paths.get(f[1], 0) + 1
+    by = ", ".join(f"{p} x{n}" for p, n in sorted(paths.items()))
+    times = " ".join(str(ms) for ms in got) + (" none" * missing)
+    return f"{label} (ms, sorted): {times.strip()}; noticed by: {by or 'nothing'}"
+
+
+def device_main(results, name, node):
+    lines = device_lines(f"{results}/rcnetd-{node}.log")
+    deletes = [t0 for t0, _ in windows(f"{results}/{name}-down.windows")]
+    adds = [t2 for _, t2 in windows(f"{results}/{name}-add.windows")]
+    lost = [(f[0] - t, f[1]) if (f := first_after(lines, "lost", t)) else None for t in deletes]
+    # An adoption can come before the add returned: search from the add's start.
+    starts = [t1 for t1, _ in windows(f"{results}/{name}-add.windows")]
+    adopted = [(f[0] - t2, f[1]) if (f := first_after(lines, "adopted", t1)) else None
+               for t1, t2 in zip(starts, adds)]
+    print(summary("device released after the delete's start", lost) + "; " +
+          summary("adopted again after the add returned", adopted))
+
+
 def main():
     results, name = sys.argv[1], sys.argv[2]
-    node = sys.argv[3] if len(sys.argv) > 3 else "1"
-    heals = []
-    with open(f"{results}/{name}-down.windows") as f:
-        for line in f:
-            m = re.match(r"(\d+):(\d+) ", line)
-            if m:
-                heals.append(int(m.group(2)))
+    node = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "--device" else "1"
+    if "--device" in sys.argv[3:]:
+        device_main(results, name, node)
+        return
+    heals = [t1 for _, t1 in windows(f"{results}/{name}-down.windows")]
     backs = []
     with open(f"{results}/rcnetd-{node}.log") as f:
         for line in f:
