@@ -15,12 +15,13 @@ polling `rcnetctl` call costs under TCG.
 
 --device (the removal set): when rcnetd released the device and when it
 adopted it again, from its "RDMA device lost (..., noticed by P)" and "RDMA
-device D adopted again on A (noticed by P, ...)" lines: the loss from each
+device D adopted again on A (noticed by P, ..., set up in S ms)" lines: the loss from each
 T0 (just before `rdma link delete`), the re-adoption from the moment `rdma
 link add` returned (RESULTS/removal-add.windows, "T1:T2" per event: the
 device is registered by then; negative when rcnetd adopted it before the
 command returned), each with the path that noticed it (async event, netlink
-monitor, poll) counted.
+monitor, poll) counted; and, from S, when the adoption began after the
+add returned and how long the device's setup took.
 """
 import datetime
 import re
@@ -44,7 +45,8 @@ def windows(path):
 
 
 def device_lines(path):
-    """(ms, "lost" or "adopted", path that noticed it) of each device line."""
+    """(ms, "lost" or "adopted", path that noticed it, setup ms or None) of
+    each device line; the setup ("set up in N ms") only on adoptions."""
     out = []
     with open(path) as f:
         for line in f:
@@ -52,12 +54,14 @@ def device_lines(path):
                          r".*?\(.*?noticed by ([a-z ]+)", line)
             if m:
                 kind = "lost" if m.group(2) == "lost" else "adopted"
-                out.append((log_ms(m.group(1)), kind, m.group(3)))
+                setup = re.search(r"set up in (\d+) ms", line)
+                out.append((log_ms(m.group(1)), kind, m.group(3),
+                            int(setup.group(1)) if setup else None))
     return out
 
 
 def first_after(lines, kind, t):
-    return next(((ms, by) for ms, k, by in lines if k == kind and ms >= t), None)
+    return next((ln for ln in lines if ln[1] == kind and ln[0] >= t), None)
 
 
 def summary(label, found):
@@ -77,13 +81,20 @@ def device_main(results, name, node):
     lines = device_lines(f"{results}/rcnetd-{node}.log")
     deletes = [t0 for t0, _ in windows(f"{results}/{name}-down.windows")]
     adds = [t2 for _, t2 in windows(f"{results}/{name}-add.windows")]
-    lost = [(f[0] - t, f[1]) if (f := first_after(lines, "lost", t)) else None for t in deletes]
+    lost = [(f[0] - t, f[2]) if (f := first_after(lines, "lost", t)) else None for t in deletes]
     # An adoption can come before the add returned: search from the add's start.
     starts = [t1 for t1, _ in windows(f"{results}/{name}-add.windows")]
-    adopted = [(f[0] - t2, f[1]) if (f := first_after(lines, "adopted", t1)) else None
-               for t1, t2 in zip(starts, adds)]
-    print(summary("device released after the delete's start", lost) + "; " +
-          summary("adopted again after the add returned", adopted))
+    found = [first_after(lines, "adopted", t1) for t1 in starts]
+    adopted = [(f[0] - t2, f[2]) if f else None for f, t2 in zip(found, adds)]
+    out = (summary("device released after the delete's start", lost) + "; " +
+           summary("adopted again after the add returned", adopted))
+    if found and all(f and f[3] is not None for f in found):
+        # The setup ends at the line: when the adoption began, and its cost.
+        began = [(f[0] - f[3] - t2, f[2]) for f, t2 in zip(found, adds)]
+        setups = " ".join(str(f[3]) for f in sorted(found, key=lambda f: f[3]))
+        out += "; " + summary("began after the add returned", began).split("; noticed")[0]
+        out += f"; set up in (ms, sorted): {setups}"
+    print(out)
 
 
 def main():

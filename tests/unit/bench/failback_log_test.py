@@ -33,9 +33,12 @@ def lost(ms, by):
             "device owns it again")
 
 
-def adopted(ms, by):
+def adopted(ms, by, setup=None):
+    """The line of lib/cm/teardown.cpp; without setup, as before it said the
+    setup's time."""
+    took = f", set up in {setup} ms" if setup is not None else ""
     return (f"{stamp(ms)} [rcnetd] warning RDMA device rxe_1 adopted again on 10.99.0.1:7471 "
-            f"(noticed by {by}, 812 ms after its loss): accepting connections")
+            f"(noticed by {by}, 812 ms after its loss{took}): accepting connections")
 
 
 def back(ms):
@@ -77,6 +80,22 @@ class FailbackLog(unittest.TestCase):
             "device released after the delete's start (ms, sorted): 100 300; noticed by: "
             "async event x1, netlink monitor x1; adopted again after the add returned (ms, "
             "sorted): -100 50; noticed by: netlink monitor x2")
+
+    def test_device_setup_apart_from_the_notice(self):
+        # Add returned at +2600 and +7900; adopted at +2650 after a 250 ms
+        # setup (began -200: before the add returned) and at +8300 after
+        # 100 ms (began +300).
+        log = [lost(T0 + 300, "async event"), adopted(T0 + 2650, "netlink monitor", 250),
+               lost(T0 + 5100, "async event"), adopted(T0 + 8300, "poll", 100)]
+        files = {
+            "removal-down.windows": f"{T0}:{T0 + 2000} r\n{T0 + 5000}:{T0 + 7000} r\n",
+            "removal-add.windows": f"{T0 + 2000}:{T0 + 2600}\n{T0 + 7000}:{T0 + 7900}\n",
+        }
+        self.assertTrue(
+            self.run_script(log, files, "removal", "1", "--device").endswith(
+                "adopted again after the add returned (ms, sorted): 50 400; noticed by: "
+                "netlink monitor x1, poll x1; began after the add returned (ms, sorted): -200 300; "
+                "set up in (ms, sorted): 100 250"))
 
     def test_device_never_adopted(self):
         log = [lost(T0 + 300, "async event")]
