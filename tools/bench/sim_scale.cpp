@@ -45,6 +45,7 @@
 #include "common/clock.hpp"
 #include "common/report.hpp"
 #include "meter.hpp"
+#include "metered.hpp"
 #include "sim/cluster.hpp"
 #include "sim/fabric.hpp"
 
@@ -53,118 +54,6 @@ using bench::Part;
 using bench::Scope;
 
 namespace {
-
-// Every call from the manager into the simulated HCA is charged to the
-// simulator: what the manager costs is what remains.
-class MeteredSeam final : public rdma::Seam {
- public:
-  explicit MeteredSeam(rdma::Seam& inner) : in_(inner) {}
-  Result<rdma::DeviceInfo> open(const Endpoint& l, const rdma::DeviceConfig& c) override {
-    Scope s(Part::kSim);
-    return in_.open(l, c);
-  }
-  Result<rdma::MemoryRegion> register_memory(std::span<std::byte> m) override {
-    Scope s(Part::kSim);
-    return in_.register_memory(m);
-  }
-  void unregister_memory(const rdma::MemoryRegion& mr) override {
-    Scope s(Part::kSim);
-    in_.unregister_memory(mr);
-  }
-  Result<rdma::CmIdHandle> create_id() override {
-    Scope s(Part::kSim);
-    return in_.create_id();
-  }
-  Result<void> resolve_addr(rdma::CmIdHandle id, const Endpoint& d, Duration t) override {
-    Scope s(Part::kSim);
-    return in_.resolve_addr(id, d, t);
-  }
-  Result<void> resolve_route(rdma::CmIdHandle id, Duration t) override {
-    Scope s(Part::kSim);
-    return in_.resolve_route(id, t);
-  }
-  Result<rdma::Qpn> create_qp(rdma::CmIdHandle id, const rdma::QpCaps& c) override {
-    Scope s(Part::kSim);
-    return in_.create_qp(id, c);
-  }
-  Result<void> connect(rdma::CmIdHandle id, const rdma::ConnParams& p) override {
-    Scope s(Part::kSim);
-    return in_.connect(id, p);
-  }
-  Result<void> accept(rdma::CmIdHandle id, const rdma::ConnParams& p) override {
-    Scope s(Part::kSim);
-    return in_.accept(id, p);
-  }
-  Result<void> reject(rdma::CmIdHandle id, std::span<const std::uint8_t> pd) override {
-    Scope s(Part::kSim);
-    return in_.reject(id, pd);
-  }
-  Result<void> disconnect(rdma::CmIdHandle id) override {
-    Scope s(Part::kSim);
-    return in_.disconnect(id);
-  }
-  Result<void> notify_established(rdma::CmIdHandle id) override {
-    Scope s(Part::kSim);
-    return in_.notify_established(id);
-  }
-  Result<void> destroy_qp(rdma::CmIdHandle id) override {
-    Scope s(Part::kSim);
-    return in_.destroy_qp(id);
-  }
-  Result<void> destroy_id(rdma::CmIdHandle id) override {
-    Scope s(Part::kSim);
-    return in_.destroy_id(id);
-  }
-  Result<void> modify_qp_to_error(rdma::CmIdHandle id) override {
-    Scope s(Part::kSim);
-    return in_.modify_qp_to_error(id);
-  }
-  Result<void> post_send(rdma::CmIdHandle id, std::uint64_t wr_id, const rdma::Sge& sge,
-                         std::uint32_t imm, bool signaled) override {
-    Scope s(Part::kSim);
-    return in_.post_send(id, wr_id, sge, imm, signaled);
-  }
-  Result<void> post_drain(rdma::CmIdHandle id, std::uint64_t wr_id) override {
-    Scope s(Part::kSim);
-    return in_.post_drain(id, wr_id);
-  }
-  Result<void> post_srq_recv(std::span<const std::uint64_t> w,
-                             std::span<const rdma::Sge> g) override {
-    Scope s(Part::kSim);
-    return in_.post_srq_recv(w, g);
-  }
-  Result<void> post_qp_recv(rdma::CmIdHandle id, std::span<const std::uint64_t> w,
-                            std::span<const rdma::Sge> g) override {
-    Scope s(Part::kSim);
-    return in_.post_qp_recv(id, w, g);
-  }
-  Result<void> arm_srq_limit(std::uint32_t limit) override {
-    Scope s(Part::kSim);
-    return in_.arm_srq_limit(limit);
-  }
-  bool cm_events_queued() override {
-    Scope s(Part::kSim);
-    return in_.cm_events_queued();
-  }
-
- private:
-  rdma::Seam& in_;
-};
-
-class MeteredTimers final : public TimerService {
- public:
-  explicit MeteredTimers(TimerService& inner) : in_(inner) {}
-  // Not metered: a read of the fabric's clock, and called so often that a
-  // Scope here would dominate the manager's own figures.
-  TimePoint now() const override { return in_.now(); }
-  void schedule(TimePoint d) override {
-    Scope s(Part::kSim);
-    in_.schedule(d);
-  }
-
- private:
-  TimerService& in_;
-};
 
 // What the TUN device would have received: counts only.
 struct CountingSink final : cm::PacketSink {
@@ -179,62 +68,14 @@ struct CountingSink final : cm::PacketSink {
   }
 };
 
-// Every event the fabric hands a node is charged to that node's manager.
-class MeteredEvents final : public rdma::EventSink {
- public:
-  MeteredEvents(cm::Manager& m, Part part) : mgr_(m), part_(part) {}
-  void on_cm_event(const rdma::CmEvent& ev) override {
-    Scope s(part_);
-    mgr_.on_cm_event(ev);
-  }
-  void on_async_event(const rdma::AsyncEvent& ev) override {
-    Scope s(part_);
-    mgr_.on_async_event(ev);
-  }
-  void on_completions(std::span<const rdma::WorkCompletion> wcs) override {
-    Scope s(part_);
-    mgr_.on_completions(wcs);
-  }
-
- private:
-  cm::Manager& mgr_;
-  Part part_;
-};
-
 // A host of the benchmark: its manager runs on the metered seam and timers,
-// and every event or timer expiry the fabric hands it is charged to `part`.
-class BenchNode final : public sim::ClusterNode {
+// and every event or timer expiry the fabric hands it is charged to `part`
+// (metered.hpp); what the TUN device would have received is counted.
+class BenchNode final : public bench::MeteredNode {
  public:
-  explicit BenchNode(Part p) : part(p) {}
-  const Part part;
+  explicit BenchNode(Part p) : MeteredNode(p) {}
   CountingSink sink;
-
   cm::PacketSink& packet_sink() override { return sink; }
-  rdma::Seam& seam() override {
-    if (!seam_)
-      seam_.emplace(sim->seam());
-    return *seam_;
-  }
-  TimerService& timers() override {
-    if (!timers_)
-      timers_.emplace(sim->timers());
-    return *timers_;
-  }
-  // Called inside Cluster::start, which runs in Scope(part): the meter's
-  // own object is charged to the manager, as the manager's sink would be.
-  rdma::EventSink& events() override {
-    events_ = std::make_unique<MeteredEvents>(*mgr, part);
-    return *events_;
-  }
-  void on_timer() override {
-    Scope s(part);
-    mgr->on_timer();
-  }
-
- private:
-  std::optional<MeteredSeam> seam_;
-  std::optional<MeteredTimers> timers_;
-  std::unique_ptr<MeteredEvents> events_;
 };
 
 // The fabric's work for a new host is the simulator's.
