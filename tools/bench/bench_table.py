@@ -203,6 +203,25 @@ def throughput_rows(t, res, raw, anchors):
             note="netns node1 -> node2 over veth + bridge, MTU 1500, kernel TSO/GRO; reference")
 
 
+def udp_rows(t, raw):
+    """The UDP stream of bench.sh (udp_stream): UDP GSO super-packets over
+    rc0 against the same sender sending one datagram per call, same
+    connection, same boot. Where rc0 has USO (Linux 6.2+) the super-packet
+    reaches rcnetd whole; on 6.1 the kernel cuts it first. No goal here: the
+    goal compares kernels (bench_table.py --compare of a run on each)."""
+    if "udp_rc0_gso44_MBps" not in raw:
+        return
+    uso = raw.get("udp_rc0_uso") == "1"
+    t.row("UDP stream over rc0, MTU 1500, GSO (44 datagrams of 1,400 bytes per send)", "MB/s",
+        num(raw.get("udp_rc0_gso44_MBps")), num(raw.get("udp_rc0_plain_MBps")),
+        "the same stream, one datagram per send",
+        note=f"rc0 {'with' if uso else 'without'} USO; datagrams sent/received: GSO "
+        f"{raw.get('udp_rc0_gso44_sent_received', '?')}, plain "
+        f"{raw.get('udp_rc0_plain_sent_received', '?')}; node1's GSO sent whole/segmented/TUN "
+        f"reads: GSO {raw.get('udp_rc0_gso44_gso_sent_segmented_tun_reads', '?')}, plain "
+        f"{raw.get('udp_rc0_plain_gso_sent_segmented_tun_reads', '?')}")
+
+
 def setup_rows(t, raw):
     """The setup rate against ucmatose: the symmetric storm (the goal row) and
     the old rcnet-bench-load figure beside it."""
@@ -522,6 +541,7 @@ def main(res):
     latency_rows(t, raw, anchors)
     syscall_rows(t, raw)
     throughput_rows(t, res, raw, anchors)
+    udp_rows(t, raw)
     scale_rows(t, raw)
     teardown_rows(t, raw)
     failover_rows(t, res)

@@ -14,7 +14,10 @@
 #   "data": only anchors, throughput, latency, syscalls, teardown, or
 #   "latency": only anchors, latency and syscalls (rc0 at MTU 65520 with
 #   offload; the underlay's ping and UDP RR, without its iperf3), a quick
-#   A/B of a latency change such as transport.poll_us;
+#   A/B of a latency change such as transport.poll_us, or "udp": only
+#   anchors and the UDP stream with and without GSO at MTU 1500 (USO on
+#   Linux 6.2+ against 6.1: run once per kernel, compare with
+#   bench_table.py --compare);
 #   PROFILE "hub": perf record the hub during the N-connection connect phase,
 #   flat profile in $RCNET_RESULTS/hub-profile.txt; "storms": perf record -a
 #   (the whole guest) over the ucmatose storm and over the symmetric rcnet
@@ -254,6 +257,26 @@ iperf3_run() {
   bps=$(jq -r '.end.sum_received.bits_per_second // 0' "$RCNET_RESULTS/iperf3-$key.json" 2>/dev/null)
   raw "iperf3_${key}_MBps" "$(awk -v b="${bps:-0}" 'BEGIN { printf "%.2f", b / 8e6 }')"
 }
+# udp_stream KEY SEGMENTS: 5 s of UDP from node 1 to node 2 over rc0, as
+# fast as node 1's socket takes it, each send SEGMENTS datagrams of 1,400
+# bytes (a UDP GSO super-packet when > 1: rcnet-bench-udp). Received MB/s
+# into raw udp_KEY_MBps; datagrams sent/received, node 1's GSO counters
+# (sent whole/segmented) and its TUN reads beside it.
+udp_stream() {
+  local key=$1 rpid
+  lab_in_node 2 "$UDPB" recv 5301 --idle-ms 3000 >"$RCNET_RESULTS/udp-recv-$key.json" 2>&1 &
+  rpid=$!
+  sleep 0.5
+  mapfile -t g0 < <(counters 1 gso_sent gso_segmented tun_rx_packets)
+  lab_in_node 1 timeout 60 "$UDPB" send 10.100.0.2 5301 --seconds 5 --segments "$2" --payload 1400 \
+    >"$RCNET_RESULTS/udp-send-$key.json" 2>&1
+  wait "$rpid" 2>/dev/null
+  mapfile -t g1 < <(counters 1 gso_sent gso_segmented tun_rx_packets)
+  raw "udp_${key}_MBps" "$(jq -r '.MBps // 0' "$RCNET_RESULTS/udp-recv-$key.json" 2>/dev/null)"
+  raw "udp_${key}_sent_received" "$(jq -r .datagrams "$RCNET_RESULTS/udp-send-$key.json" 2>/dev/null)/$(jq -r .datagrams "$RCNET_RESULTS/udp-recv-$key.json" 2>/dev/null)"
+  raw "udp_${key}_gso_sent_segmented_tun_reads" "$((${g1[0]:-0} - ${g0[0]:-0}))/$((${g1[1]:-0} - ${g0[1]:-0}))/$((${g1[2]:-0} - ${g0[2]:-0}))"
+}
+UDPB=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-udp
 # start_pair MTU OFFLOAD IDLE: both rcnetd (nodes 1, 2), connected by a ping.
 start_pair() {
   bench_config 1 "$1" "$3" "$2"
@@ -800,7 +823,7 @@ fi # PHASES != data && PHASES != latency
 # The node addresses 10.99.0.i live in one namespace, where a reply to a
 # local address is delivered over lo; these ul_i (10.98.0.i, in netns node<i>)
 # cross veth + bridge in both directions, as rc0's traffic does under rxe.
-if [[ $PHASES != setup ]]; then
+if [[ $PHASES != setup && $PHASES != udp ]]; then
   for k in 1 2; do
     if ! { ip link add "ul_$k" type veth peer name "ulb_$k" &&
       ip link set "ulb_$k" master rcbr0 && ip link set "ulb_$k" up &&
@@ -830,11 +853,30 @@ if [[ $PHASES == latency ]]; then
   MTUS=(65520)
   OFFLOADS=(true)
 fi
+if [[ $PHASES == udp ]]; then
+  MTUS=(1500)
+  OFFLOADS=(true)
+fi
 for mtu in "${MTUS[@]}"; do
   for off in "${OFFLOADS[@]}"; do
     start_pair "$mtu" "$off" "$MEASURE_IDLE" || continue
     key=mtu${mtu}_offload_$off
-    if [[ $PHASES != latency ]]; then
+    if [[ $mtu == 1500 && $off == true && $PHASES != latency ]]; then
+      # --- a UDP stream with and without UDP GSO (USO: Linux 6.2+) --------
+      # The same sender over the same connection, one datagram per send as
+      # the anchor: where rc0 grants USO a super-packet crosses as one SEND.
+      if [[ -x $UDPB ]]; then
+        grep -m1 'TUN rc0 up' "$LOG1" | grep -q 'uso4 uso6' && raw udp_rc0_uso 1 || raw udp_rc0_uso 0
+        measure_begin
+        udp_stream rc0_gso44 44
+        udp_stream rc0_plain 1
+        measure_end "UDP stream over rc0, with and without GSO" udp
+        lab_log "UDP over rc0: GSO $(awk '$1 == "udp_rc0_gso44_MBps" { print $2 }' "$RAW") MB/s, plain $(awk '$1 == "udp_rc0_plain_MBps" { print $2 }' "$RAW") MB/s"
+      else
+        lab_log "no $UDPB: no UDP rows"
+      fi
+    fi
+    if [[ $PHASES != latency && $PHASES != udp ]]; then
       measure_begin
       s0=$(awk '/^cpu / { print $2 + $3, $4, $5, $7 + $8 }' /proc/stat)
       r0=$(cpu_ticks "${RCD_PID[1]}")
@@ -889,7 +931,7 @@ for mtu in "${MTUS[@]}"; do
         fi
       fi
     fi
-    if [[ $mtu == 65520 && $off == true ]]; then
+    if [[ $mtu == 65520 && $off == true && $PHASES != udp ]]; then
       # --- latency over rc0: warm (ping -A, the goal row), cold (-i 0.2) ---
       measure_begin
       rcd_ping 1 2 -A -c 50 -W 5 >/dev/null 2>&1 # warm-up: the same load as measured
@@ -940,7 +982,7 @@ for mtu in "${MTUS[@]}"; do
 done
 
 # --- teardown (own config: idle 3 s, the SIGKILL path is an idle reap) -------
-if [[ $PHASES != setup && $PHASES != latency ]] && start_pair 65520 true 3s; then
+if [[ $PHASES != setup && $PHASES != latency && $PHASES != udp ]] && start_pair 65520 true 3s; then
   # Teardown, DREQ path: node 2 stops gracefully (DREQ to node 1); node 1's
   # stage log gives the time from DISCONNECTING to DESTROYED.
   mark=$(wc -l <"$LOG1")

@@ -10,7 +10,10 @@
 #   - node1 <-> node3 do not; iperf3 node1 -> node3 works through node1's
 #     software GSO (gso_segmented > 0), nothing larger than the MTU reaches
 #     node3, nothing dropped (drops_gso_to_legacy_peer 0);
-#   - ping -s 60000 both ways; no drop counter moves on any node.
+#   - ping -s 60000 both ways; no drop counter moves on any node;
+#   - a UDP GSO stream (rcnet-bench-udp) to each: with USO (Linux 6.2+)
+#     whole to node2, cut by node1 for node3; without it (6.1) cut by the
+#     kernel before rc0.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
@@ -148,6 +151,62 @@ lab_expect "node1: chained SENDs, fewer doorbells than SENDs ($pk SENDs, $bells 
 # would have failed as a receive error (recv_errors) and broken the QP.
 lab_expect "node3: no receive errors over $pkts packets (nothing above its MTU arrived)" \
   [ "$(rcd_stat 3 recv_errors)" -eq 0 -a "$(jq .state <<<"$c31")" = '"ESTABLISHED"' ]
+
+# --- UDP GSO: super-packets whole to node2 where the kernel grants USO --------------
+# A sender's UDP GSO super-packet (UDP_SEGMENT: 44 datagrams of 1,400 bytes)
+# reaches rc0 whole only where its TUN has USO (Linux 6.2 and later: 6.12
+# in the lab); then it crosses as one SEND to a peer with the capability
+# (node2) and is cut in software for one without (node3), as TCP's are. On
+# 6.1 the kernel cuts it before rc0 and rcnetd sees plain datagrams.
+UDPB=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-udp
+USO=false
+grep -m1 'TUN rc0 up' "$OUT/rcnetd-1.log" | grep -q 'uso4 uso6' && USO=true
+lab_log "node1: rc0 has USO: $USO ($(uname -r))"
+udp() { # FROM TO: 200 super-packets, 5 ms apart; sets UDP_SENT UDP_GOT UDP_LARGEST
+  local from=$1 to=$2 rpid
+  lab_in_node "$to" "$UDPB" recv 5300 --idle-ms 3000 >"$OUT/udp-recv-$from-$to.json" 2>&1 &
+  rpid=$!
+  sleep 0.5
+  lab_timeout 60 ip netns exec "node$from" "$UDPB" send "10.100.0.$to" 5300 --count 200 \
+    --segments 44 --payload 1400 --gap-us 5000 >"$OUT/udp-send-$from-$to.json" 2>&1 ||
+    lab_fail "rcnet-bench-udp send node$from -> node$to: $(cat "$OUT/udp-send-$from-$to.json")"
+  wait "$rpid"
+  UDP_SENT=$(jq .datagrams "$OUT/udp-send-$from-$to.json" 2>/dev/null || echo 0)
+  UDP_GOT=$(jq .datagrams "$OUT/udp-recv-$from-$to.json" 2>/dev/null || echo 0)
+  UDP_LARGEST=$(jq .largest "$OUT/udp-recv-$from-$to.json" 2>/dev/null || echo 0)
+  echo "UDP node$from -> node$to: sent $UDP_SENT datagrams in 200 super-packets, received $UDP_GOT (largest $UDP_LARGEST bytes)"
+}
+if [[ ! -x $UDPB ]]; then
+  lab_fail "no $UDPB (a build with -Dbench=true makes it)"
+else
+  sent0=$(rcd_stat 1 gso_sent)
+  udp 1 2
+  sent=$(($(rcd_stat 1 gso_sent) - sent0))
+  # Datagrams are not retransmitted: most, not all, must arrive (TCG's
+  # receiver can fall behind its socket buffer); rcnetd's own drop
+  # counters are held to 0 below.
+  lab_expect "UDP GSO node1 -> node2: $UDP_GOT of $UDP_SENT datagrams of 1,400 bytes arrived" \
+    [ "$UDP_SENT" -eq 8800 -a "$UDP_GOT" -ge $((UDP_SENT * 9 / 10)) -a "$UDP_LARGEST" -eq 1400 ]
+  if [[ $USO == true ]]; then
+    lab_expect "UDP GSO node1 -> node2 with USO: super-packets crossed whole, one SEND each (gso_sent +$sent of 200)" \
+      [ "$sent" -ge 180 ]
+  else
+    lab_expect "UDP GSO node1 -> node2 without USO: the kernel cut them before rc0 (gso_sent +$sent)" \
+      [ "$sent" -eq 0 ]
+  fi
+  seg0=$(rcd_stat 1 gso_segmented)
+  udp 1 3
+  seg=$(($(rcd_stat 1 gso_segmented) - seg0))
+  lab_expect "UDP GSO node1 -> node3: $UDP_GOT of $UDP_SENT datagrams of 1,400 bytes arrived" \
+    [ "$UDP_SENT" -eq 8800 -a "$UDP_GOT" -ge $((UDP_SENT * 9 / 10)) -a "$UDP_LARGEST" -eq 1400 ]
+  if [[ $USO == true ]]; then
+    lab_expect "UDP GSO node1 -> node3 (no offload) with USO: cut in software by node1 (gso_segmented +$seg of 200)" \
+      [ "$seg" -ge 180 ]
+  else
+    lab_expect "UDP GSO node1 -> node3 without USO: nothing for rcnetd to cut (gso_segmented +$seg)" \
+      [ "$seg" -eq 0 ]
+  fi
+fi
 
 for i in 1 2 3; do
   "$CTL" -s "$(sock "$i")" qps >"$OUT/rcnetctl-qps-$i.txt" 2>&1

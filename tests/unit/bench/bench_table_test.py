@@ -156,6 +156,22 @@ class BenchTable(unittest.TestCase):
         # value over threshold: 1.5 / 2.0 for the first goal row, met.
         self.assertEqual(chart[0].split('"')[2].split(), ["0.75", "1"])
 
+    def test_udp_stream_against_the_same_sender_without_gso(self):
+        udp = "UDP stream over rc0, MTU 1500, GSO (44 datagrams of 1,400 bytes per send)"
+        self.assertNotIn(udp, self.rows)  # the fixture's run had no UDP stream
+        extra = ("udp_rc0_uso 1\nudp_rc0_gso44_MBps 90.5\nudp_rc0_plain_MBps 36.2\n"
+                 "udp_rc0_gso44_sent_received 308000/301840\n"
+                 "udp_rc0_gso44_gso_sent_segmented_tun_reads 7000/0/7000\n")
+        out, rows, res = run_table(extra=extra)
+        shutil.rmtree(res)
+        r = rows[udp]
+        self.assertAlmostEqual(r["ratio"], 2.5)  # 90.5 / 36.2
+        self.assertEqual(r["anchor_name"], "the same stream, one datagram per send")
+        self.assertIsNone(r["goal"])
+        self.assertIn("rc0 with USO", out)
+        self.assertIn("GSO 308000/301840", out)
+        self.assertIn("GSO 7000/0/7000, plain ?", out)
+
     def test_a_goal_row_not_measured_did_not_meet_it(self):
         out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_connect_ms "),
                                    drop=("sim.json",))
