@@ -3,11 +3,12 @@
 // (UDP GSO: the UDP_SEGMENT socket option, udp(7), Linux 4.18 and later), for
 // the lab's USO test and benchmark row. iperf3 of Debian 12 has no GSO option.
 //
-//   rcnet-bench-udp recv PORT [--seconds S] [--idle-ms MS]
+//   rcnet-bench-udp recv PORT [--seconds S] [--idle-ms MS] [--wait-s W]
 //     Binds [::]:PORT (IPv4 too) with an 8 MiB receive buffer, counts the
 //     datagrams and bytes it receives until S seconds have passed since the
 //     first one, or no datagram came for MS milliseconds after it (default
-//     1000), or SIGTERM/SIGINT. Prints {"datagrams", "bytes", "largest",
+//     1000), or none came within W seconds of the start (default 30), or
+//     SIGTERM/SIGINT. Prints {"datagrams", "bytes", "largest",
 //     "seconds" (first to last datagram), "MBps"}.
 //   rcnet-bench-udp send ADDR PORT [--seconds S] [--payload B] [--segments N]
 //                   [--count C] [--gap-us U]
@@ -58,7 +59,7 @@ int fail(const char* what) {
   return 1;
 }
 
-int receive(std::uint16_t port, double limit_s, int idle_ms) {
+int receive(std::uint16_t port, double limit_s, int idle_ms, double wait_s) {
   const int fd = ::socket(AF_INET6, SOCK_DGRAM, 0);
   if (fd < 0)
     return fail("socket");
@@ -76,6 +77,7 @@ int receive(std::uint16_t port, double limit_s, int idle_ms) {
   std::vector<char> data(65536);
   std::uint64_t n = 0, bytes = 0, largest = 0;
   Clock::time_point first{}, last{};
+  const auto started = Clock::now();
   while (!g_stop) {
     pollfd p{fd, POLLIN, 0};
     const int r = ::poll(&p, 1, n == 0 ? 200 : idle_ms);
@@ -84,8 +86,8 @@ int receive(std::uint16_t port, double limit_s, int idle_ms) {
     if (r < 0)
       return fail("poll");
     if (r == 0) {
-      if (n > 0)
-        break;  // idle after the stream
+      if (n > 0 || seconds(Clock::now() - started) >= wait_s)
+        break;  // idle after the stream, or no stream at all
       continue;
     }
     for (;;) {
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
   std::uint16_t port = 0;
   double limit_s = 5;
   int idle_ms = 1000, payload = 1400, segments = 1, gap_us = 0;
+  double wait_s = 30;
   std::uint64_t count = 0;
   std::string addr;
   auto* recv = app.add_subcommand("recv", "count what arrives on PORT");
@@ -178,6 +181,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   recv->add_option("--idle-ms", idle_ms, "stop when nothing came for this long")
       ->check(CLI::Range(1, 600000));
+  recv->add_option("--wait-s", wait_s, "stop when nothing came this long after the start")
+      ->check(CLI::PositiveNumber);
   auto* send = app.add_subcommand("send", "send a stream to ADDR PORT");
   send->add_option("addr", addr, "numeric IPv4 or IPv6 address")->required();
   send->add_option("port", port, "UDP port")->required();
@@ -199,6 +204,6 @@ int main(int argc, char** argv) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   if (*recv)
-    return receive(port, limit_s, idle_ms);
+    return receive(port, limit_s, idle_ms, wait_s);
   return send_stream(addr, port, limit_s, payload, segments, count, gap_us);
 }
