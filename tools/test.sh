@@ -9,7 +9,7 @@
 #     and lab-systemd (they wait for it rather than build it themselves);
 #   - sanitizers: the unit suite again, built by clang with ASan + UBSan
 #     into ./build-fuzz (any sanitizer report aborts its test: a failure);
-#   - fuzz: tools/fuzz.sh --seconds 60, each fuzzer on its in-tree corpus,
+#   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus,
 #     from that same build dir;
 #   - Debian 13: tools/trixie.sh build unit, the tree built and unit-tested
 #     in a cached trixie root (g++ 14, Catch2 v3; RCNET_TRIXIE=0 skips it);
@@ -21,7 +21,7 @@
 # "unit" to run one suite; default all). The lab tests fail with the reason
 # when the lab cannot boot; only RCNET_LAB_SKIP=1 turns them into skips.
 # RCNET_FUZZ_BUILD_DIR (default ./build-fuzz); RCNET_SANITIZE=0 skips the
-# sanitizer step; RCNET_FUZZ_SECONDS (default 60) per fuzzer, 0 skips the
+# sanitizer step; RCNET_FUZZ_SECONDS (default 30) per fuzzer, 0 skips the
 # fuzz step. With RCNET_TEST_SUITES set, the extra steps run only when it
 # names them: "asan" (or "unit"), "fuzz", and the package build for "lab"
 # or "package".
@@ -69,7 +69,7 @@ want_deb=0
 wants lab package && want_deb=1
 want_san=1
 [ "${RCNET_SANITIZE:-1}" != 0 ] || want_san=0
-fuzz_seconds=${RCNET_FUZZ_SECONDS:-60}
+fuzz_seconds=${RCNET_FUZZ_SECONDS:-30}
 export RCNET_FUZZ_SECONDS=$fuzz_seconds # the summary below reads it: one default
 
 # --- in the background, while the lab runs: package, clang build, ASan, fuzz ---
