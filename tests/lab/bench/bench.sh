@@ -296,7 +296,7 @@ MEASURE_IDLE=120s
 
 # PHASES "data" skips everything from here to the end of the setup/scale
 # phase (not indented: it holds a heredoc and the helpers used later).
-if [[ $PHASES != data && $PHASES != latency ]]; then
+if [[ $PHASES != data && $PHASES != latency && $PHASES != udp ]]; then
 # --- secondary underlay addresses: node k holds 10.99.(10+k).1..m (m <= 250) ---
 per=$(((N + ${#CLIENT_NODES[@]} - 1) / ${#CLIENT_NODES[@]}))
 left=$N
@@ -817,7 +817,7 @@ for k in "${CLIENT_NODES[@]}"; do
   sed 's/^addr add/addr del/; /^neigh/d; /^route/d' "$RCNET_RESULTS/addrs-$k.ip" >"$RCNET_RESULTS/addrs-del-$k.ip"
   ip -batch "$RCNET_RESULTS/addrs-del-$k.ip" >/dev/null 2>&1
 done
-fi # PHASES != data && PHASES != latency
+fi # PHASES != data && PHASES != latency && PHASES != udp
 
 # --- underlay reference: a veth pair per node netns on the same bridge ------
 # The node addresses 10.99.0.i live in one namespace, where a reply to a
