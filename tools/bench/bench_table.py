@@ -209,16 +209,17 @@ def udp_rows(t, raw):
     connection, same boot. Where rc0 has USO (Linux 6.2+) the super-packet
     reaches rcnetd whole; on 6.1 the kernel cuts it first. No goal here: the
     goal compares kernels (bench_table.py --compare of a run on each)."""
-    if "udp_rc0_gso44_MBps" not in raw:
+    if "udp_rc0_gso_MBps" not in raw:
         return
     uso = raw.get("udp_rc0_uso") == "1"
-    t.row("UDP stream over rc0, MTU 1500, GSO (44 datagrams of 1,400 bytes per send)", "MB/s",
-        num(raw.get("udp_rc0_gso44_MBps")), num(raw.get("udp_rc0_plain_MBps")),
+    t.row("UDP stream over rc0, MTU 1500, GSO (rc0's gso_max_segs datagrams of 1,400 bytes per "
+        "send)", "MB/s", num(raw.get("udp_rc0_gso_MBps")), num(raw.get("udp_rc0_plain_MBps")),
         "the same stream, one datagram per send",
-        note=f"rc0 {'with' if uso else 'without'} USO; datagrams sent/received: GSO "
-        f"{raw.get('udp_rc0_gso44_sent_received', '?')}, plain "
+        note=f"rc0 {'with' if uso else 'without'} USO, "
+        f"{raw.get('udp_rc0_gso_segments', '?')} datagrams per send; datagrams sent/received: GSO "
+        f"{raw.get('udp_rc0_gso_sent_received', '?')}, plain "
         f"{raw.get('udp_rc0_plain_sent_received', '?')}; node1's GSO sent whole/segmented/TUN "
-        f"reads: GSO {raw.get('udp_rc0_gso44_gso_sent_segmented_tun_reads', '?')}, plain "
+        f"reads: GSO {raw.get('udp_rc0_gso_gso_sent_segmented_tun_reads', '?')}, plain "
         f"{raw.get('udp_rc0_plain_gso_sent_segmented_tun_reads', '?')}")
 
 

@@ -11,8 +11,9 @@
 #     software GSO (gso_segmented > 0), nothing larger than the MTU reaches
 #     node3, nothing dropped (drops_gso_to_legacy_peer 0);
 #   - ping -s 60000 both ways; no drop counter moves on any node;
-#   - a UDP GSO stream (rcnet-bench-udp) to each arrives; whether it
-#     reached rc0 whole is reported (below).
+#   - a UDP GSO stream (rcnet-bench-udp) to each: with USO (Linux 6.2+)
+#     whole to node2 and cut by node1 for node3; without it (6.1) cut by
+#     the kernel before rc0; every datagram arrives.
 set -u -o pipefail
 . "$RCNET_LAB_LIB"
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
@@ -151,36 +152,40 @@ lab_expect "node1: chained SENDs, fewer doorbells than SENDs ($pk SENDs, $bells 
 lab_expect "node3: no receive errors over $pkts packets (nothing above its MTU arrived)" \
   [ "$(rcd_stat 3 recv_errors)" -eq 0 -a "$(jq .state <<<"$c31")" = '"ESTABLISHED"' ]
 
-# --- UDP GSO: a sender's super-packets over rc0 ------------------------------------
-# A UDP GSO sender (UDP_SEGMENT: 200 super-packets of 44 datagrams of 1,400
-# bytes) to a capable peer (node2) and to one without offload (node3): every
-# datagram must arrive at 1,400 bytes on both kernels. Whether the kernel
-# hands rc0 the super-packet whole is reported, not asserted: rcnetd asks
-# for USO and 6.12 grants it (TUNSETOFFLOAD with TUN_F_USO4|TUN_F_USO6
-# succeeds, "uso4 uso6" in the TUN line), yet on 6.12.117 node1's rcnetd
-# still read one frame per datagram (2026-12-01: 8,691 and 8,800 reads for
-# 8,800 datagrams, gso_sent +0): the kernel cut them before rc0, as 6.1
-# does without USO. Why is open (docs/lab.md "USO on 6.12").
+# --- UDP GSO (USO): super-packets whole where the kernel grants USO ----------------
+# A UDP GSO sender (UDP_SEGMENT) to a capable peer (node2) and to one without
+# offload (node3). Each super-packet holds as many datagrams of 1,400 bytes
+# as rc0's gso_max_segs allows: rcnetd sets it to limits.qp_send_depth - 2
+# (29 by default) so that a peer without offload can take a super-packet's
+# segments at once, and the kernel cuts a larger UDP super-packet before
+# rc0 (TCP sizes its own to it). Where the TUN has USO (Linux 6.2+: 6.12
+# here) a super-packet reaches rcnetd whole and crosses as one SEND to
+# node2, and node1 cuts it in software for node3, as TCP's; on 6.1 the
+# kernel cuts it before rc0. Every datagram must arrive at 1,400 bytes.
 UDPB=$RCNET_BUILD_DIR/tools/bench/rcnet-bench-udp
 USO=false
 grep -m1 'TUN rc0 up' "$OUT/rcnetd-1.log" | grep -q 'uso4 uso6' && USO=true
-lab_log "node1: rc0 has USO: $USO ($(uname -r))"
+SEGS=$(lab_in_node 1 ip -d link show rc0 | grep -o 'gso_max_segs [0-9]*' | awk '{ print $2 }')
+lab_log "node1: rc0 has USO: $USO, gso_max_segs ${SEGS:-?} ($(uname -r))"
+lab_expect "node1: rc0's gso_max_segs is limits.qp_send_depth - 2 (${SEGS:-none})" [ "${SEGS:-0}" -eq 29 ]
+SEGS=${SEGS:-20}
 udp() { # FROM TO: 200 super-packets, 5 ms apart; sets UDP_SENT UDP_GOT UDP_LARGEST
   local from=$1 to=$2 rpid
   lab_in_node "$to" "$UDPB" recv 5300 --idle-ms 3000 >"$OUT/udp-recv-$from-$to.json" 2>&1 &
   rpid=$!
   sleep 0.5
   lab_timeout 60 ip netns exec "node$from" "$UDPB" send "10.100.0.$to" 5300 --count 200 \
-    --segments 44 --payload 1400 --gap-us 5000 >"$OUT/udp-send-$from-$to.json" 2>&1 ||
+    --segments "$SEGS" --payload 1400 --gap-us 5000 >"$OUT/udp-send-$from-$to.json" 2>&1 ||
     lab_fail "rcnet-bench-udp send node$from -> node$to: $(cat "$OUT/udp-send-$from-$to.json")"
   wait "$rpid"
   UDP_SENT=$(jq .datagrams "$OUT/udp-send-$from-$to.json" 2>/dev/null || echo 0)
   UDP_GOT=$(jq .datagrams "$OUT/udp-recv-$from-$to.json" 2>/dev/null || echo 0)
   UDP_LARGEST=$(jq .largest "$OUT/udp-recv-$from-$to.json" 2>/dev/null || echo 0)
-  echo "UDP node$from -> node$to: sent $UDP_SENT datagrams in 200 super-packets, received $UDP_GOT (largest $UDP_LARGEST bytes)"
+  echo "UDP node$from -> node$to: sent $UDP_SENT datagrams in 200 super-packets of $SEGS, received $UDP_GOT (largest $UDP_LARGEST bytes)"
 }
-# udp_case TO COUNTER WHAT: the stream to node TO; node1's COUNTER moves by a
-# super-packet each when they reach rc0 whole (WHAT says where they went).
+# udp_case TO COUNTER WHAT: the stream to node TO; with USO node1's COUNTER
+# moves by one per super-packet (WHAT says where they went), without it by
+# none.
 udp_case() {
   local to=$1 ctr=$2 c0 d r0 reads
   c0=$(rcd_stat 1 "$ctr")
@@ -188,16 +193,18 @@ udp_case() {
   udp 1 "$to"
   d=$(($(rcd_stat 1 "$ctr") - c0))
   reads=$(($(rcd_stat 1 tun_rx_packets) - r0))
-  lab_log "UDP GSO node1 -> node$to: node1's rcnetd read $reads frames from rc0 for 200 super-packets of 44 datagrams ($ctr +$d)"
+  lab_log "UDP GSO node1 -> node$to: node1's rcnetd read $reads frames from rc0 for 200 super-packets of $SEGS datagrams ($ctr +$d)"
   # Datagrams are not retransmitted: most, not all, must arrive (TCG's
   # sender and receiver can fall behind their socket buffers); rcnetd's own
   # drop counters are held to 0 below.
   lab_expect "UDP GSO node1 -> node$to: $UDP_GOT of $UDP_SENT datagrams of 1,400 bytes arrived" \
-    [ "$UDP_SENT" -eq 8800 -a "$UDP_GOT" -ge $((UDP_SENT * 9 / 10)) -a "$UDP_LARGEST" -eq 1400 ]
-  if ((reads <= 400)); then
-    lab_log "UDP GSO node1 -> node$to: super-packets reached rc0 whole ($3: $ctr +$d)"
+    [ "$UDP_SENT" -eq $((200 * SEGS)) -a "$UDP_GOT" -ge $((UDP_SENT * 9 / 10)) -a "$UDP_LARGEST" -eq 1400 ]
+  if [[ $USO == true ]]; then
+    lab_expect "UDP GSO node1 -> node$to with USO: $3 ($ctr +$d of 200, $reads reads)" \
+      [ "$d" -ge 180 -a "$reads" -le 400 ]
   else
-    lab_log "UDP GSO node1 -> node$to: the kernel cut the super-packets before rc0 (USO granted: $USO)"
+    lab_expect "UDP GSO node1 -> node$to without USO: the kernel cut them before rc0 ($ctr +$d, $reads reads)" \
+      [ "$d" -eq 0 -a "$reads" -ge $((UDP_SENT * 9 / 10)) ]
   fi
 }
 if [[ ! -x $UDPB ]]; then

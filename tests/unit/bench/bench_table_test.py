@@ -157,20 +157,21 @@ class BenchTable(unittest.TestCase):
         self.assertEqual(chart[0].split('"')[2].split(), ["0.75", "1"])
 
     def test_udp_stream_against_the_same_sender_without_gso(self):
-        udp = "UDP stream over rc0, MTU 1500, GSO (44 datagrams of 1,400 bytes per send)"
+        udp = ("UDP stream over rc0, MTU 1500, GSO (rc0's gso_max_segs datagrams of 1,400 bytes "
+               "per send)")
         self.assertNotIn(udp, self.rows)  # the fixture's run had no UDP stream
-        extra = ("udp_rc0_uso 1\nudp_rc0_gso44_MBps 90.5\nudp_rc0_plain_MBps 36.2\n"
-                 "udp_rc0_gso44_sent_received 308000/301840\n"
-                 "udp_rc0_gso44_gso_sent_segmented_tun_reads 7000/0/7000\n")
+        extra = ("udp_rc0_uso 1\nudp_rc0_gso_segments 29\nudp_rc0_gso_MBps 90.5\n"
+                 "udp_rc0_plain_MBps 36.2\nudp_rc0_gso_sent_received 290000/284200\n"
+                 "udp_rc0_gso_gso_sent_segmented_tun_reads 10000/0/10000\n")
         out, rows, res = run_table(extra=extra)
         shutil.rmtree(res)
         r = rows[udp]
         self.assertAlmostEqual(r["ratio"], 2.5)  # 90.5 / 36.2
         self.assertEqual(r["anchor_name"], "the same stream, one datagram per send")
         self.assertIsNone(r["goal"])
-        self.assertIn("rc0 with USO", out)
-        self.assertIn("GSO 308000/301840", out)
-        self.assertIn("GSO 7000/0/7000, plain ?", out)
+        self.assertIn("rc0 with USO, 29 datagrams per send", out)
+        self.assertIn("GSO 290000/284200", out)
+        self.assertIn("GSO 10000/0/10000, plain ?", out)
 
     def test_a_goal_row_not_measured_did_not_meet_it(self):
         out, rows, res = run_table(edit_raw=lambda l: not l.startswith("rcnet_sym_connect_ms "),
