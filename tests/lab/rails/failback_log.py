@@ -64,27 +64,31 @@ def first_after(lines, kind, t):
     return next((ln for ln in lines if ln[1] == kind and ln[0] >= t), None)
 
 
+def sorted_times(label, found):
+    """"LABEL (ms, sorted): a b c" of (ms, path) pairs ("none" when missing)."""
+    got = sorted(f[0] for f in found if f)
+    times = " ".join(str(ms) for ms in got) + (" none" * sum(1 for f in found if not f))
+    return f"{label} (ms, sorted): {times.strip()}"
+
+
 def summary(label, found):
-    """"LABEL (ms, sorted): a b c; noticed by: P xN ..." ("none" when missing)."""
-    got = sorted(ms for ms, _ in (f for f in found if f))
-    missing = sum(1 for f in found if not f)
+    """sorted_times(), then "; noticed by: P xN ..." of the paths."""
     paths = {}
     for f in found:
         if f:
             paths[f[1]] = paths.get(f[1], 0) + 1
     by = ", ".join(f"{p} x{n}" for p, n in sorted(paths.items()))
-    times = " ".join(str(ms) for ms in got) + (" none" * missing)
-    return f"{label} (ms, sorted): {times.strip()}; noticed by: {by or 'nothing'}"
+    return f"{sorted_times(label, found)}; noticed by: {by or 'nothing'}"
 
 
 def device_main(results, name, node):
     lines = device_lines(f"{results}/rcnetd-{node}.log")
     deletes = [t0 for t0, _ in windows(f"{results}/{name}-down.windows")]
-    adds = [t2 for _, t2 in windows(f"{results}/{name}-add.windows")]
+    add_windows = windows(f"{results}/{name}-add.windows")
+    adds = [t2 for _, t2 in add_windows]
     lost = [(f[0] - t, f[2]) if (f := first_after(lines, "lost", t)) else None for t in deletes]
     # An adoption can come before the add returned: search from the add's start.
-    starts = [t1 for t1, _ in windows(f"{results}/{name}-add.windows")]
-    found = [first_after(lines, "adopted", t1) for t1 in starts]
+    found = [first_after(lines, "adopted", t1) for t1, _ in add_windows]
     adopted = [(f[0] - t2, f[2]) if f else None for f, t2 in zip(found, adds)]
     out = (summary("device released after the delete's start", lost) + "; " +
            summary("adopted again after the add returned", adopted))
@@ -92,7 +96,7 @@ def device_main(results, name, node):
         # The setup ends at the line: when the adoption began, and its cost.
         began = [(f[0] - f[3] - t2, f[2]) for f, t2 in zip(found, adds)]
         setups = " ".join(str(f[3]) for f in sorted(found, key=lambda f: f[3]))
-        out += "; " + summary("began after the add returned", began).split("; noticed")[0]
+        out += "; " + sorted_times("began after the add returned", began)
         out += f"; set up in (ms, sorted): {setups}"
     print(out)
 
