@@ -16,8 +16,9 @@
 //     each call one datagram of B bytes (default 1400) when N is 1, else one
 //     super-packet of N x B bytes that the kernel (or rc0's TUN, with USO)
 //     cuts into N datagrams of B bytes. U microseconds between calls
-//     (default 0: as fast as the socket takes them). ENOBUFS and EAGAIN are
-//     counted and the call retried after 50 us, not fatal. Prints {"calls",
+//     (default 0: as fast as the socket takes them). ENOBUFS, EAGAIN and
+//     ECONNREFUSED (the receiver not bound yet) are counted as "enobufs"
+//     and the call retried after 50 us, not fatal. Prints {"calls",
 //     "datagrams", "bytes", "seconds", "MBps", "enobufs"}.
 // Exit status: 0, 1 when a socket call failed, 2 on bad arguments.
 #include <arpa/inet.h>
