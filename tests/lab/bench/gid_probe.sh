@@ -80,9 +80,9 @@ for ((k = 2; k <= NODES; k++)); do
       echo "neigh replace $a lladdr $mac dev v_1 nud permanent"
     done
   } >"$RCNET_RESULTS/addrs-$k.ip"
-  t0=$(date +%s%N)
+  t0=${EPOCHREALTIME/[.,]/}000
   ip -batch "$RCNET_RESULTS/addrs-$k.ip" || lab_fail "secondary addresses on node$k"
-  lab_log "rxe_$k after $PER addresses: $(wait_gids "rxe_$k" 20) ($((($(date +%s%N) - t0) / 1000000)) ms)"
+  lab_log "rxe_$k after $PER addresses: $(wait_gids "rxe_$k" 20) ($(((${EPOCHREALTIME/[.,]/}000 - t0) / 1000000)) ms)"
 done
 
 cat >"$RCNET_RESULTS/node-1.toml" <<EOF

@@ -163,10 +163,10 @@ phase() {
   rcd_wait_tcp_listen 2 5201 20 || lab_fail "$tag: iperf3 IPv4 server not listening in node2"
   rcd_wait_tcp_listen 2 5202 20 || lab_fail "$tag: iperf3 IPv6 server not listening in node2"
   local c4 c6 p4 p6 r4=0 r6=0 rp4=0 rp6=0
-  lab_timeout 60 ip netns exec node1 iperf3 -c "$(o4 2)" -B "$(o4 1)" -p 5201 -t 5 -J \
+  lab_timeout 60 ip netns exec node1 iperf3 -c "$(o4 2)" -B "$(o4 1)" -p 5201 -t 3 -J \
     >"$OUT/iperf3-v4.json" 2>&1 &
   c4=$!
-  lab_timeout 60 ip netns exec node1 iperf3 -c "$(o6 2)" -B "$(o6 1)" -p 5202 -t 5 -J \
+  lab_timeout 60 ip netns exec node1 iperf3 -c "$(o6 2)" -B "$(o6 1)" -p 5202 -t 3 -J \
     >"$OUT/iperf3-v6.json" 2>&1 &
   c6=$!
   lab_in_node 3 ping -n -q -c 5 -i 0.5 -W 5 "$(o4 1)" >"$OUT/ping-during-v4.txt" 2>&1 &

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Three rcnetd nodes started from one identical file (rcnetd.toml(5): the
 # underlay address from node.interface, the overlay's host bits from it,
-# tun.address_from_underlay): every overlay pair pings, iperf3 TCP for 10 s
+# tun.address_from_underlay): every overlay pair pings, iperf3 TCP for 3 s
 # over rc0, and a 60000-byte ping crosses as one RC SEND (MTU 65520).
 # The lab's three nodes share the host's network namespace, so their
 # underlay interfaces are v_1, v_2, v_3, not one name as on a cluster; each
@@ -76,13 +76,13 @@ fi
 lab_in_node 2 iperf3 -s -1 -B 10.100.0.2 >"$RCNET_RESULTS/iperf3-server.txt" 2>&1 &
 spid=$!
 rcd_wait_tcp_listen 2 5201 20 || lab_fail "iperf3 server not listening in node2 after 20 s"
-lab_timeout 60 ip netns exec node1 iperf3 -c 10.100.0.2 -B 10.100.0.1 -t 10 -J \
+lab_timeout 60 ip netns exec node1 iperf3 -c 10.100.0.2 -B 10.100.0.1 -t 3 -J \
   >"$RCNET_RESULTS/iperf3.json" 2>&1
 rc=$?
 wait "$spid"
 mbps=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["end"]; print("%.1f %d" % (e["sum_received"]["bits_per_second"]/1e6, e["sum_sent"].get("retransmits", 0)))' "$RCNET_RESULTS/iperf3.json" 2>/dev/null)
 if ((rc == 0)) && [ -n "$mbps" ]; then
-  lab_pass "iperf3 TCP 10 s node1 -> node2 over rc0: ${mbps% *} Mbit/s (retransmits ${mbps#* })"
+  lab_pass "iperf3 TCP 3 s node1 -> node2 over rc0: ${mbps% *} Mbit/s (retransmits ${mbps#* })"
 else
   lab_fail "iperf3 node1 -> node2 (exit $rc): $(tail -c 300 "$RCNET_RESULTS/iperf3.json")"
 fi

@@ -76,14 +76,14 @@ iperf() {
   spid=$!
   rcd_wait_tcp_listen "$to" 5201 20 || lab_fail "iperf3 server not listening in node$to after 20 s"
   rc=0
-  lab_timeout 60 ip netns exec "node$from" iperf3 -c "10.100.0.$to" -B "10.100.0.$from" -t 5 -J \
+  lab_timeout 60 ip netns exec "node$from" iperf3 -c "10.100.0.$to" -B "10.100.0.$from" -t 3 -J \
     >"$OUT/iperf3-$from-$to.json" 2>&1 || rc=$?
   wait "$spid"
   mbps=$(jq -r '.end | "\(.sum_received.bits_per_second / 1e6 | floor) \(.sum_received.bytes) \(.sum_sent.retransmits // 0)"' \
     "$OUT/iperf3-$from-$to.json" 2>/dev/null)
   if ((rc == 0)) && [ -n "$mbps" ] && [ "${mbps%% *}" != null ]; then
     read -r IPERF_MBPS IPERF_BYTES IPERF_RETR <<<"$mbps"
-    lab_pass "iperf3 TCP 5 s node$from -> node$to over rc0 (mtu $MTU): $IPERF_MBPS Mbit/s, $IPERF_BYTES bytes, retransmits $IPERF_RETR"
+    lab_pass "iperf3 TCP 3 s node$from -> node$to over rc0 (mtu $MTU): $IPERF_MBPS Mbit/s, $IPERF_BYTES bytes, retransmits $IPERF_RETR"
   else
     IPERF_BYTES=0
     lab_fail "iperf3 node$from -> node$to (exit $rc): $(tail -c 300 "$OUT/iperf3-$from-$to.json")"

@@ -73,21 +73,9 @@ rcd_log_ms() {
 }
 
 rcd_wait_log() {
-  local i=$1 re=$2 secs=$3 from=${4:-1} line deadline
-  deadline=$(($(rcd_now_ms) + secs * 1000))
-  while true; do
-    line=$(tail -n +"$from" "$RCNET_RESULTS/rcnetd-$i.log" 2>/dev/null | grep -E -m1 -- "$re") &&
-      {
-        echo "$line"
-        return 0
-      }
-    (($(rcd_now_ms) > deadline)) && return 1
-    sleep 0.1
-  done
+  lab_wait_line "$RCNET_RESULTS/rcnetd-$1.log" "$2" "$3" "${4:-1}"
 }
 
-# rcd_stat I NAME: counter NAME of node I's running rcnetd (`rcnetctl stats
-# NAME`), 0 when it has none by that name or does not answer.
 rcd_stat() {
   "$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl" -s "/run/rcnet/node$1.sock" stats "$2" 2>/dev/null | grep . || echo 0
 }

@@ -66,7 +66,7 @@ trial() {
     [[ -f $hs/ready-1 && -f $hs/ready-2 ]] && break
     sleep 0.1
   done
-  echo $(($(date +%s%N) + 1000000000)) >"$hs/go.tmp" && mv "$hs/go.tmp" "$hs/go"
+  echo $((${EPOCHREALTIME/[.,]/}000 + 1000000000)) >"$hs/go.tmp" && mv "$hs/go.tmp" "$hs/go"
   # Not a bare `wait`: that would also wait for the daemons.
   wait "$s1" "$s2"
   lab_log "senders: node1 $(cat "$RCNET_RESULTS/udp-send-1.txt"); node2 $(cat "$RCNET_RESULTS/udp-send-2.txt")"

@@ -158,10 +158,10 @@ lab_expect "/dev/net/tun is 0666 (udev): $(stat -c '%a %U:%G' /dev/net/tun)" \
   [ "$(stat -c %a /dev/net/tun)" = 666 ]
 
 # --- start: Type=notify -------------------------------------------------------------
-t0=$(date +%s%N)
+t0=${EPOCHREALTIME/[.,]/}000
 systemctl start "${UNITS[@]}"
 rc=$?
-t1=$(date +%s%N)
+t1=${EPOCHREALTIME/[.,]/}000
 # Right after start returns, before anything else runs.
 answers=()
 for i in "${NODES[@]}"; do

@@ -31,9 +31,9 @@ rping_once() {
   lab_timeout 30 rping -s -a "$1" -p "$port" -C 2 >/dev/null 2>&1 &
   local s=$! t0 r=fail
   sleep 1
-  t0=$(date +%s%N)
+  t0=${EPOCHREALTIME/[.,]/}000
   lab_timeout 15 rping -c -a "$1" -p "$port" -I "$2" -C 2 >/dev/null 2>&1 && r=ok
-  echo "$r $((($(date +%s%N) - t0) / 1000000)) ms"
+  echo "$r $(((${EPOCHREALTIME/[.,]/}000 - t0) / 1000000)) ms"
   kill "$s" 2>/dev/null
   wait "$s" 2>/dev/null
 }
