@@ -79,8 +79,8 @@ cc=${cxx/clang++/clang}
 # libraries out of the coverage instrumentation.
 # -Dbench=false: the benchmark programs run in no sanitized test, and under
 # ASan at -O0 they took a tenth of CI's clang build (194 of 1,907 s).
-# -Dunity=on: meson compiles four files of a target as one unit, so each
-# header is parsed a quarter as often (docs/design.md "The suite's 45
+# -Dunity=on: meson compiles twelve files of a target as one unit (the
+# project's unity_size), so each header is parsed a twelfth as often (docs/design.md "The suite's 45
 # minutes on 2 cores").
 opts=(-Dfuzz=true -Dlab_tests=false -Dbench=false -Dwerror=true -Dunity=on -Db_sanitize=address,undefined
   -Db_lundef=false -Dman=disabled "-Doptimization=${RCNET_FUZZ_OPTIMIZATION:-2}"

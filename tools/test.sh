@@ -35,9 +35,11 @@ build=${RCNET_BUILD_DIR:-$src/build}
 # -g1 (line tables only: backtraces and sanitizer reports keep file:line):
 # at -O2, full -g costs 40% more compile time (the manager's unit tests 13.5
 # -> 19.2 s), and the build is on the suite's critical path.
-# -Dunity=on (four files of a target compiled as one unit): 258 s against
-# 413 s from clean on an idle 2-core machine (docs/design.md "The suite's
-# 45 minutes on 2 cores"); tools/trixie.sh's build compiles file by file.
+# -Dunity=on (twelve files of a target compiled as one unit, the project's
+# unity_size): 280 s against 351 s with four and 413 s one at a time, from
+# clean on an idle 2-core machine (docs/design.md "The suite's
+# 45 minutes on 2 cores"), as are the package's, the clang build's and
+# tools/trixie.sh's.
 opts=(-Dwerror=true -Dlab_tests=true -Dunity=on -Dcpp_args=-g1)
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "${opts[@]}"
