@@ -13,7 +13,8 @@
 #            file alone: a file that lacks an include it needs, hidden by
 #            the other files of its unit, then fails (with a newer
 #            libstdc++ whose headers include less of each other). Not in
-#            the suite: it cost 38% more CPU, and the suite is CPU-bound.
+#            the suite: it cost 76% more CPU (878 against 500 CPU-s), and the
+#            suite is CPU-bound.
 #   unit     meson test --suite unit (Catch2 v3, tests/unit/catch2_compat.hpp)
 #   package  tools/build-deb.sh: the .deb, and lintian on trixie (its
 #            exit status: an E: tag fails the step)

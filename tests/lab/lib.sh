@@ -139,9 +139,9 @@ sleep() {
 }
 lab_wait_line() {
   local f=$1 re=$2 secs=$3 from=${4:-1} fd line part="" n=0 deadline
-  deadline=$((${EPOCHREALTIME/[.,]/} / 1000 + secs * 1000))
+  deadline=$((${EPOCHREALTIME/[.,]/} + secs * 1000000)) # microseconds
   until exec {fd}<"$f"; do
-    ((${EPOCHREALTIME/[.,]/} / 1000 > deadline)) && return 1
+    ((${EPOCHREALTIME/[.,]/} > deadline)) && return 1
     sleep 0.1
   done 2>/dev/null
   while true; do
@@ -156,7 +156,7 @@ lab_wait_line() {
       }
     done
     part+=$line
-    if ((${EPOCHREALTIME/[.,]/} / 1000 > deadline)); then
+    if ((${EPOCHREALTIME/[.,]/} > deadline)); then
       exec {fd}<&-
       return 1
     fi

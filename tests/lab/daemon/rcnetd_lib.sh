@@ -76,6 +76,8 @@ rcd_wait_log() {
   lab_wait_line "$RCNET_RESULTS/rcnetd-$1.log" "$2" "$3" "${4:-1}"
 }
 
+# rcd_stat I NAME: counter NAME of node I's running rcnetd (`rcnetctl stats
+# NAME`), 0 when it has none by that name or does not answer.
 rcd_stat() {
   "$RCNET_BUILD_DIR/tools/rcnetctl/rcnetctl" -s "/run/rcnet/node$1.sock" stats "$2" 2>/dev/null | grep . || echo 0
 }
