@@ -7,7 +7,12 @@
 # this order, each on the next node (cycle c, fault f: node (c - 1 + f) mod
 # 4 + 1, so every node takes some fault in every cycle):
 #   kill      SIGKILL of the node's rcnetd and a restart; ends when the node
-#             and every other node ping each other again
+#             and every other node ping each other again. With
+#             RCNET_SOAK_KILL_NODE=I always node I's: the other nodes' first
+#             processes then live the whole soak and meet every other fault
+#             again and again, which a slope needs (a process's first cycle
+#             is its warm-up; with the kill in turn a process lives about 4
+#             cycles)
 #   flap      its bridge-side port down for 3 s and up (rail 0's b_I in odd
 #             cycles: carrier failover and fail-back; rail 1's c_I in even
 #             ones: the standby links); ends when the rail is up again and
@@ -58,7 +63,7 @@ set -u -o pipefail
 . "$RCNET_SRC/tests/lab/daemon/rcnetd_lib.sh"
 . "$RCNET_SRC/tests/lab/rails/rails_lib.sh"
 
-KNOWN="MINUTES SAMPLE_S GRACE_S SETTLE_S CTL_FLOOD IPERF_RATE IPERF_SECS PING_INTERVAL FAULTS"
+KNOWN="MINUTES SAMPLE_S GRACE_S SETTLE_S CTL_FLOOD IPERF_RATE IPERF_SECS PING_INTERVAL FAULTS KILL_NODE"
 for a in "$@"; do
   name=${a%%=*}
   [[ $a == RCNET_SOAK_*=* && " $KNOWN " == *" ${name#RCNET_SOAK_} "* ]] ||
@@ -76,6 +81,7 @@ IPERF_RATE=${RCNET_SOAK_IPERF_RATE:-10M}
 IPERF_SECS=${RCNET_SOAK_IPERF_SECS:-30}
 PING_IV=${RCNET_SOAK_PING_INTERVAL:-0.2}
 read -ra FAULTS <<<"${RCNET_SOAK_FAULTS:-kill flap failover delete reload flood}"
+KILL_NODE=${RCNET_SOAK_KILL_NODE:-}
 PRE_MS=1000 # a window also covers the ping sent just before it (interval + RTT)
 for v in MINUTES SAMPLE_S GRACE_S SETTLE_S FLOOD IPERF_SECS; do
   [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 1 ]] || lab_die "RCNET_SOAK_$v must be a whole number >= 1, not '${!v}'"
@@ -84,6 +90,8 @@ for f in "${FAULTS[@]}"; do
   case $f in kill | flap | failover | delete | reload | flood) ;; *) lab_die "unknown fault '$f' in RCNET_SOAK_FAULTS" ;; esac
 done
 ((${#FAULTS[@]})) || lab_die "RCNET_SOAK_FAULTS names no fault"
+[[ -z $KILL_NODE || ($KILL_NODE =~ ^[1-9]$ && KILL_NODE -le N) ]] ||
+  lab_die "RCNET_SOAK_KILL_NODE must be a node, 1 to $N, not '$KILL_NODE'"
 REPORT=$RCNET_SRC/tools/bench/soak_report.py
 SOAK_ON=$OUT/.soak-on
 BUDGET_MS=$((MINUTES * 60000))
@@ -103,6 +111,7 @@ FAULT_NO=0
   echo "iperf_rate $IPERF_RATE"
   echo "ctl_flood $FLOOD"
   echo "faults ${FAULTS[*]}"
+  echo "kill_node ${KILL_NODE:-each in turn}"
   echo "kernel $(uname -r)"
   echo "provider ${RCNET_LAB_PROVIDER:-rxe}"
 } >"$OUT/soak-params.txt"
@@ -549,6 +558,7 @@ while [[ -z $BROKEN ]]; do
     node=$(((CYCLE - 1 + f) % N + 1))
     # Every device delete is node N's own (see "delete" above).
     [[ ${FAULTS[f]} == delete ]] && node=$N
+    [[ ${FAULTS[f]} == kill && -n $KILL_NODE ]] && node=$KILL_NODE
     soak_fault "${FAULTS[f]}" "$node" || break 2
   done
   est=$(($(rcd_now_ms) - now))
