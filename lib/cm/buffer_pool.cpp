@@ -17,35 +17,45 @@ BufferPool::~BufferPool() {
   release();
 }
 
-void BufferPool::release() {
+void BufferPool::unregister() {
   if (registered_)
     seam_->unregister_memory(mr_);
   registered_ = false;
   mr_ = {};
-  mem_.reset();
   count_ = 0;
   free_.clear();
   in_free_.clear();
 }
 
+void BufferPool::release() {
+  unregister();
+  mem_.reset();
+  mem_bytes_ = 0;
+}
+
 Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
                               std::uint32_t headroom) {
-  release();
+  unregister();
   seam_ = &seam;
-  count_ = count;
   size_ = size;
   headroom_ = headroom < size ? headroom : 0;
   const std::size_t bytes = std::size_t{count} * size;
-  auto* raw = static_cast<std::byte*>(
-      ::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{kAlign}, std::nothrow));
-  if (raw == nullptr)
-    return Error::from_errno(ENOMEM, "buffer pool allocation");
-  mem_.reset(raw);
-  auto mr = seam.register_memory(std::span<std::byte>(raw, bytes));
+  if (!mem_ || mem_bytes_ != bytes) {
+    mem_.reset();
+    mem_bytes_ = 0;
+    auto* raw = static_cast<std::byte*>(
+        ::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{kAlign}, std::nothrow));
+    if (raw == nullptr)
+      return Error::from_errno(ENOMEM, "buffer pool allocation");
+    mem_.reset(raw);
+    mem_bytes_ = bytes;
+  }
+  auto mr = seam.register_memory(std::span<std::byte>(mem_.get(), bytes));
   if (!mr)
     return mr.error();
   mr_ = *mr;
   registered_ = true;
+  count_ = count;
   free_.clear();
   free_.reserve(count);
   for (std::uint32_t i = count; i > 0; --i)

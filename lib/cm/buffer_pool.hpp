@@ -28,12 +28,23 @@ class BufferPool {
   // buffer are left out of its SGEs: a receive lands after them, so a header
   // can be put in front of what arrived without a copy. Errors: ENOMEM, or
   // the seam's.
-  // A pool already initialised is released first.
+  // A pool already initialised is unregistered first. Memory the pool holds
+  // (from before, or kept by unregister()) of exactly count × size bytes is
+  // registered again instead of allocated: its pages are already there
+  // (contents are whatever they were: nothing reads a buffer before a
+  // receive or a send wrote it); memory of another size is freed.
   Result<void> init(rdma::Seam& seam, std::uint32_t count, std::uint32_t size,
                     std::uint32_t headroom = 0);
   // Unregisters the memory (through the seam given to init, or to rebind)
   // and frees it; the pool is empty afterwards. Idempotent.
   void release();
+  // Unregisters the memory and keeps it for the next init() of the same
+  // size: the device is gone, and when it comes back its re-adoption
+  // registers these pages again rather than new ones, which the kernel
+  // would fault in and zero one by one inside ibv_reg_mr(3) (docs/design.md
+  // "Device loss and return"). The pool is empty (no buffer to take) until
+  // then. Idempotent.
+  void unregister();
   // Unregisters through `seam` from now on: another seam of the device the
   // memory was registered on (rdma::Seam::device_share), which must outlive
   // the pool; for a pool whose registering seam may go first.
@@ -59,6 +70,7 @@ class BufferPool {
   };
   rdma::Seam* seam_ = nullptr;
   std::unique_ptr<std::byte[], AlignedDelete> mem_;
+  std::size_t mem_bytes_ = 0;  // of mem_
   rdma::MemoryRegion mr_{};
   bool registered_ = false;
   std::uint32_t count_ = 0;

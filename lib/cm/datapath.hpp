@@ -157,20 +157,21 @@ class DataPath {
   // Sending is refused until it succeeded. Errors: BufferPool::init's, the
   // seam's (ibv_post_srq_recv).
   Result<void> start();
-  // The device is gone (Manager::device_present): unregisters and frees the
-  // send slots and (unless another rail on the device still uses them) the
-  // SRQ buffers, forgets what was posted; sending is refused until start()
-  // succeeds again. Every QP must be gone already.
+  // The device is gone (Manager::device_present): unregisters the send
+  // slots and (unless another rail on the device still uses them) the SRQ
+  // buffers, forgets what was posted; sending is refused until start()
+  // succeeds again. Every QP must be gone already. The memory stays: the
+  // next start() registers the same pages again (BufferPool::unregister).
   void stop() {
     started_ = false;
     lent_slot_.reset();
     chains_used_ = 0;
-    send_pool_.release();
+    send_pool_.unregister();
     slot_owner_.clear();
-    drop_srq();
+    drop_srq(true);
     srq_reposts_.clear();
   }
-  ~DataPath() { drop_srq(); }
+  ~DataPath() { drop_srq(false); }
   // Bytes of every receive buffer and send slot; 0 before start().
   std::uint32_t buffer_size() const { return buf_size_; }
   // Without SRQ, once `c`'s QP exists: registers its own receive ring
@@ -257,11 +258,17 @@ class DataPath {
   // it with (their geometry must be ours: EINVAL otherwise).
   Result<void> fill_srq();
   // Lets go of the SRQ buffers; the last user unregisters them through its
-  // own seam (the first user's may be gone).
-  void drop_srq() {
+  // own seam (the first user's may be gone) and, with `keep`, keeps their
+  // memory for its next fill_srq().
+  void drop_srq(bool keep) {
     if (srq_ && srq_.use_count() == 1) {
       srq_->pool.rebind(seam_);
-      srq_->pool.release();
+      if (keep) {
+        srq_->pool.unregister();
+        kept_srq_ = std::move(srq_);
+      } else {
+        srq_->pool.release();
+      }
     }
     srq_.reset();
   }
@@ -374,6 +381,9 @@ class DataPath {
   bool capacity_ = true;  // the last edge told to sink_.send_capacity()
   std::deque<NodeId> blocked_;
   std::shared_ptr<SrqBuffers> srq_;  // with use_srq, from start() to stop()
+  // From stop() to the next fill_srq(): the SRQ buffers' memory, unregistered
+  // (this rail was their last user when the device went).
+  std::shared_ptr<SrqBuffers> kept_srq_;
   std::vector<std::uint32_t> srq_reposts_;
   std::vector<std::uint64_t> repost_ids_;  // reused: no allocation per batch
   std::vector<rdma::Sge> repost_sges_;

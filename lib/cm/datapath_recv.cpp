@@ -46,13 +46,21 @@ Result<void> DataPath::fill_srq() {
                               p.count(), p.buffer_size(), cfg_.srq_size, buf_size_));
     }
     srq_ = std::move(shared);
+    kept_srq_.reset();  // the other rail's buffers serve: ours would only sit
     spdlog::info("{}: sharing the device's SRQ and its {} receive buffers with another rail",
                  cfg_.local, srq_->pool.count());
     return {};
   }
-  auto own = std::make_shared<SrqBuffers>();
-  if (auto r = own->pool.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r)
+  // The buffers this rail kept through a device loss, if any: init()
+  // registers their memory again when the geometry still fits.
+  auto own = kept_srq_ ? std::move(kept_srq_) : std::make_shared<SrqBuffers>();
+  own->posted = 0;
+  own->limit_armed = false;
+  own->limit_events = 0;
+  if (auto r = own->pool.init(seam_, cfg_.srq_size, buf_size_, headroom_); !r) {
+    kept_srq_ = std::move(own);
     return r;
+  }
   std::vector<std::uint64_t> ids;
   std::vector<rdma::Sge> sges;
   while (auto i = own->pool.take()) {

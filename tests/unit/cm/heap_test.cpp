@@ -226,4 +226,45 @@ TEST_CASE("a node's heap holds still through the soak's faults, cycle after cycl
     CHECK(h->sim->stats().misuse == 0);
 }
 
+TEST_CASE("a lost device's buffers keep their memory, and its re-adoption registers it again",
+          "[cm][rails][heap][device]") {
+  // Registering fresh pages makes the kernel fault in and zero each of them
+  // inside ibv_reg_mr(3): most of a re-adoption's setup under the lab's
+  // QEMU. The MRs go with the device; the memory under them stays.
+  Soak s(sim::Profile::kRxe);
+  RailNode& hub = s.add(1, Part::kHub);
+  s.add(2, Part::kClients);
+  s.traffic(1s);
+  Host& r0 = *hub.hosts[0];
+  const std::int64_t bytes = static_cast<std::int64_t>(r0.sim->registered_bytes());
+  REQUIRE(bytes > 0);  // the send slots and the SRQ's receive buffers
+  const std::int64_t before = Soak::live_bytes(Part::kHub);
+
+  s.faults().remove_device(r0.addr);
+  s.traffic(1s);
+  REQUIRE_FALSE(r0.mgr->device_present());
+  CHECK(r0.sim->registered_regions() == 0);
+  const std::int64_t kept = Soak::live_bytes(Part::kHub);
+  INFO("node 1's heap: " << before << " bytes before the loss, " << kept
+                         << " after it; the device's MRs were " << bytes << " bytes");
+  CHECK(before - kept < bytes);  // freed, the heap would have shrunk by them
+
+  s.faults().restore_device(r0.addr);
+  {
+    Scope sc(Part::kHub);
+    REQUIRE(r0.mgr->readopt());
+  }
+  INFO("after the re-adoption: " << Soak::live_bytes(Part::kHub) << " bytes");
+  CHECK(r0.sim->registered_bytes() == static_cast<std::size_t>(bytes));
+  CHECK(Soak::live_bytes(Part::kHub) - kept < bytes);  // registered again, not allocated
+  if (r0.mgr->config().use_srq)
+    CHECK(r0.sim->srq_posted() == r0.mgr->config().srq_size);
+
+  // And the re-registered buffers carry traffic again, on rail 0 too.
+  const auto received = r0.received;
+  s.traffic(5s);
+  CHECK(r0.received > received);
+  CHECK(r0.sim->stats().misuse == 0);
+}
+
 }  // namespace cm_heap_test
