@@ -2,6 +2,7 @@
 #include "daemon.hpp"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -497,6 +498,14 @@ void Daemon::on_status_tick() {
   if (s != last_status_) {
     last_status_ = s;
     sd_notifyf(0, "STATUS=%s", s.c_str());
+  }
+  // kHeapTrimInterval: the free pages of the heap go back to the kernel. A
+  // walk of the arena's free chunks (a few hundred KiB to a few MiB here;
+  // the buffers are mmap'ed chunks of their own and stay).
+  const TimePoint now = Clock::now();
+  if (now - last_heap_trim_ >= kHeapTrimInterval) {
+    last_heap_trim_ = now;
+    ::malloc_trim(0);
   }
   // Not re-armed here: the next connection event does (start_ctl_server).
 }

@@ -69,6 +69,15 @@ class Daemon {
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
+  // The status tick also gives glibc's free heap pages back to the kernel
+  // (malloc_trim(3)), at most this often: a fault's teardowns, failovers and
+  // reconnects free what their bursts allocated, and glibc keeps freed pages
+  // resident (and grows its arena by 128 KiB of top pad at a time), so
+  // without a trim RSS only ever steps up after faults while the heap in
+  // use holds still (the lab's soak: docs/lab.md "The soak benchmark").
+  // Once the events have settled, since the tick follows a connection event
+  // by kStatusInterval; an idle daemon is never woken for it.
+  static constexpr Duration kHeapTrimInterval = std::chrono::seconds(30);
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -143,6 +152,7 @@ class Daemon {
   EventSource sig_term_, sig_int_, sig_hup_;
   EventSource status_timer_, stop_deadline_, after_iteration_;
   std::string last_status_;
+  TimePoint last_heap_trim_{};
   bool stopping_ = false;
   TimePoint stop_started_{};
   // The teardown stages every live QP still has to pass (DESTROYED minus

@@ -6,17 +6,21 @@
 #   1. the Debian package (tests/package/ensure-deb.sh into BUILD/deb), which
 #      the package test and lab-systemd then reuse instead of building it
 #      inside their own run (they wait on its lock if it is not done);
-#   2. the clang build (ASan + UBSan) of the unit suite and the fuzzers, at
-#      -O0 (RCNET_FUZZ_OPTIMIZATION=0): it compiles in less than half the
-#      CPU time of -O2 (Catch2's runner 46 -> 20 s, the manager's unit tests
-#      24 -> 9 s), and this step was the one the suite waited for;
+#   2. the clang build (ASan + UBSan, -Werror) of the unit suite and the
+#      fuzzers, at -O0 (RCNET_FUZZ_OPTIMIZATION=0): it compiles in less than
+#      half the CPU time of -O2 (Catch2's runner 46 -> 20 s, the manager's
+#      unit tests 24 -> 9 s), and this step was the one the suite waited for;
 #   3. the unit suite from that build (any sanitizer report fails it),
 #      without its corpus replays when step 4 replays the same corpora;
 #   4. each fuzzer for FUZZ_SECONDS on its in-tree corpus, two at a time;
-#   5. Debian 13 (tools/trixie.sh build unit): the tree built warning-clean
-#      by trixie's g++ 14 and its unit suite run with Catch2 v3, in a cached
-#      trixie root (the package and lintian on trixie: tools/trixie.sh
-#      package, by hand: too long for this budget). TRIXIE(0|1).
+#   5. Debian 13 (tools/trixie.sh), in a cached trixie root: the package
+#      built by trixie's g++ 14 with -Werror, its unit suite run with
+#      Catch2 v3 (dh_auto_test), lintian on trixie; and steps 2-4 there,
+#      with trixie's clang 19, instead of on this host. TRIXIE(0|1).
+#      Steps 2-4 run on the host (Debian 12's clang 14) only with TRIXIE 0:
+#      both places would cost the suite a second clang build, about 440
+#      CPU-seconds, and the suite is CPU-bound (docs/design.md "The suite's
+#      45 minutes on 2 cores").
 #
 #   tools/test-extra.sh SRC BUILD SAN_BUILD LOGDIR DEB(0|1) SANITIZE(0|1) FUZZ_SECONDS [TRIXIE(0|1)]
 #
@@ -24,8 +28,9 @@
 # whenever it wants them: a session of its own (setsid, by the caller) with
 # autogroup nice 19 (with autogroups on, a task's nice alone does not yield
 # to another session), SCHED_IDLE, and nice 19 where autogroups are off.
-# Writes LOGDIR/{deb,clang,asan,fuzz,trixie}.log and LOGDIR/status (one line per
-# step: "<step> <rc> <seconds>"); exits 0.
+# Writes LOGDIR/{deb,clang,asan,fuzz,trixie}.log and LOGDIR/status (one
+# line per step: "<step> <rc> <seconds>"); exits 0. trixie.log is
+# tools/trixie.sh's summary; its steps' whole logs stay in its cache.
 set -uo pipefail
 src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7 want_trixie=${8:-0}
 
@@ -50,7 +55,14 @@ step() {  # step NAME CMD...: runs CMD with its output in LOGDIR/NAME.log
 if [ "$want_deb" = 1 ]; then
   step deb "$src/tests/package/ensure-deb.sh" "$src" "$build/deb"
 fi
-if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+if [ "$want_trixie" = 1 ]; then
+  # Steps 2-4 in the trixie root (clang 19), after its package.
+  tsteps=(package)
+  { [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; } && tsteps+=(clang)
+  [ "$want_san" = 1 ] && tsteps+=(asan)
+  [ "$fuzz_seconds" != 0 ] && tsteps+=(fuzz)
+  step trixie env RCNET_FUZZ_SECONDS="$fuzz_seconds" "$src/tools/trixie.sh" "${tsteps[@]}"
+elif [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
   if step clang env RCNET_FUZZ_BUILD_DIR="$san" "$src/tools/fuzz.sh" --build-all --build-only; then
     if [ "$want_san" = 1 ]; then
       # When step 4 runs, it replays each fuzzer's whole corpus under this
@@ -69,8 +81,5 @@ if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
         --jobs 2
     fi
   fi
-fi
-if [ "$want_trixie" = 1 ]; then
-  step trixie "$src/tools/trixie.sh" build unit
 fi
 exit 0

@@ -4,18 +4,21 @@
 # installs what it needs, builds warning-clean into ./build, runs meson test
 # (unit, lab, package) and, in the background while it runs
 # (tools/test-extra.sh, at the lowest CPU weight: a lab test leaves about one
-# core idle), three more steps:
+# core idle), more steps:
 #   - the Debian package, built once into ./build/deb for the package test
 #     and lab-systemd (they wait for it rather than build it themselves);
+#   - Debian 13, in a cached trixie root (tools/trixie.sh; RCNET_TRIXIE=0
+#     skips it): the package built warning-clean by g++ 14, unit-tested
+#     (Catch2 v3) and checked by lintian; then
 #   - sanitizers: the unit suite again, built by clang with ASan + UBSan
-#     into ./build-fuzz (any sanitizer report aborts its test: a failure);
+#     (any sanitizer report aborts its test: a failure), and
 #   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus,
-#     from that same build dir;
-#   - Debian 13: tools/trixie.sh build unit, the tree built and unit-tested
-#     in a cached trixie root (g++ 14, Catch2 v3; RCNET_TRIXIE=0 skips it);
+#     from that same build dir: both in the trixie root with clang 19, or
+#     on this host with clang 14 into ./build-fuzz when RCNET_TRIXIE=0;
 # then prints their logs and ends with meson's summary and a plain
-# "N passed, N failed, N skipped" line counting meson's tests, the
-# sanitizer-built tests and the fuzzers (one result each).
+# "N passed, N failed, N skipped" line counting meson's tests and the
+# background steps: on this host each sanitizer-built test and each fuzzer,
+# in the trixie root each step (one result each).
 #
 # Environment: RCNET_BUILD_DIR (default ./build), RCNET_TEST_SUITES (e.g.
 # "unit" to run one suite; default all). The lab tests fail with the reason
@@ -78,9 +81,18 @@ export RCNET_FUZZ_SECONDS=$fuzz_seconds # the summary below reads it: one defaul
 # tools/test-extra.sh: the package that lab-systemd and the package test
 # reuse, then one clang build dir (ASan + UBSan, -fno-sanitize-recover=all so
 # that a UBSan report aborts, -Werror: the clang warning gate beside g++'s)
-# for the unit suite under sanitizers and for the fuzzers. At the lowest CPU
-# weight it only takes the cycles the lab's QEMU leaves idle.
+# for the unit suite under sanitizers and for the fuzzers: in the trixie root
+# (clang 19) with the Debian 13 steps, or here (clang 14) when those are
+# skipped. At the lowest CPU weight it only takes the cycles the lab's QEMU
+# leaves idle.
 san=${RCNET_FUZZ_BUILD_DIR:-$src/build-fuzz}
+# The sanitizer and fuzz steps on this host: only without the trixie root.
+host_san=0 host_fuzz=0
+if [ "$want_trixie" != 1 ]; then
+  host_san=$want_san
+  [ "$fuzz_seconds" = 0 ] || host_fuzz=1
+fi
+export RCNET_HOST_SAN=$host_san RCNET_HOST_FUZZ=$host_fuzz # the summary below reads them
 extra_logs=$(mktemp -d /tmp/rcnet-test-extra.XXXXXX)
 bg=""
 cleanup() {
@@ -107,7 +119,7 @@ fi
 step_rc() { awk -v n="$1" '$1 == n { print $2 }' "$extra_logs/status" 2>/dev/null; }
 step_s() { awk -v n="$1" '$1 == n { print $3 }' "$extra_logs/status" 2>/dev/null; }
 san_build_failed=0
-if [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
+if [ "$host_san" = 1 ] || [ "$host_fuzz" = 1 ]; then
   if [ "$(step_rc clang)" != 0 ]; then
     san_build_failed=1
     tail -n 60 "$extra_logs/clang.log" 2>/dev/null || true
@@ -119,14 +131,14 @@ fi
 if [ "$want_deb" = 1 ]; then
   echo "package build: $(step_s deb) s (rc $(step_rc deb); its tests report it)"
 fi
-if [ "$want_san" = 1 ] && [ "$san_build_failed" = 0 ]; then
+if [ "$host_san" = 1 ] && [ "$san_build_failed" = 0 ]; then
   echo "--- sanitizers: the unit suite under ASan + UBSan ($san)"
   cat "$extra_logs/asan.log" 2>/dev/null || true
   [ "$(step_rc asan)" = 0 ] || rc=1
   echo "sanitizers: run $(step_s asan) s"
 fi
 fuzz_log=$extra_logs/fuzz.log
-if [ "$fuzz_seconds" != 0 ] && [ "$san_build_failed" = 0 ]; then
+if [ "$host_fuzz" = 1 ] && [ "$san_build_failed" = 0 ]; then
   echo "--- fuzz: each fuzzer ${fuzz_seconds} s on its corpus"
   cat "$fuzz_log" 2>/dev/null || true
   [ "$(step_rc fuzz)" = 0 ] || rc=1
@@ -134,7 +146,7 @@ if [ "$fuzz_seconds" != 0 ] && [ "$san_build_failed" = 0 ]; then
 fi
 
 if [ "$want_trixie" = 1 ]; then
-  echo "--- Debian 13 (tools/trixie.sh build unit)"
+  echo "--- Debian 13 (tools/trixie.sh: the package; with clang 19, the sanitizers and fuzzers as asked)"
   cat "$extra_logs/trixie.log" 2>/dev/null || true
   [ "$(step_rc trixie)" = 0 ] || rc=1
   echo "trixie: $(step_s trixie) s"
@@ -163,12 +175,12 @@ def count(path):
             why.append(f"{t.get('name', '?')}: {r}")
             why.extend("    " + l[-300:] for l in lines[:12])
 count(sys.argv[1])
-if os.environ.get("RCNET_SANITIZE", "1") != "0":
+if os.environ["RCNET_HOST_SAN"] == "1":
     if sys.argv[3] == "1" or not os.path.exists(sys.argv[2]):
         fail += 1  # the sanitizer build itself
     else:
         count(sys.argv[2])
-if os.environ["RCNET_FUZZ_SECONDS"] != "0":
+if os.environ["RCNET_HOST_FUZZ"] == "1":
     m = None
     for line in (open(sys.argv[4]) if os.path.exists(sys.argv[4]) else []):
         m = re.match(r"fuzz: (\d+) passed, (\d+) failed", line) or m

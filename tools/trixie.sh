@@ -16,10 +16,25 @@
 #            the suite: it cost 76% more CPU (878 against 500 CPU-s), and the
 #            suite is CPU-bound.
 #   unit     meson test --suite unit (Catch2 v3, tests/unit/catch2_compat.hpp)
-#   package  tools/build-deb.sh: the .deb, and lintian on trixie (its
-#            exit status: an E: tag fails the step)
+#   package  tools/build-deb.sh: the .deb as Debian builds it (g++ 14,
+#            dpkg-buildflags' -O2 and hardening, debian/rules' unity build),
+#            with -Werror added to its compiler flags, the unit suite run by
+#            dh_auto_test (DEB_BUILD_OPTIONS without nocheck), and lintian
+#            on trixie (its exit status: an E: tag fails the step). One
+#            compile for the three checks: tools/test.sh runs this step
+#            alone, in the background. Line tables only (-g1) and no debug
+#            symbols package, as the package test's.
+#   clang    tools/fuzz.sh --build-all --build-only into build-fuzz:
+#            clang 19 with ASan + UBSan at -O0 and -Werror, the fuzzers and
+#            the unit suite (RCNET_FUZZ_OPTIMIZATION, default 0 here)
+#   asan     the unit suite from that build, any sanitizer report a
+#            failure (without its corpus replays when fuzz runs too: the
+#            fuzzers replay the same corpora first)
+#   fuzz     tools/fuzz.sh --seconds RCNET_FUZZ_SECONDS (default 30)
+#            --jobs 2: each fuzzer on its in-tree corpus; its table is
+#            printed (crash inputs in CACHE/share/build-fuzz/artifacts)
 #
-#   tools/trixie.sh [STEP...]        (default: build unit package)
+#   tools/trixie.sh [STEP...]        (default: package)
 #
 # Prints one line per step, "trixie: STEP ok|FAIL (N s)", the failing
 # step's log tail, and exits non-zero if any step failed. Logs in
@@ -33,7 +48,7 @@ cache=${RCNET_TRIXIE_CACHE:-/var/cache/rcnet-trixie}
 mirror=${RCNET_TRIXIE_MIRROR:-http://deb.debian.org/debian}
 max_age=${RCNET_TRIXIE_MAX_AGE:-7}
 steps=("$@")
-((${#steps[@]})) || steps=(build unit package)
+((${#steps[@]})) || steps=(package)
 root=$cache/root
 logs=$cache/logs
 say() { echo "trixie: $*"; }
@@ -88,7 +103,7 @@ in_root '/rcnet-build/install-deps.sh --node --test' >"$logs/deps.log" 2>&1 ||
   die "install-deps.sh --node --test failed inside the root (see $logs/deps.log)"
 
 # --- the tree ----------------------------------------------------------------------
-rm -rf "$cache/share/rcnet" "$cache/share/build"
+rm -rf "$cache/share/rcnet" "$cache/share/build" "$cache/share/build-fuzz"
 mkdir -p "$cache/share/rcnet"
 (cd "$src" && git ls-files -z -c -o --exclude-standard | tar --null -T - -c) | tar -x -C "$cache/share/rcnet" ||
   die "cannot copy the tree"
@@ -96,20 +111,37 @@ mkdir -p "$cache/share/rcnet"
 in_root 'cd /rcnet-build/rcnet && git init -q && git add -A && git -c user.name=rcnet -c user.email=rcnet@localhost commit -qm tree' \
   >"$logs/git.log" 2>&1 || die "cannot commit the copy (see $logs/git.log)"
 
+# The clang build's options are tools/fuzz.sh's; the sanitizer options are
+# tools/test-extra.sh's for the same steps on the host.
+fuzz_env="RCNET_FUZZ_BUILD_DIR=/rcnet-build/build-fuzz RCNET_FUZZ_OPTIMIZATION=${RCNET_FUZZ_OPTIMIZATION:-0}"
+asan_skip=
+[[ " ${steps[*]} " == *" fuzz "* ]] && asan_skip='--no-suite fuzz-corpus'
 fails=0
+clang_failed=0
 for s in "${steps[@]}"; do
   case $s in
     build) cmd="meson setup /rcnet-build/build /rcnet-build/rcnet -Dwerror=true -Dlab_tests=false -Dbench=false -Dunity=${RCNET_TRIXIE_UNITY:-on} -Dcpp_args=-g1 && ninja -C /rcnet-build/build" ;;
     unit) cmd='meson test -C /rcnet-build/build --no-rebuild --print-errorlogs --suite unit' ;;
-    package) cmd='cd /rcnet-build/rcnet && tools/build-deb.sh /rcnet-build/dist' ;;
-    *) die "unknown step $s (build, unit, package)" ;;
+    package) cmd="cd /rcnet-build/rcnet && DEB_BUILD_OPTIONS='noautodbgsym parallel=$(nproc)' DEB_CFLAGS_APPEND='-g1 -Werror' DEB_CXXFLAGS_APPEND='-g1 -Werror' tools/build-deb.sh /rcnet-build/dist" ;;
+    clang) cmd="cd /rcnet-build/rcnet && $fuzz_env tools/fuzz.sh --build-all --build-only" ;;
+    asan) cmd="ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C /rcnet-build/build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite unit $asan_skip" ;;
+    fuzz) cmd="cd /rcnet-build/rcnet && $fuzz_env tools/fuzz.sh --seconds ${RCNET_FUZZ_SECONDS:-30} --jobs 2" ;;
+    *) die "unknown step $s (build, unit, package, clang, asan, fuzz)" ;;
   esac
+  if [[ $s == asan || $s == fuzz ]] && ((clang_failed)); then
+    say "$s FAIL (0 s): not run, the clang build failed"
+    fails=$((fails + 1))
+    continue
+  fi
   t0=$SECONDS
   if in_root "$cmd" >"$logs/$s.log" 2>&1; then
     say "$s ok ($((SECONDS - t0)) s)"
+    # The fuzzers' table (execs, coverage, crashes) whether or not one failed.
+    [[ $s == fuzz ]] && grep -E '^[a-z]+ +execs |^fuzz: ' "$logs/$s.log" | sed 's/^/  /'
   else
+    [[ $s == clang ]] && clang_failed=1
     say "$s FAIL ($((SECONDS - t0)) s); last lines of $logs/$s.log:"
-    tail -n 25 "$logs/$s.log" | sed 's/^/  /'
+    tail -n 60 "$logs/$s.log" | sed 's/^/  /'
     fails=$((fails + 1))
   fi
 done

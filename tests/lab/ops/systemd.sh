@@ -54,6 +54,17 @@ ctl() {
   rcnetctl -s "$(sock "$i")" "$@"
 }
 prop() { systemctl show -p "$2" --value "rcnetd@node$1.service"; }
+# Reads properties PROP... of UNIT into the array P (P[ActiveState] ...),
+# with one systemctl: each costs about 150 ms of guest CPU under TCG
+# (docs/lab.md "Time in the lab"), and the checks below read two to three
+# properties at once.
+declare -A P
+props() { # UNIT PROP...
+  local unit=$1 k v
+  shift
+  P=()
+  while IFS='=' read -r k v; do P[$k]=$v; done < <(systemctl show "${@/#/-p}" "$unit")
+}
 ping_ok() { # FROM TO: 3 echoes over rc0, from node FROM's netns
   local out
   out=$(lab_in_node "$1" ping -n -q -i 0.2 -c 3 -W 5 "10.100.0.$2" 2>&1)
@@ -120,8 +131,9 @@ unit_prop() { systemctl show -p "$1" --value rcnetd.service; }
 is_failed() { [ "$(unit_prop ActiveState)" = failed ]; }
 wait_for 30 is_failed
 template_line=$(journalctl -u rcnetd.service -o cat --no-pager | grep -m1 'node.address: required key is missing')
-lab_expect "unedited conffile: rcnetd.service $(unit_prop ActiveState), exit status $(unit_prop ExecMainStatus), $(unit_prop NRestarts) restarts (want failed, 2, 0): '$template_line'" \
-  [ "$(unit_prop ActiveState)" = failed -a "$(unit_prop ExecMainStatus)" = 2 -a "$(unit_prop NRestarts)" = 0 -a -n "$template_line" ]
+props rcnetd.service ActiveState ExecMainStatus NRestarts
+lab_expect "unedited conffile: rcnetd.service ${P[ActiveState]}, exit status ${P[ExecMainStatus]}, ${P[NRestarts]} restarts (want failed, 2, 0): '$template_line'" \
+  [ "${P[ActiveState]}/${P[ExecMainStatus]}/${P[NRestarts]}" = failed/2/0 -a -n "$template_line" ]
 systemctl reset-failed rcnetd.service
 
 # --- nodes, configs, the drop-in ------------------------------------------------
@@ -169,8 +181,9 @@ for i in "${NODES[@]}"; do
 done
 lab_log "systemctl start of 3 instances: exit $rc, $(((t1 - t0) / 1000000)) ms"
 for i in "${NODES[@]}"; do
-  lab_expect "node$i: ActiveState=$(prop "$i" ActiveState) SubState=$(prop "$i" SubState) after start returned" \
-    [ "$(prop "$i" ActiveState)/$(prop "$i" SubState)" = active/running ]
+  props "rcnetd@node$i.service" ActiveState SubState
+  lab_expect "node$i: ActiveState=${P[ActiveState]} SubState=${P[SubState]} after start returned" \
+    [ "${P[ActiveState]}/${P[SubState]}" = active/running ]
 done
 lab_expect "Type=notify: every ctl socket answered right after start returned (${answers[*]:-none})" \
   [ "${#answers[@]}" -eq 3 ]
@@ -198,7 +211,8 @@ lab_check "systemctl reload rcnetd@node1" systemctl reload rcnetd@node1
 # ExecReload= is rcnetctl reload: systemctl returns once rcnetd has answered.
 idle_is_new() { ctl 1 config 2>/dev/null | grep -Eq "^timeouts\.idle += \"$IDLE_AFTER\""; }
 lab_expect "reload applied: rcnetctl config shows $(ctl 1 config | grep -E '^timeouts\.idle' | tr -s ' ')" idle_is_new
-lab_expect "reload kept the process (MainPID $pid1 -> $(prop 1 MainPID))" [ "$(prop 1 MainPID)" = "$pid1" ]
+pid=$(prop 1 MainPID)
+lab_expect "reload kept the process (MainPID $pid1 -> $pid)" [ "$pid" = "$pid1" ]
 lab_expect "reload logged 'reload applied'" \
   bash -c "journalctl -u rcnetd@node1 --no-pager -o cat | grep -q 'reload applied'"
 # rcnetctl reload itself says which keys changed (nothing now).
@@ -220,8 +234,9 @@ systemctl reload rcnetd@node1 >>"$OUT/reload-refused.txt" 2>&1
 rc=$?
 lab_expect "systemctl reload fails when the file does not parse (exit $rc)" [ "$rc" -ne 0 ]
 cp "$OUT/node1.toml.good" /etc/rcnet/node1.toml
-lab_expect "refused reloads kept rcnetd@node1 running (MainPID $(prop 1 MainPID), $(prop 1 ActiveState))" \
-  [ "$(prop 1 MainPID)/$(prop 1 ActiveState)" = "$pid1/active" ]
+props rcnetd@node1.service MainPID ActiveState
+lab_expect "refused reloads kept rcnetd@node1 running (MainPID ${P[MainPID]}, ${P[ActiveState]})" \
+  [ "${P[MainPID]}/${P[ActiveState]}" = "$pid1/active" ]
 lab_check "systemctl reload of the good file again" systemctl reload rcnetd@node1
 
 # --- journal fields and message ids ------------------------------------------------
@@ -283,22 +298,21 @@ lab_expect "CapEff = CapPrm = CapAmb = CapBnd = cap_net_admin,cap_ipc_lock,cap_s
 lab_expect "no_new_privs and a seccomp filter" [ "$(capfield NoNewPrivs)$(capfield Seccomp)" = 12 ]
 
 # --- watchdog -------------------------------------------------------------------------
-restarts0=$(prop 2 NRestarts)
-pid2=$(prop 2 MainPID)
-wd=$(prop 2 WatchdogUSec)
+props rcnetd@node2.service NRestarts MainPID WatchdogUSec
+restarts0=${P[NRestarts]} pid2=${P[MainPID]} wd=${P[WatchdogUSec]}
 lab_log "SIGSTOP to rcnetd@node2 (pid $pid2, WatchdogSec $wd, NRestarts $restarts0)"
 t0=$SECONDS
 kill -STOP "$pid2"
 restarted() {
-  local p
-  p=$(prop 2 MainPID)
-  [ "$p" != "$pid2" ] && [ "$p" != 0 ] && [ "$(prop 2 ActiveState)" = active ]
+  props rcnetd@node2.service MainPID ActiveState NRestarts
+  [ "${P[MainPID]}" != "$pid2" ] && [ "${P[MainPID]}" != 0 ] && [ "${P[ActiveState]}" = active ]
 }
 wait_for 90 restarted
 took=$((SECONDS - t0))
 journalctl -u rcnetd@node2 --no-pager -o short-precise --since "-$((took + 5))s" | grep -Ei 'watchdog|signal|restart|Started|Stopped|Failed' | tail -8
-lab_expect "watchdog: rcnetd@node2 restarted after SIGSTOP in ${took} s (MainPID $pid2 -> $(prop 2 MainPID))" restarted
-lab_expect "watchdog: NRestarts $restarts0 -> $(prop 2 NRestarts)" [ "$(prop 2 NRestarts)" -eq $((restarts0 + 1)) ]
+restarted
+lab_expect "watchdog: rcnetd@node2 restarted after SIGSTOP in ${took} s (MainPID $pid2 -> ${P[MainPID]})" restarted
+lab_expect "watchdog: NRestarts $restarts0 -> ${P[NRestarts]}" [ "${P[NRestarts]}" -eq $((restarts0 + 1)) ]
 lab_expect "watchdog: the journal says why" \
   bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'Watchdog timeout'"
 ping_all "after the watchdog restart"
@@ -323,8 +337,8 @@ if systemctl cat prometheus-node-exporter.service >/dev/null 2>&1; then
   grep -v '^#' "$OUT/node-exporter-rcnet.txt" | head -n 25
   lab_expect "node-exporter :9100/metrics serves rcnet_ series from rcnet-metrics ($(grep -vc '^#' "$OUT/node-exporter-rcnet.txt"), rcnet_up 1)" \
     grep -q '^rcnet_up 1' "$OUT/node-exporter-rcnet.txt"
-  lab_expect "rcnet-metrics.service ran successfully ($(systemctl show -p Result --value rcnet-metrics.service))" \
-    [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  props rcnet-metrics.service Result
+  lab_expect "rcnet-metrics.service ran successfully (${P[Result]})" [ "${P[Result]}" = success ]
   # The names of rcnetctl(8) METRICS, as node-exporter serves them.
   for m in '^rcnet_connections_established_total [1-9]' '^rcnet_dropped_packets_total\{reason="queue_full"\} ' \
     '^rcnet_rejs_sent_total\{reason="collision"\} ' '^rcnet_ctl_clients_refused_total\{reason="full"\} ' \
@@ -345,8 +359,9 @@ if systemctl cat prometheus-node-exporter.service >/dev/null 2>&1; then
     >/etc/systemd/system/rcnet-metrics.service.d/node1.conf
   systemctl daemon-reload
   systemctl start rcnet-metrics.service
-  lab_expect "rcnetd down: rcnet-metrics.service succeeds ($(systemctl show -p Result --value rcnet-metrics.service), status $(systemctl show -p ExecMainStatus --value rcnet-metrics.service))" \
-    [ "$(systemctl show -p Result --value rcnet-metrics.service)" = success ]
+  props rcnet-metrics.service Result ExecMainStatus
+  lab_expect "rcnetd down: rcnet-metrics.service succeeds (${P[Result]}, status ${P[ExecMainStatus]})" \
+    [ "${P[Result]}" = success ]
   lab_expect "rcnetd down: the file says rcnet_up 0" grep -q '^rcnet_up 0' /var/lib/prometheus/node-exporter/rcnet.prom
   rm -f /etc/systemd/system/rcnet-metrics.service.d/node1.conf
   systemctl daemon-reload
@@ -365,8 +380,9 @@ lab_collect before-stop
 lab_log "QPs before stop: $(lab_qp_count)"
 lab_check "systemctl stop of the 3 instances" systemctl stop "${UNITS[@]}"
 for i in "${NODES[@]}"; do
-  lab_expect "node$i stopped cleanly: $(prop "$i" ActiveState), Result=$(prop "$i" Result), status $(prop "$i" ExecMainStatus)" \
-    [ "$(prop "$i" ActiveState)/$(prop "$i" Result)/$(prop "$i" ExecMainStatus)" = inactive/success/0 ]
+  props "rcnetd@node$i.service" ActiveState Result ExecMainStatus
+  lab_expect "node$i stopped cleanly: ${P[ActiveState]}, Result=${P[Result]}, status ${P[ExecMainStatus]}" \
+    [ "${P[ActiveState]}/${P[Result]}/${P[ExecMainStatus]}" = inactive/success/0 ]
 done
 rdma res show qp >"$OUT/after-stop-qp.txt" 2>&1
 lab_expect "no QP left after stop ($(lab_qp_count); rdma res show qp in after-stop-qp.txt)" [ "$(lab_qp_count)" -eq 0 ]
