@@ -137,7 +137,7 @@ for s in "${steps[@]}"; do
   if in_root "$cmd" >"$logs/$s.log" 2>&1; then
     say "$s ok ($((SECONDS - t0)) s)"
     # The fuzzers' table (execs, coverage, crashes) whether or not one failed.
-    [[ $s == fuzz ]] && grep -E '^[a-z]+ +execs |^fuzz: ' "$logs/$s.log" | sed 's/^/  /'
+    [[ $s == fuzz ]] && grep -E '^[a-z]+ +execs |^fuzz: ' "$logs/$s.log" | awk '!seen[$0]++' | sed 's/^/  /'
   else
     [[ $s == clang ]] && clang_failed=1
     say "$s FAIL ($((SECONDS - t0)) s); last lines of $logs/$s.log:"

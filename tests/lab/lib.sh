@@ -232,6 +232,14 @@ lab_check() {
   return "$rc"
 }
 
+# RECEIVED FALLBACKS: how a daemon's Last WQE waits ended, for a check's
+# text (counters last_wqe_received and last_wqe_timeouts). Linux 6.1's rxe
+# never delivers Last WQE Reached and every wait ends by the fallback;
+# 6.12's rxe delivers it (docs/lab.md "Linux 6.1 and 6.12 side by side").
+lab_last_wqe_path() {
+  echo "Last WQE Reached $1, fallback $2"
+}
+
 lab_expect() {
   local desc=$1
   shift

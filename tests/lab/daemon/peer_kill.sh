@@ -134,8 +134,10 @@ lab_collect peer-kill-after
 rcd_stop_all
 for i in 1 2; do
   grep -h "counters at exit" "$RCNET_RESULTS/rcnetd-$i.log" | sed "s/^/node$i /"
-  n=$(rcd_counter "$i" last_wqe_timeouts)
-  lab_expect "node$i counted the Last WQE fallback ($n, one per QP torn down)" [ "$n" -ge 3 ]
+  lwt=$(rcd_counter "$i" last_wqe_timeouts)
+  lwr=$(rcd_counter "$i" last_wqe_received)
+  lab_expect "node$i counted a Last WQE wait per QP torn down ($(lab_last_wqe_path "$lwr" "$lwt"); at least 3)" \
+    [ $((lwt + lwr)) -ge 3 ]
 done
 n=$(rcd_counter 1 idle_reaps)
 lab_expect "node1 counted one idle reap (variant 2): $n" [ "$n" -eq 1 ]

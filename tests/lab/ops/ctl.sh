@@ -116,23 +116,33 @@ cat "$OUT/qps-during-teardown.txt"
 seen=$(awk '{print $2}' "$OUT/stages-summary.txt" | uniq | tr '\n' ' ')
 lab_expect "QP $qpn went through teardown and was destroyed: $seen" \
   [ -n "$(grep 'gone' <<<"$seen")" ]
-lab_expect "AWAIT_LAST_WQE visible in rcnetctl qps (rxe sends no Last WQE Reached)" \
-  [ -n "$(grep 'AWAIT_LAST_WQE' <<<"$seen")" ]
-# Entered AWAIT_LAST_WQE at (sample time - time in stage); the QP cannot be
-# gone before last_wqe (3 s) has passed since then.
+ctl_counter() { "$CTL" -s "$S1" -j stats | jq --arg n "$1" '.counters[] | select(.name == $n) | .value'; }
+lwr=$(ctl_counter last_wqe_received)
+lwt=$(ctl_counter last_wqe_timeouts)
+# Entered AWAIT_LAST_WQE at (sample time - time in stage).
 entered=$(awk '$2 == "AWAIT_LAST_WQE" {print $1 - $3; exit}' "$OUT/stages-summary.txt")
 gone=$(awk '$2 == "gone" {print $1; exit}' "$OUT/stages-summary.txt")
-full=0
-if [ -n "$entered" ] && [ -n "$gone" ] && ((gone - entered >= 2900)); then full=1; fi
-lab_expect "AWAIT_LAST_WQE ran its full last_wqe = 3s: entered at ${entered:-?} ms, gone by ${gone:-?} ms" \
-  [ "$full" -eq 1 ]
-lab_expect "no Last WQE Reached received (rxe)" \
-  [ "$("$CTL" -s "$S1" -j stats | jq '.counters[] | select(.name == "last_wqe_received") | .value')" -eq 0 ]
+lab_expect "the QP's Last WQE wait ended by one path, counted ($(lab_last_wqe_path "$lwr" "$lwt"))" \
+  [ $((lwr + lwt)) -ge 1 ]
+if [ "$lwr" -eq 0 ]; then
+  # Linux 6.1's rxe sends no Last WQE Reached: the wait runs its whole
+  # last_wqe (3 s), long enough for the sparse samples to see it, and the
+  # QP cannot be gone before it has passed.
+  lab_expect "AWAIT_LAST_WQE visible in rcnetctl qps (no Last WQE Reached from this rxe)" \
+    [ -n "$(grep 'AWAIT_LAST_WQE' <<<"$seen")" ]
+  full=0
+  if [ -n "$entered" ] && [ -n "$gone" ] && ((gone - entered >= 2900)); then full=1; fi
+  lab_expect "AWAIT_LAST_WQE ran its full last_wqe = 3s: entered at ${entered:-?} ms, gone by ${gone:-?} ms" \
+    [ "$full" -eq 1 ]
+else
+  # Linux 6.12's rxe delivers it: the wait ends at the event, before
+  # last_wqe (3 s) could run out.
+  lab_expect "Last WQE Reached ended the wait before last_wqe = 3s: gone by ${gone:-?} ms after the disconnect" \
+    [ "${gone:-99999}" -lt 2900 ]
+fi
 lab_check "rcnetctl audit after the disconnect exits 0" "$CTL" -s "$S1" audit
 lab_expect "no rcnetd QP left on node1 in the kernel" [ "$(rcd_qps 1)" -eq 0 ]
 "$CTL" -s "$S1" stats >"$OUT/rcnetctl-stats-after.txt"
-lab_expect "last_wqe_timeouts counted" \
-  [ "$("$CTL" -s "$S1" -j stats | jq '.counters[] | select(.name == "last_wqe_timeouts") | .value')" -ge 1 ]
 
 # --- exit codes -------------------------------------------------------------------------
 "$CTL" -s /run/rcnet/nonexistent.sock status >/dev/null 2>&1
