@@ -71,9 +71,10 @@ elif [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
       # 878 inputs take about a minute under ASan at -O0).
       skip=()
       [ "$fuzz_seconds" = 0 ] || skip=(--no-suite fuzz-corpus)
-      step asan env ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
-        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        meson test -C "$san" --no-rebuild --print-errorlogs --num-processes 1 --suite unit "${skip[@]}"
+      (
+        . "$src/tools/sanitizer-options.sh"
+        step asan meson test -C "$san" --no-rebuild --print-errorlogs --num-processes 1 --suite unit "${skip[@]}"
+      )
     fi
     if [ "$fuzz_seconds" != 0 ]; then
       # Two at a time: the lab is usually over by now and both cores are free.

@@ -111,8 +111,8 @@ mkdir -p "$cache/share/rcnet"
 in_root 'cd /rcnet-build/rcnet && git init -q && git add -A && git -c user.name=rcnet -c user.email=rcnet@localhost commit -qm tree' \
   >"$logs/git.log" 2>&1 || die "cannot commit the copy (see $logs/git.log)"
 
-# The clang build's options are tools/fuzz.sh's; the sanitizer options are
-# tools/test-extra.sh's for the same steps on the host.
+# The clang build's options are tools/fuzz.sh's, the sanitizer options
+# tools/sanitizer-options.sh's, as for the same steps on the host.
 fuzz_env="RCNET_FUZZ_BUILD_DIR=/rcnet-build/build-fuzz RCNET_FUZZ_OPTIMIZATION=${RCNET_FUZZ_OPTIMIZATION:-0}"
 asan_skip=
 [[ " ${steps[*]} " == *" fuzz "* ]] && asan_skip='--no-suite fuzz-corpus'
@@ -124,7 +124,7 @@ for s in "${steps[@]}"; do
     unit) cmd='meson test -C /rcnet-build/build --no-rebuild --print-errorlogs --suite unit' ;;
     package) cmd="cd /rcnet-build/rcnet && DEB_BUILD_OPTIONS='noautodbgsym parallel=$(nproc)' DEB_CFLAGS_APPEND='-g1 -Werror' DEB_CXXFLAGS_APPEND='-g1 -Werror' tools/build-deb.sh /rcnet-build/dist" ;;
     clang) cmd="cd /rcnet-build/rcnet && $fuzz_env tools/fuzz.sh --build-all --build-only" ;;
-    asan) cmd="ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C /rcnet-build/build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite unit $asan_skip" ;;
+    asan) cmd=". /rcnet-build/rcnet/tools/sanitizer-options.sh && meson test -C /rcnet-build/build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite unit $asan_skip" ;;
     fuzz) cmd="cd /rcnet-build/rcnet && $fuzz_env tools/fuzz.sh --seconds ${RCNET_FUZZ_SECONDS:-30} --jobs 2" ;;
     *) die "unknown step $s (build, unit, package, clang, asan, fuzz)" ;;
   esac

@@ -41,8 +41,7 @@ Result<void> BufferPool::init(rdma::Seam& seam, std::uint32_t count, std::uint32
   headroom_ = headroom < size ? headroom : 0;
   const std::size_t bytes = std::size_t{count} * size;
   if (!mem_ || mem_bytes_ != bytes) {
-    mem_.reset();
-    mem_bytes_ = 0;
+    release();
     auto* raw = static_cast<std::byte*>(
         ::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{kAlign}, std::nothrow));
     if (raw == nullptr)

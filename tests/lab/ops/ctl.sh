@@ -116,9 +116,8 @@ cat "$OUT/qps-during-teardown.txt"
 seen=$(awk '{print $2}' "$OUT/stages-summary.txt" | uniq | tr '\n' ' ')
 lab_expect "QP $qpn went through teardown and was destroyed: $seen" \
   [ -n "$(grep 'gone' <<<"$seen")" ]
-ctl_counter() { "$CTL" -s "$S1" -j stats | jq --arg n "$1" '.counters[] | select(.name == $n) | .value'; }
-lwr=$(ctl_counter last_wqe_received)
-lwt=$(ctl_counter last_wqe_timeouts)
+lwr=$(rcd_stat 1 last_wqe_received)
+lwt=$(rcd_stat 1 last_wqe_timeouts)
 # Entered AWAIT_LAST_WQE at (sample time - time in stage).
 entered=$(awk '$2 == "AWAIT_LAST_WQE" {print $1 - $3; exit}' "$OUT/stages-summary.txt")
 gone=$(awk '$2 == "gone" {print $1; exit}' "$OUT/stages-summary.txt")
