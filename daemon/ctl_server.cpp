@@ -365,6 +365,8 @@ void CtlServer::process_input(Client& c) {
     c.last_active = loop_.now();
     HandledRequest h = handle_request(line, c.access, *backend_, &counters_);
     ++counters_.ctl_requests;
+    if (opts_.served)
+      opts_.served();
     if (h.refused)
       ++counters_.ctl_requests_refused;
     c.out += h.reply;

@@ -112,6 +112,9 @@ struct CtlServerOptions {
   std::size_t max_output_bytes = 16 * 1024 * 1024;
   // Events waiting to be written to one monitor subscriber; beyond, it is dropped.
   std::size_t monitor_buffer_bytes = 256 * 1024;
+  // Called after each request is answered (rcnetd: a reply's JSON was
+  // built and freed, so its heap may have a trim due). May be empty.
+  std::function<void()> served = {};
   // Test seam: a client's credentials; empty = peer_credentials(fd).
   std::function<Result<PeerCred>(int fd)> credentials = {};
 };

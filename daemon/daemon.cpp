@@ -100,6 +100,15 @@ Result<void> Daemon::start() {
   if (!status)
     return status.error();
   status_timer_ = std::move(*status);
+  auto trim = loop_.add_time(TimePoint::max(), std::chrono::milliseconds(500), "heap-trim", [this] {
+    last_heap_trim_ = Clock::now();
+    // A walk of the arena's free chunks (a few hundred KiB here; the
+    // buffers are mmap'ed chunks of their own and stay).
+    ::malloc_trim(0);
+  });
+  if (!trim)
+    return trim.error();
+  heap_trim_timer_ = std::move(*trim);
   // Off until a graceful stop begins: an enabled post source costs every
   // event a second loop iteration, and it only has work while stopping.
   auto post = loop_.add_post("after-iteration", [this] { after_iteration(); });
@@ -331,8 +340,11 @@ Result<void> Daemon::start_ctl_server() {
       .reload = [this] { return reload(); },
       .rdma_monitor = [this] { return rdma_monitor_state(); },
   });
-  auto ctl = CtlServer::create(loop_, std::move(backend),
-                               {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group});
+  auto ctl =
+      CtlServer::create(loop_, std::move(backend),
+                        {.socket_path = cfg_.ctl_socket, .group = cfg_.ctl_group, .served = [this] {
+                           heap_activity();
+                         }});
   if (!ctl)
     return ctl.error();
   ctl_ = std::move(*ctl);
@@ -345,6 +357,7 @@ Result<void> Daemon::start_ctl_server() {
       ctl_->publish(e);
     if (!status_timer_.enabled())
       (void)status_timer_.arm_at(Clock::now() + kStatusInterval);
+    heap_activity();
   };
   if (railset_)
     railset_->set_observer(observer);
@@ -499,15 +512,16 @@ void Daemon::on_status_tick() {
     last_status_ = s;
     sd_notifyf(0, "STATUS=%s", s.c_str());
   }
-  // kHeapTrimInterval: the free pages of the heap go back to the kernel. A
-  // walk of the arena's free chunks (a few hundred KiB to a few MiB here;
-  // the buffers are mmap'ed chunks of their own and stay).
-  const TimePoint now = Clock::now();
-  if (now - last_heap_trim_ >= kHeapTrimInterval) {
-    last_heap_trim_ = now;
-    ::malloc_trim(0);
-  }
   // Not re-armed here: the next connection event does (start_ctl_server).
+}
+
+TimePoint Daemon::next_heap_trim(TimePoint last_trim, TimePoint now) {
+  return std::max(now + kHeapTrimSettle, last_trim + kHeapTrimInterval);
+}
+
+void Daemon::heap_activity() {
+  if (heap_trim_timer_.valid() && !heap_trim_timer_.enabled())
+    (void)heap_trim_timer_.arm_at(next_heap_trim(last_heap_trim_, Clock::now()));
 }
 
 void Daemon::request_stop(std::string_view why) {

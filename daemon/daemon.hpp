@@ -69,15 +69,22 @@ class Daemon {
   // STATUS= is recomputed at most this often, only after a connection event
   // (an idle daemon is not woken for it), and sent when it changed.
   static constexpr Duration kStatusInterval = std::chrono::seconds(1);
-  // The status tick also gives glibc's free heap pages back to the kernel
-  // (malloc_trim(3)), at most this often: a fault's teardowns, failovers and
-  // reconnects free what their bursts allocated, and glibc keeps freed pages
-  // resident (and grows its arena by 128 KiB of top pad at a time), so
+  // glibc's free heap pages go back to the kernel (malloc_trim(3)) at most
+  // this often, and always within it after the last connection event or
+  // ctl request: a fault's teardowns, failovers and reconnects free what
+  // their bursts allocated, and glibc keeps freed pages resident, so
   // without a trim RSS only ever steps up after faults while the heap in
-  // use holds still (the lab's soak: docs/lab.md "The soak benchmark").
-  // Once the events have settled, since the tick follows a connection event
-  // by kStatusInterval; an idle daemon is never woken for it.
+  // use holds still (the lab's soak: docs/lab.md "The soak benchmark"). A
+  // trim the rate limit holds back is deferred, never dropped; an idle
+  // daemon is never woken for one.
   static constexpr Duration kHeapTrimInterval = std::chrono::seconds(30);
+  // A trim waits this long after the activity that arms it, so that a
+  // burst (a fault's teardowns and reconnects) ends first.
+  static constexpr Duration kHeapTrimSettle = std::chrono::seconds(2);
+  // When the trim that activity at `now` arms runs, the last trim having
+  // run at `last_trim`: kHeapTrimSettle after `now`, and no sooner than
+  // kHeapTrimInterval after `last_trim`.
+  static TimePoint next_heap_trim(TimePoint last_trim, TimePoint now);
 
   // Builds everything up to (not including) READY=1. The signals SIGTERM,
   // SIGINT and SIGHUP must already be blocked (block_signals()). Errors, each
@@ -150,9 +157,11 @@ class Daemon {
   std::string rdma_monitor_state_ = "not started";
   std::optional<TunDevice> tun_;
   EventSource sig_term_, sig_int_, sig_hup_;
-  EventSource status_timer_, stop_deadline_, after_iteration_;
+  EventSource status_timer_, stop_deadline_, after_iteration_, heap_trim_timer_;
   std::string last_status_;
   TimePoint last_heap_trim_{};
+  // Arms heap_trim_timer_ (next_heap_trim) unless it is armed already.
+  void heap_activity();
   bool stopping_ = false;
   TimePoint stop_started_{};
   // The teardown stages every live QP still has to pass (DESTROYED minus

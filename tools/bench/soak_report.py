@@ -21,6 +21,9 @@ RESULTS holds what soak.sh wrote:
                                            entries of /proc/PID/fd, and
                                            `rcnetctl -j status` ("-": none;
                                            its daemon.heap: glibc's heap)
+                      A NODE NAME=KIB ...  the process's anonymous memory by
+                                           mapping (/proc/PID/smaps): [heap],
+                                           [stack], a file's name, anon@START
                       E T1_MS              the sample's end
   soak-faults.txt   "F ID CYCLE KIND NODE START_MS END_MS RECOVERED DETAIL":
                     one fault window each; RECOVERED 0 when the scenario did
@@ -71,6 +74,10 @@ METRICS = [
     ("rss_anon_kib", "RssAnon (heap + other private memory)", "KiB", None),
     ("heap_in_use_kib", "heap in use (mallinfo2, rcnetctl status)", "KiB", None),
     ("heap_held_kib", "heap the allocator holds (mallinfo2)", "KiB", None),
+    ("anon_heap_kib", "anonymous in [heap] (smaps)", "KiB", None),
+    ("anon_mmap_kib", "anonymous in unnamed mappings (smaps)", "KiB", None),
+    ("anon_stack_kib", "anonymous in [stack] (smaps)", "KiB", None),
+    ("anon_file_kib", "anonymous in file mappings (smaps)", "KiB", None),
     ("fds", "open fds (/proc/PID/fd)", "fds", "base"),
     ("qps_kernel", "QPs (rdma res show qp, by pid)", "QPs", "base"),
     ("qps_ctl", "QPs (rcnetctl status)", "QPs", "base"),
@@ -138,6 +145,15 @@ def parse_samples(lines):
             cur["nodes"][int(f[0])] = {"pid": _int(f[1]), "rss_kib": _int(f[2]),
                                        "rss_anon_kib": _int(f[3]), "fds": _int(f[4]),
                                        "status": st if isinstance(st, dict) else None}
+        elif tag == "A":
+            node, _, maps = rest.partition(" ")
+            by = {}
+            for kv in maps.split():
+                k, _, v = kv.rpartition("=")
+                if k and _int(v) is not None:
+                    by[k] = _int(v)
+            if int(node) in cur["nodes"]:
+                cur["nodes"][int(node)]["anon_by_mapping"] = by
         elif tag == "E":
             cur["t1"] = float(rest)
             cur["complete"] = True
@@ -156,6 +172,11 @@ def node_metrics(sample, node):
         alive = m["fds"] is not None
         m[key] = (sum(1 for e in lst if isinstance(e, dict) and e.get("pid") == pid)
                   if lst is not None and pid is not None and alive else None)
+    by = raw.get("anon_by_mapping")
+    for key, kind in (("anon_heap_kib", "heap"), ("anon_mmap_kib", "mmap"),
+                      ("anon_stack_kib", "stack"), ("anon_file_kib", "file")):
+        m[key] = (sum(v for k, v in by.items() if mapping_kind(k) == kind)
+                  if by is not None else None)
     st = raw.get("status") or {}
     m["qps_ctl"] = st.get("qps")
     m["srq_posted"] = (st.get("srq") or {}).get("posted")
@@ -164,6 +185,29 @@ def node_metrics(sample, node):
         v = heap.get(field)
         m[key] = v / 1024 if isinstance(v, (int, float)) else None
     return m
+
+
+def mapping_kind(name):
+    """heap, stack, mmap (unnamed) or file: the kind of a mapping's name in
+    an A line."""
+    if name == "[heap]":
+        return "heap"
+    if name.startswith("[stack"):
+        return "stack"
+    if name.startswith("anon@") or name.startswith("["):
+        return "mmap"
+    return "file"
+
+
+def mapping_growth(samples, node, first, last, top=6):
+    """The mappings of one process whose anonymous KiB changed the most
+    from sample `first` to `last`: [(name, before, after)]."""
+    a = (first["nodes"].get(node) or {}).get("anon_by_mapping")
+    b = (last["nodes"].get(node) or {}).get("anon_by_mapping")
+    if a is None or b is None:
+        return []
+    d = [(k, a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b) if a.get(k, 0) != b.get(k, 0)]
+    return sorted(d, key=lambda x: -abs(x[2] - x[1]))[:top]
 
 
 def parse_faults(lines):
@@ -437,6 +481,19 @@ def analyse(params, samples, faults, streams, iperf_runs):
         f"starts after the cycle it started in); baseline "
         f"sample at {clock(base_s['t0']) + ' UTC' if base_s else '-'} "
         f"({base_s['label'] if base_s else 'none'})")
+    # Which mappings grew: from each node's sample after the first cycle to
+    # its last quiet one, when both are of the same process.
+    firsts = [s for s in after_cycle if s]
+    for n in nodes:
+        if not firsts:
+            break
+        a, b = firsts[0], firsts[-1]
+        if node_metrics(a, n)["pid"] != node_metrics(b, n)["pid"]:
+            continue
+        g = mapping_growth(samples, n, a, b)
+        if g:
+            notes.append(f"node{n} anonymous KiB by mapping, after c1 -> last: " + ", ".join(
+                f"{k} {x:,} -> {y:,} ({y - x:+,})" for k, x, y in g))
     notes.extend(NOT_EXPOSED)
     return {"params": params, "rows": rows, "checks": checks, "notes": notes,
             "faults": faults, "cycles": len(cycles),

@@ -189,10 +189,27 @@ soak_sample() {
         [[ -n $st ]] || st=-
       fi
       echo "N $i $pid $rss $anon $fds $st"
+      echo "A $i $(soak_anon_by_mapping "$pid")"
     done
     echo "E $(rcd_now_ms)"
   } >>"$OUT/soak-samples.txt"
   exec {lk}>&-
+}
+
+# The anonymous memory of process PID by mapping (/proc/PID/smaps
+# "Anonymous:"), in KiB, as "NAME=KIB ..." for each mapping that has some:
+# [heap], [stack], a file mapping by its file's name (a library's data
+# written to), an unnamed one as anon@START. Tells the heap's growth from
+# the stack's and the libraries'.
+soak_anon_by_mapping() {
+  awk '/^[0-9a-f]+-[0-9a-f]+ / {
+         split($1, r, "-"); n = $6
+         if (n == "") n = "anon@" r[1]
+         else if (n !~ /^\[/) sub(".*/", "", n)
+         next
+       }
+       /^Anonymous:/ { a[n] += $2 }
+       END { for (k in a) if (a[k] > 0) printf "%s=%d ", k, a[k] }' "/proc/$1/smaps" 2>/dev/null
 }
 
 soak_sampler() {

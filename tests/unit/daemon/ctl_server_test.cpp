@@ -404,7 +404,10 @@ struct ServerFixture {
 }  // namespace
 
 TEST_CASE("ctl server: a request line gets its reply; the socket is 0660", "[ops][ctl][socket]") {
-  ServerFixture f;
+  int served = 0;
+  CtlServerOptions o;
+  o.served = [&served] { ++served; };
+  ServerFixture f(o);
   struct stat st {};
   REQUIRE(::stat(f.path.c_str(), &st) == 0);
   CHECK(S_ISSOCK(st.st_mode));
@@ -435,6 +438,7 @@ TEST_CASE("ctl server: a request line gets its reply; the socket is 0660", "[ops
     CHECK(first->code == ctl::ErrorCode::kForbidden);
   }
   CHECK(f.server->counters().ctl_requests == 2);
+  CHECK(served == 2);  // rcnetd's heap trim is told of each answered request
 }
 
 TEST_CASE("ctl server: an oversized request is answered once, then closed", "[ops][ctl][socket]") {

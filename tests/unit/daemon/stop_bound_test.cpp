@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// rcnetd's graceful-stop bound (Daemon::extend_stop): extended while the
-// teardowns move, never past kStopCap, and not at all when nothing moved.
+// rcnetd's timing rules, as pure functions of the clock: the graceful-stop
+// bound (Daemon::extend_stop: extended while the teardowns move, never past
+// kStopCap, not at all when nothing moved) and the heap trim (next_heap_trim).
 #include "catch2_compat.hpp"
 
 #include "daemon.hpp"
@@ -35,6 +36,20 @@ TEST_CASE("graceful stop: gives up without progress or at the cap", "[daemon][st
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + Daemon::kStopCap, 10, 2));
   // The rdma_cm ids only (no QP left but the stop still waits): nothing moves.
   CHECK_FALSE(Daemon::extend_stop(t0, t0 + 5s, 0, 0));
+}
+
+TEST_CASE("heap trim: after the burst settles, at most once per interval, never dropped",
+          "[daemon][heap]") {
+  const TimePoint t0 = TimePoint{} + 1h;
+  // Long after the last trim: kHeapTrimSettle after the activity.
+  CHECK(Daemon::next_heap_trim(t0 - 10min, t0) == t0 + Daemon::kHeapTrimSettle);
+  // Soon after one: deferred to the interval's end, not skipped.
+  CHECK(Daemon::next_heap_trim(t0 - 1s, t0) == t0 - 1s + Daemon::kHeapTrimInterval);
+  // The settle time still holds at the interval's very end.
+  const TimePoint last = t0 - Daemon::kHeapTrimInterval + 1s;
+  CHECK(Daemon::next_heap_trim(last, t0) == t0 + Daemon::kHeapTrimSettle);
+  // Never yet trimmed (the epoch of the steady clock).
+  CHECK(Daemon::next_heap_trim(TimePoint{}, t0) == t0 + Daemon::kHeapTrimSettle);
 }
 
 }  // namespace daemon_stop_bound_test
