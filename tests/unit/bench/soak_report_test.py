@@ -49,7 +49,9 @@ def kernel(counts):
 
 def sample(t, label, nodes):
     """One block of soak-samples.txt. nodes: {node: (pid, rss, fds, qps, mrs,
-    cqs)}; pid None: the daemon is not running (its fields are "-")."""
+    cqs)}; pid None: the daemon is not running (its fields are "-"). Of a
+    running one's RSS, an eighth is in [heap] and half in one unnamed
+    mapping (the A line); its stack and libc's data hold still."""
     lines = [f"S {t} {label}"]
     for kind, idx in (("qp", 3), ("mr", 4), ("cq", 5)):
         lines.append(f"K {kind} " + kernel({v[0]: v[idx] for v in nodes.values() if v[0]}))
@@ -58,6 +60,8 @@ def sample(t, label, nodes):
             lines.append(f"N {n} 999 - - - -")
         else:
             lines.append(f"N {n} {v[0]} {v[1]} {v[1] // 2} {v[2]} {status(v[3], rss=v[1])}")
+            lines.append(f"A {n} [heap]={v[1] // 8} [stack]=40 anon@7f0000={v[1] // 2} "
+                         f"libc.so.6=24 ")
     lines.append(f"E {t + 2000}")
     return "\n".join(lines) + "\n"
 
@@ -102,6 +106,19 @@ class Run:
 
 def row(a, node, metric):
     return next(r for r in a["rows"] if r["node"] == node and r["metric"] == metric)
+
+
+class Mappings(unittest.TestCase):
+    def test_kinds(self):
+        self.assertEqual(sr.mapping_kind("[heap]"), "heap")
+        self.assertEqual(sr.mapping_kind("[stack]"), "stack")
+        self.assertEqual(sr.mapping_kind("anon@7fbd51619000"), "mmap")
+        self.assertEqual(sr.mapping_kind("[anon:glibc: malloc]"), "mmap")
+        self.assertEqual(sr.mapping_kind("libnl-3.so.200.26.0"), "file")
+
+    def test_an_a_line_without_its_n_line_is_ignored(self):
+        s = sr.parse_samples(["S 1 periodic\n", "A 3 [heap]=8\n", "E 2\n"])
+        self.assertEqual(s[0]["nodes"], {})
 
 
 class Slope(unittest.TestCase):
@@ -249,6 +266,17 @@ class Analysis(unittest.TestCase):
             self.assertEqual(heap["baseline"], (10000 + 40 // 120) / 4)
             self.assertIsNone(heap["met"])
             self.assertEqual(row(a, 2, "heap_held_kib")["baseline"], 12000 / 2)
+            # smaps by kind of mapping: where node 1's growth is.
+            self.assertEqual(row(a, 1, "anon_heap_kib")["baseline"], 10000 // 8)
+            self.assertEqual(row(a, 1, "anon_mmap_kib")["baseline"], 10000 // 2)
+            self.assertEqual(row(a, 1, "anon_stack_kib")["slope_per_min"], 0)
+            self.assertEqual(row(a, 1, "anon_file_kib")["baseline"], 24)
+            self.assertGreater(row(a, 1, "anon_mmap_kib")["slope_per_min"], 0.1)
+            grew = [n for n in a["notes"] if "anonymous KiB by mapping" in n]
+            self.assertEqual(len(grew), 1, grew)  # node 2's process is flat
+            self.assertTrue(grew[0].startswith("node1 "), grew)
+            self.assertIn("anon@7f0000", grew[0])
+            self.assertNotIn("[stack]", grew[0])
             # after c1: the last quiet sample before cycle 2 (119 s): t = 110 s.
             self.assertEqual(row(a, 1, "fds")["after_cycles"], [20, 20])
             # F4 was not seen to end: said, not fatal.
