@@ -38,7 +38,6 @@ namespace {
 // (K the page of the bad key), a 2-page CQ takes K-1 and K and is kept,
 // and the fillers are destroyed. Page K is then never the first page of
 // anything, and the freed pages 0..K-2 take the SRQ, CQ and SQs as before.
-constexpr std::uint32_t kSiwVendorId = 0x626d74;
 
 // Pages a siw CQ of `cqe` entries maps: the kernel rounds cqe up to a
 // power of two and adds its notification word (siw_create_cq()).
@@ -47,8 +46,8 @@ std::size_t siw_cq_pages(std::uint32_t cqe, std::size_t page) {
   return (bytes + page - 1) / page;
 }
 
-// Returns the guard CQ, or nullptr when none is needed or it could not be
-// placed (logged: the context was not empty, or a CQ failed).
+}  // namespace
+
 CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   if (page == 0 || SIW_INVAL_UOBJ_KEY % page != 0)
@@ -87,8 +86,6 @@ CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info) {
                 info.name, cqe, bad - 1, bad, fillers.size());
   return CqPtr(guard);
 }
-
-}  // namespace
 
 Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(ibv_context* verbs, std::uint32_t srq_size,
                                                          const DeviceInfo& info) {

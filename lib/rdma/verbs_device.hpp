@@ -47,11 +47,25 @@ namespace rcnet::rdma {
 
 class VerbsSeam;
 
+// ibv_device_attr.vendor_id of Soft-iWARP (siw), "bmt".
+inline constexpr std::uint32_t kSiwVendorId = 0x626d74;
+
+// On a siw context whose mmap space is still empty (nothing created on it
+// yet), places the CQ that keeps libsiw from ever being handed the one mmap
+// key it mistakes for "no mapping" (SIW_INVAL_UOBJ_KEY, rdma/siw-abi.h; the
+// reason and the evidence: verbs_device.cpp). Uses info.name (for the log)
+// and info.max_cqe. The caller owns the CQ and keeps it as long as the
+// context. nullptr when none is needed (a page size that no key of a page
+// start can equal) or it could not be placed (logged as a warning: a CQ
+// failed). Used by VerbsDevice::create, and by the lab's preload for
+// rdma-core's tools (tools/bench/siw_key_guard_preload.cpp).
+CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info);
+
 class VerbsDevice {
  public:
   // `verbs` is librdmacm's context (borrowed: kept open by the seams'
   // listeners). On siw, first places a small CQ over the one mmap key
-  // libsiw cannot use (verbs_device.cpp, siw_key_guard()). Allocates the
+  // libsiw cannot use (siw_key_guard()). Allocates the
   // PD and, when srq_size > 0, the SRQ of
   // srq_size WRs clamped to info.max_srq_wr (logged); sets the async fd
   // O_NONBLOCK. Errors: those of ibv_alloc_pd(3), ibv_create_srq(3), fcntl(2).
@@ -106,7 +120,7 @@ class VerbsDevice {
   std::string name_;
   PdPtr pd_;
   // siw only: the CQ that holds the mmap key libsiw mistakes for "none"
-  // (siw_key_guard() in verbs_device.cpp); nullptr elsewhere.
+  // (siw_key_guard()); nullptr elsewhere.
   CqPtr key_guard_;
   SrqPtr srq_;
   std::uint32_t srq_size_ = 0;  // as configured by the first seam (0 = none)

@@ -284,6 +284,15 @@ lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
 lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
 lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "${RCNET_LAB_PROVIDER:-rxe}_$1" || echo "${RCNET_LAB_PROVIDER:-rxe}_$1_r1"; }
 lab_node_netns() { echo "node$1"; }
+# LAB_TOOL_ENV: the words to put before one of rdma-core's own tools that
+# creates many queues (ucmatose): on siw, env(1) with rcnetd's mmap key
+# guard preloaded (tools/bench/siw_key_guard_preload.cpp; docs/lab.md
+# "Soft-iWARP": without it ucmatose stops at its 37th connection or so);
+# none on rxe, so that the rxe anchors run exactly as before.
+LAB_TOOL_ENV=()
+if [[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]]; then
+  LAB_TOOL_ENV=(env "LD_PRELOAD=${RCNET_BUILD_DIR:-}/tools/bench/rcnet-siw-key-guard.so")
+fi
 lab_in_node() {
   local i=$1
   shift
@@ -772,12 +781,12 @@ lab_perf_anchors() {
   local uc_s="" cm_json="{}"
 
   # ucmatose: 100 connections in parallel, no data.
-  timeout -k 5 "$LAB_CMD_TIMEOUT" ucmatose -b "$daddr" -c 100 -C 0 >"$base-ucmatose.server.txt" 2>&1 &
+  "${LAB_TOOL_ENV[@]}" timeout -k 5 "$LAB_CMD_TIMEOUT" ucmatose -b "$daddr" -c 100 -C 0 >"$base-ucmatose.server.txt" 2>&1 &
   src=$!
   if lab_wait_listen "$daddr" 7471 20 >>"$base-ucmatose.server.txt"; then
     t0=${EPOCHREALTIME/[.,]/}000
     rc=0
-    lab_timeout "$LAB_CMD_TIMEOUT" ucmatose -s "$daddr" -b "$saddr" -c 100 -C 0 \
+    lab_timeout "$LAB_CMD_TIMEOUT" "${LAB_TOOL_ENV[@]}" ucmatose -s "$daddr" -b "$saddr" -c 100 -C 0 \
       >"$base-ucmatose.client.txt" 2>&1 || rc=$?
     uc_s=$(awk -v d=$((${EPOCHREALTIME/[.,]/}000 - t0)) 'BEGIN { printf "%.3f", d / 1e9 }')
     wait "$src" || rc=$?

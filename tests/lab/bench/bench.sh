@@ -414,7 +414,7 @@ ucm_storm() {
     return 1
   fi
   exec {done_fd}<>"$done_fifo"
-  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo" >"$RCNET_RESULTS/$pre-server.txt") &
+  ("${LAB_TOOL_ENV[@]}" timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo" >"$RCNET_RESULTS/$pre-server.txt") &
   srv=$!
   if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$pre-wait.txt"; then
     lab_fail "ucmatose server ($key) did not listen"
@@ -426,7 +426,7 @@ ucm_storm() {
   [[ -n $tag ]] && storm_perf_start "$tag"
   t0=$(rcd_now_ms)
   for k in "${CLIENT_NODES[@]}"; do
-    (timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
+    ("${LAB_TOOL_ENV[@]}" timeout -k 5 300 stdbuf -oL ucmatose -s 10.99.0.1 -b "10.99.0.$k" -c "${COUNT[k]}" -C 0 2>&1 |
       stamp >"$RCNET_RESULTS/$pre-client-$k.txt") &
     ucm_pids+=($!)
   done
@@ -594,7 +594,7 @@ ucm_sym_storm() {
   fi
   exec {done_fd}<>"$done_fifo"
   exec {srv_fd}<>"$done_fifo-srv"
-  (timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo-srv" >"$RCNET_RESULTS/$key-server.txt") &
+  ("${LAB_TOOL_ENV[@]}" timeout -k 5 300 stdbuf -oL ucmatose -b 10.99.0.1 -c "$N" -C 0 2>&1 | stamp_until "$done_fifo-srv" >"$RCNET_RESULTS/$key-server.txt") &
   srv=$!
   if ! lab_wait_listen 10.99.0.1 7471 30 >>"$RCNET_RESULTS/$key-wait.txt"; then
     lab_fail "ucmatose server ($key) did not listen"
