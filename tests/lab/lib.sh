@@ -284,8 +284,9 @@ lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
 lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
 lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "${RCNET_LAB_PROVIDER:-rxe}_$1" || echo "${RCNET_LAB_PROVIDER:-rxe}_$1_r1"; }
 lab_node_netns() { echo "node$1"; }
-# LAB_TOOL_ENV: the words to put before one of rdma-core's own tools that
-# creates many queues (ucmatose): on siw, env(1) with rcnetd's mmap key
+# LAB_TOOL_ENV: the words to put before a tool that creates many queues
+# through librdmacm without rcnet's VerbsDevice (rdma-core's ucmatose, the
+# benchmark's rcnet-bench-symload): on siw, env(1) with rcnetd's mmap key
 # guard preloaded (tools/bench/siw_key_guard_preload.cpp; docs/lab.md
 # "Soft-iWARP": without it ucmatose stops at its 37th connection or so);
 # none on rxe, so that the rxe anchors run exactly as before.

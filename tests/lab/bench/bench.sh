@@ -94,6 +94,16 @@ rxe_counter() {
   awk -v d="$2/1" -v n="$3" '$1 == "link" && $2 == d { for (i = 3; i < NF; i++) if ($i == n) print $(i + 1) }' \
     "$RCNET_RESULTS/net-$1.txt"
 }
+# hub_counter_delta BEFORE AFTER NAME: how much the hub device's counter NAME
+# rose from netsnap BEFORE to AFTER; "-" when the device has no such counter
+# (siw has neither RNR nor rxe's counters), never an arithmetic error.
+HUB_DEV=$(lab_node_rdma_dev 1)
+hub_counter_delta() {
+  local a b
+  a=$(rxe_counter "$1" "$HUB_DEV" "$3")
+  b=$(rxe_counter "$2" "$HUB_DEV" "$3")
+  if [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo -; fi
+}
 netsnap() {
   {
     echo "softnet_drops $(softnet_drops)"
@@ -123,7 +133,20 @@ if [[ $PHASES != setup ]]; then
 fi
 
 # --- rcnetd configuration (rcd_config has no [tun] mtu; benchmarks vary it) ---
+# On siw (no RNR) rcnetd admits srq.size / transport.credits - 1 peers
+# (docs/design.md "Receive credits"): 31 at the defaults. A hub that takes
+# N connections there is configured for them, as an operator of an iWARP
+# cluster of N nodes must: the least credits (4) and an SRQ of 4 (N + 1)
+# WRs, rounded up to a power of two (4,096 for 1,000).
+SIW_HUB=""
+if [[ ${RCNET_LAB_PROVIDER:-rxe} == siw ]]; then
+  siw_srq=1
+  while ((siw_srq < 4 * (N + 1))); do siw_srq=$((siw_srq * 2)); done
+  SIW_HUB=$'credits = 4\n[srq]\n'"size = $siw_srq"
+fi
 bench_config() { # I MTU IDLE [OFFLOAD]
+  local siw=""
+  [[ $1 == 1 ]] && siw=$SIW_HUB
   cat >"$RCNET_RESULTS/node-$1.toml" <<EOF
 [node]
 address = "10.99.0.$1"
@@ -136,6 +159,7 @@ underlay_prefix = "10.99.0.0/24"
 [transport]
 offload = ${4:-true}
 poll_us = $POLL_US
+$siw
 [timeouts]
 idle = "$3"
 reaper_interval = "500ms"
@@ -327,7 +351,9 @@ gids_nonzero() {
   done
   echo "$n"
 }
+# siw's GIDs hold the port's MAC, one per port, not one per address: no wait.
 for k in "${CLIENT_NODES[@]}"; do
+  [[ ${RCNET_LAB_PROVIDER:-rxe} == rxe ]] || break
   for ((w = 0; w < 60; w++)); do
     (($(gids_nonzero "rxe_$k") >= COUNT[k] + 2)) && break
     sleep 0.5
@@ -453,7 +479,7 @@ ucm_storm() {
     [[ $ucm_start =~ ^[0-9]+$ ]] && raw "${key}_connect_ms" $((conn_end - ucm_start))
   fi
   netsnap "$pre-after"
-  raw "${key}_connect_hub_rnr_naks_sent" $(($(rxe_counter "$pre-after" rxe_1 send_rnr_err) - $(rxe_counter "$pre-before" rxe_1 send_rnr_err)))
+  raw "${key}_connect_hub_rnr_naks_sent" "$(hub_counter_delta "$pre-before" "$pre-after" send_rnr_err)"
   raw "${key}_connect_softnet_drops" $(($(softnet_drops) - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-$pre-before.txt")))
   lab_expect "ucmatose ($key) $N connections from ${#CLIENT_NODES[@]} nodes (exit ok)" [ "$rc" -eq 0 ]
   raw "${key}_ok" $((rc == 0))
@@ -510,7 +536,7 @@ sym_storm() {
   exec {sym_done_fd}<>"$done_fifo"
   rm -f "$RCNET_RESULTS/go-$key"
   for k in "${CLIENT_NODES[@]}"; do
-    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+    "${LAB_TOOL_ENV[@]}" timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
       --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
       --done-fifo "$done_fifo" \
       --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
@@ -553,7 +579,7 @@ sym_storm() {
   done
   netsnap "$key-after"
   raw "rcnet_${key}_rcnetd" "$2"
-  raw "rcnet_${key}_hub_rnr_naks_sent" $(($(rxe_counter "$key-after" rxe_1 send_rnr_err) - $(rxe_counter "$key-before" rxe_1 send_rnr_err)))
+  raw "rcnet_${key}_hub_rnr_naks_sent" "$(hub_counter_delta "$key-before" "$key-after" send_rnr_err)"
   raw "rcnet_${key}_hub_cpu_s" "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
   raw "rcnet_${key}_established" "$est"
   raw "rcnet_${key}_hub_established" "$hub_est"
@@ -604,7 +630,7 @@ ucm_sym_storm() {
   fi
   rm -f "$RCNET_RESULTS/go-$key"
   for k in "${CLIENT_NODES[@]}"; do
-    timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
+    "${LAB_TOOL_ENV[@]}" timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
       --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
       --done-fifo "$done_fifo" --any-rep \
       --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
@@ -766,7 +792,7 @@ if rcd_start 1; then
   done
   raw connect_softnet_drops $(($(softnet_drops) - drops0))
   netsnap rcnet-after
-  raw connect_hub_rnr_naks_sent $(($(rxe_counter rcnet-after rxe_1 send_rnr_err) - $(rxe_counter rcnet-before rxe_1 send_rnr_err)))
+  raw connect_hub_rnr_naks_sent "$(hub_counter_delta rcnet-before rcnet-after send_rnr_err)"
   raw connect_hub_cpu_s "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
   lc=""
   for i in "${!load_pids[@]}"; do
@@ -798,7 +824,7 @@ if rcd_start 1; then
   # idle 600 s: nothing may have been reaped while the idle figures ran.
   raw reaped_during_idle_scale "$(reaps 1)"
   lab_expect "hub: no connection reaped during the connect and idle phases ($(reaps 1))" [ "$(reaps 1)" = 0 ]
-  rdma res show mr dev rxe_1 >"$RCNET_RESULTS/hub-mr.txt" 2>&1
+  rdma res show mr dev "$HUB_DEV" >"$RCNET_RESULTS/hub-mr.txt" 2>&1
   raw hub_registered_bytes "$(awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") s += $(i + 1) } END { print s + 0 }' "$RCNET_RESULTS/hub-mr.txt")"
   # Teardown of all N from the clients' side (DREQ each), timed by them.
   t0=$(rcd_now_ms)
@@ -898,9 +924,7 @@ for mtu in "${MTUS[@]}"; do
       # (rxe's completer_retry_err: an ACK timeout ran out). A retry
       # exceeded reaps the peer (measure_end then fails the window).
       sd=$(($(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-iperf-$key-after.txt") - $(awk '/^softnet_drops/ { print $2 }' "$RCNET_RESULTS/net-iperf-$key-before.txt")))
-      c1=$(rxe_counter "iperf-$key-after" rxe_1 completer_retry_err)
-      c0=$(rxe_counter "iperf-$key-before" rxe_1 completer_retry_err)
-      cr=$((${c1:-0} - ${c0:-0}))
+      cr=$(hub_counter_delta "iperf-$key-before" "iperf-$key-after" completer_retry_err)
       raw "loss_${key}_softnet_drops_rxe_send_failures_retries" "$sd/$(($(rxe_send_failures) - rf0))/$cr"
       r1=$(cpu_ticks "${RCD_PID[1]}")
       r21=$(cpu_ticks "${RCD_PID[2]}")
