@@ -199,7 +199,7 @@ def mapping_kind(name):
     return "file"
 
 
-def mapping_growth(samples, node, first, last, top=6):
+def mapping_growth(node, first, last, top=6):
     """The mappings of one process whose anonymous KiB changed the most
     from sample `first` to `last`: [(name, before, after)]."""
     a = (first["nodes"].get(node) or {}).get("anon_by_mapping")
@@ -483,14 +483,12 @@ def analyse(params, samples, faults, streams, iperf_runs):
         f"({base_s['label'] if base_s else 'none'})")
     # Which mappings grew: from each node's sample after the first cycle to
     # its last quiet one, when both are of the same process.
-    firsts = [s for s in after_cycle if s]
-    for n in nodes:
-        if not firsts:
-            break
-        a, b = firsts[0], firsts[-1]
+    ended = [s for s in after_cycle if s]
+    for n in nodes if ended else []:
+        a, b = ended[0], ended[-1]
         if node_metrics(a, n)["pid"] != node_metrics(b, n)["pid"]:
             continue
-        g = mapping_growth(samples, n, a, b)
+        g = mapping_growth(n, a, b)
         if g:
             notes.append(f"node{n} anonymous KiB by mapping, after c1 -> last: " + ", ".join(
                 f"{k} {x:,} -> {y:,} ({y - x:+,})" for k, x, y in g))

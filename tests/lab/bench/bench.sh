@@ -86,24 +86,25 @@ softnet_drops() {
   echo "$s"
 }
 rxe_send_failures() { dmesg | grep -c 'rdma_rxe: Failed sending' || true; }
+# hub_counter TAG NAME: the hub device's counter NAME in `rdma statistic
+# show` from netsnap TAG (nothing when the device has no such counter).
+HUB_DEV=$(lab_node_rdma_dev 1)
+hub_counter() {
+  awk -v d="$HUB_DEV/1" -v n="$2" '$1 == "link" && $2 == d { for (i = 3; i < NF; i++) if ($i == n) print $(i + 1) }' \
+    "$RCNET_RESULTS/net-$1.txt"
+}
+# hub_counter_delta BEFORE AFTER NAME: how much it rose from netsnap BEFORE
+# to AFTER; "-" when the device has no such counter (siw has neither RNR
+# nor rxe's counters), never an arithmetic error.
+hub_counter_delta() {
+  local a b
+  a=$(hub_counter "$1" "$3")
+  b=$(hub_counter "$2" "$3")
+  if [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo -; fi
+}
 # netsnap TAG: the hub's network view into $RCNET_RESULTS/net-TAG.txt: rxe's
 # per-device counters, node 1's ARP cache statistics and neighbour count,
 # and every node's underlay link counters (drops, errors).
-# rxe_counter TAG DEV NAME: one counter of `rdma statistic show` from netsnap TAG.
-rxe_counter() {
-  awk -v d="$2/1" -v n="$3" '$1 == "link" && $2 == d { for (i = 3; i < NF; i++) if ($i == n) print $(i + 1) }' \
-    "$RCNET_RESULTS/net-$1.txt"
-}
-# hub_counter_delta BEFORE AFTER NAME: how much the hub device's counter NAME
-# rose from netsnap BEFORE to AFTER; "-" when the device has no such counter
-# (siw has neither RNR nor rxe's counters), never an arithmetic error.
-HUB_DEV=$(lab_node_rdma_dev 1)
-hub_counter_delta() {
-  local a b
-  a=$(rxe_counter "$1" "$HUB_DEV" "$3")
-  b=$(rxe_counter "$2" "$HUB_DEV" "$3")
-  if [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo -; fi
-}
 netsnap() {
   {
     echo "softnet_drops $(softnet_drops)"
