@@ -98,6 +98,11 @@ Result<void> DataPath::start() {
   if (auto r = send_pool_.init(seam_, cfg_.send_slots, buf_size_); !r)
     return r;
   slot_owner_.assign(cfg_.send_slots, 0);
+  // send_lent()'s fallback copy holds one frame. Sized and touched here, so
+  // that its first use under load does not grow the heap in use by a frame
+  // (64 KiB with offload) long after the start: the soak's sender did.
+  lent_copy_.resize(payload_room());
+  lent_copy_.clear();
   if (cfg_.use_srq) {
     if (auto r = fill_srq(); !r)
       return r;

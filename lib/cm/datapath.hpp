@@ -368,7 +368,7 @@ class DataPath {
   BufferPool send_pool_;
   std::vector<std::uint64_t> slot_owner_;   // send slot -> conn id (0 = free)
   std::optional<std::uint32_t> lent_slot_;  // send slot lent by lend_send_buffer()
-  std::vector<std::byte> lent_copy_;        // send_lent() fallback, reused
+  std::vector<std::byte> lent_copy_;        // send_lent() fallback, sized by start()
   // Send batching: chains_[0, chains_used_) hold the unposted WRs of one
   // connection each (kept, with their capacity, across batches).
   struct Chain {

@@ -19,11 +19,13 @@
 #include <optional>
 #include <vector>
 
+#include "../wire/gso_packets.hpp"
 #include "cm/rails.hpp"
 #include "meter.hpp"
 #include "metered.hpp"
 #include "rails_harness.hpp"
 #include "sim/timer.hpp"
+#include "wire/vnet_hdr.hpp"
 
 namespace cm_heap_test {
 
@@ -34,6 +36,7 @@ using bench::Scope;
 using test::rails::kRails;
 using test::rails::overlay_addr;
 using test::rails::rail_addr;
+using test::rails::rail_ep;
 
 // As the soak's nodes: connections outlive the run (timeouts.idle 600 s).
 constexpr Duration kIdle = 600s;
@@ -60,7 +63,7 @@ struct RailNode {
 
 class Soak {
  public:
-  explicit Soak(sim::Profile p) : cluster_(p) {}
+  explicit Soak(sim::Profile p, bool offload = false) : cluster_(p), offload_(offload) {}
 
   RailNode& add(int i, Part part) {
     nodes_.push_back(std::make_unique<RailNode>(cluster_.fabric, i, part));
@@ -82,6 +85,7 @@ class Soak {
       auto cfg = test::test_config(h.addr, incarnation);
       cfg.rail_count = kRails;
       cfg.idle_timeout = kIdle;
+      cfg.offload = offload_;
       REQUIRE(cluster_.start(h, cfg).ok());
       rails.push_back({.manager = h.mgr.get(),
                        .route = [k, i = n.index](const IpAddr& o) -> std::optional<Endpoint> {
@@ -184,6 +188,7 @@ class Soak {
   }
 
   sim::Cluster cluster_;
+  bool offload_;
   std::vector<std::unique_ptr<RailNode>>
       nodes_;  // destroyed first: the RailSets borrow the managers
   std::uint32_t seq_ = 0;
@@ -265,6 +270,35 @@ TEST_CASE("a lost device's buffers keep their memory, and its re-adoption regist
   s.traffic(5s);
   CHECK(r0.received > received);
   CHECK(r0.sim->stats().misuse == 0);
+}
+
+TEST_CASE("a lent buffer's fallback copy is sized at start, not by its first use under load",
+          "[cm][heap][zerocopy]") {
+  // The soak's iperf3 sender grew its heap in use by one GSO frame, once,
+  // cycles into the run: the copy send_lent() falls back to when a frame read
+  // from the TUN cannot be posted at once (here: no connection yet).
+  Soak s(sim::Profile::kRxe, /*offload=*/true);
+  RailNode& hub = s.add(1, Part::kHub);
+  s.add(2, Part::kClients);
+  cm::Manager& m = *hub.hosts[0]->mgr;
+  const auto frame =
+      test::frame_of(test::tso_hdr(false, 1448), test::tcp_super_packet(false, 65535 - 40));
+  const std::int64_t before = Soak::live_bytes(Part::kHub);
+  {
+    Scope sc(Part::kHub);
+    const auto buf = m.lend_send_buffer();
+    REQUIRE(buf.size() > frame.size());
+    std::memcpy(buf.data(), frame.data(), frame.size());
+    REQUIRE(m.send_lent(rail_ep(0, 2), frame.size()) == cm::SendResult::kQueued);
+  }
+  s.run(2s);  // connected, sent, the peer's queue empty again
+  const auto snap = m.snapshot();
+  REQUIRE(snap.counters.gso_sent == 1);
+  const std::int64_t after = Soak::live_bytes(Part::kHub);
+  INFO("node 1's heap: " << before << " bytes before the fallback, " << after
+                         << " once the frame has gone; the frame is " << frame.size() << " bytes");
+  // What stays is the connection's state, not a frame's copy.
+  CHECK(after - before < static_cast<std::int64_t>(frame.size()));
 }
 
 }  // namespace cm_heap_test
