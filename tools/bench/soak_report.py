@@ -46,7 +46,11 @@ the processes of the start, the first fault cycle; for one that a fault
 restarted, the cycle it started in (a new rcnetd's RSS rises by a few
 hundred KiB while its connections come up, then stays flat: the 30-minute
 soak's node1 99,312 KiB at its restart, 99,844 two minutes later, 99,848
-twelve minutes after that). For fds, QPs, MRs and CQs: whether some quiet
+twelve minutes after that). A note gives the RSS's and the heap's slope
+fitted later still, once each process had met every kind of fault it
+meets: faults that rotate over the nodes bring a node its first flood, say,
+in cycle 1 to 4, and a kind's first time sizes some container once (a step
+that a slope from cycle 1 on counts as growth). For fds, QPs, MRs and CQs: whether some quiet
 sample between a fault and the next one equals the baseline, for every
 fault. Then the pings lost outside the padded windows: a lost ping is
 placed at the time of ping's "no answer yet" line for it (-O: one interval
@@ -87,6 +91,8 @@ METRICS = [
 ]
 BASE_METRICS = [m[0] for m in METRICS if m[3] == "base"]
 RSS_SLOPE_GOAL = "<= 1"  # KiB per minute
+# Also fitted after each process had met every kind of fault (a note).
+KINDS_SLOPE_METRICS = ("rss_kib", "heap_in_use_kib")
 NOT_EXPOSED = ("timers: rcnetctl does not expose rcnetd's timers (sd-event sources); not sampled",)
 NO_ANSWER = re.compile(r"no answer yet for icmp_seq=(\d+)")
 
@@ -371,18 +377,41 @@ def cycles_of(faults):
     return [(k, a, b) for k, (a, b) in sorted(c.items())]
 
 
-def warmup_ends(samples, nodes, cycles, grace_ms):
-    """{(node, pid): the end of that process's first fault cycle, plus
-    grace_ms}: the first cycle that ends after its first sample. Infinite
-    for a process that no cycle ends after (it has no settled samples)."""
-    first = {}
+def lifetimes(samples, nodes):
+    """{(node, pid): (its first sample's t0, its last one's)}."""
+    out = {}
     for s in samples:
         for n in nodes:
             pid = node_metrics(s, n)["pid"]
             if pid is not None:
-                first.setdefault((n, pid), s["t0"])
+                out[(n, pid)] = (out.get((n, pid), (s["t0"],))[0], s["t0"])
+    return out
+
+
+def warmup_ends(samples, nodes, cycles, grace_ms):
+    """{(node, pid): the end of that process's first fault cycle, plus
+    grace_ms}: the first cycle that ends after its first sample. Infinite
+    for a process that no cycle ends after (it has no settled samples)."""
     return {k: next((end + grace_ms for _, _, end in cycles if end >= t), float("inf"))
-            for k, t in first.items()}
+            for k, (t, _) in lifetimes(samples, nodes).items()}
+
+
+def kinds_warmup_ends(samples, faults, nodes, cycles, grace_ms):
+    """{(node, pid): as warmup_ends(), or later: the end of the cycle in
+    which that process met the last of the kinds of fault it meets for the
+    first time, plus grace_ms. A kind's first time sizes a container once
+    (a high-water mark, not a leak), and faults that rotate over the nodes
+    give a node its first flood, say, in cycle 1 to 4."""
+    ends = {c: end for c, _, end in cycles}
+    out = warmup_ends(samples, nodes, cycles, grace_ms)
+    for (n, pid), (t0, t1) in lifetimes(samples, nodes).items():
+        first = {}
+        for w in faults:
+            if w["node"] == n and t0 <= w["start"] <= t1:
+                first.setdefault(w["kind"], w["cycle"])
+        if first:
+            out[(n, pid)] = max(out[(n, pid)], ends[max(first.values())] + grace_ms)
+    return out
 
 
 def analyse(params, samples, faults, streams, iperf_runs):
@@ -401,22 +430,31 @@ def analyse(params, samples, faults, streams, iperf_runs):
     slope_samples = ([s for s in samples if s["t0"] > first_end and not meets(s["t0"], s["t1"], spans)]
                      if first_end is not None else [])
     warm = warmup_ends(samples, nodes, cycles, grace)
+    warm_kinds = kinds_warmup_ends(samples, faults, nodes, cycles, grace)
     rows, notes, per_fault = [], [], {}
+    kinds_slopes = []
     for n in nodes:
         base_m = node_metrics(base_s, n) if base_s else {}
         for key, what, unit, goal in METRICS:
             base = base_m.get(key)
             after = [node_metrics(s, n)[key] if s else None for s in after_cycle]
-            pts = []
+            pts, later = [], []  # later: after the process met each kind of fault
             for s in slope_samples:
                 m = node_metrics(s, n)
                 if s["t0"] > warm.get((n, m["pid"]), float("inf")):
                     pts.append((s["t0"], m[key], m["pid"]))
+                    if s["t0"] > warm_kinds.get((n, m["pid"]), float("inf")):
+                        later.append(pts[-1])
             slope = slope_per_min(pts)
+            if key in KINDS_SLOPE_METRICS:
+                kinds_slopes.append((n, key, slope_per_min(later),
+                                     sum(1 for p in later if p[1] is not None)))
             row = {"node": n, "metric": key, "what": what, "unit": unit, "baseline": base,
                    "after_cycles": after, "slope_per_min": slope,
                    "slope_samples": sum(1 for p in pts if p[1] is not None),
                    "goal": None, "met": None}
+            if key in KINDS_SLOPE_METRICS:
+                row["slope_after_kinds"] = kinds_slopes[-1][2]
             if goal == "slope":
                 row["goal"] = f"slope {RSS_SLOPE_GOAL} {unit}/min"
                 row["met"] = bench_table.met(RSS_SLOPE_GOAL, slope)
@@ -481,6 +519,14 @@ def analyse(params, samples, faults, streams, iperf_runs):
         f"starts after the cycle it started in); baseline "
         f"sample at {clock(base_s['t0']) + ' UTC' if base_s else '-'} "
         f"({base_s['label'] if base_s else 'none'})")
+    for key in KINDS_SLOPE_METRICS:
+        got = [(n, v, c) for n, k, v, c in kinds_slopes if k == key]
+        if got:
+            what = next(m[1] for m in METRICS if m[0] == key)
+            notes.append(f"{what}, slope once each process had met every kind of fault it meets "
+                         f"(a kind's first time sizes things once; the row above starts after "
+                         f"the first cycle): " + ", ".join(
+                             f"node{n} {fmt(v)} KiB/min ({c} samples)" for n, v, c in got))
     # Which mappings grew: from each node's sample after the first cycle to
     # its last quiet one, when both are of the same process.
     ended = [s for s in after_cycle if s]

@@ -155,28 +155,28 @@ done
 lab_check "ping node1 -> node2 over rc0" ip netns exec node1 ping -n -q -c 3 -W 2 10.100.0.2
 w=$(rails_wait_carrier 1 2 0 20) || lab_fail "node1 -> node2 not carried on rail 0 after 20 s"
 DOWN_W=() UP_W=()
-ms_failover=() ms_failback=()
 rails_ping_start 1 2 rcnet 0.01
 sleep 1
 lab_log "rcnet: $EVENTS events (b_1 down, failover, ${HOLD_DOWN} s, b_1 up, fail-back)"
+# As bonding's events: nothing but ping runs while rail 0 fails over and
+# back. An `rcnetctl peers` poll every 100 ms (each a process start under
+# TCG) shared the two vCPUs with rcnetd and rxe in the very window measured,
+# which the anchor's events never paid. Where the traffic is is checked once
+# each window has passed, and when it moved is read from rcnetd's own lines
+# (failback_log.py).
 for ((k = 1; k <= EVENTS; k++)); do
   t0=$(rcd_now_ms)
   ip link set b_1 down
-  if w=$(rails_wait_carrier 1 2 1 20); then
-    ms_failover+=("$w")
-  else
-    lab_fail "rcnet event $k: node1 -> node2 not on rail 1 within 20 s of b_1 down"
-  fi
   sleep "$HOLD_DOWN"
+  w=$(rails_carrier 1 2)
+  [[ $w == 1 ]] || lab_fail "rcnet event $k: node1 -> node2 on rail '$w', not 1, ${HOLD_DOWN} s after b_1 down"
   t1=$(rcd_now_ms)
   ip link set b_1 up
   DOWN_W+=("$t0:$t1")
-  if w=$(rails_wait_carrier 1 2 0 120); then
-    ms_failback+=("$w")
-  else
-    lab_fail "rcnet event $k: no fail-back to rail 0 within 120 s of b_1 up"
+  sleep "$HOLD_UP"
+  if ! w=$(rails_wait_carrier 1 2 0 120); then
+    lab_fail "rcnet event $k: no fail-back to rail 0 within 120 s of b_1 up + ${HOLD_UP} s"
   fi
-  sleep 0.5
   UP_W+=("$t1:$(rcd_now_ms)")
 done
 rails_ping_stop rcnet
@@ -184,8 +184,6 @@ report rcnet down "${DOWN_W[@]}"
 report rcnet up "${UP_W[@]}"
 say "rcnet all: $(python3 "$RAILS_PINGLOG" "$OUT/rcnet.ping" | head -1)"
 say "rcnet: rails.holddown $RAILS_HOLDDOWN"
-say "rcnet: failover seen by rcnetctl after (ms, polled): ${ms_failover[*]}"
-say "rcnet: fail-back seen by rcnetctl after (ms, polled, holddown included): ${ms_failback[*]}"
 
 # Silent drop: the same cycle with tc dropping RoCEv2 on b_1 instead of
 # b_1 down. Bound: transport.ack_timeout x retries (docs/design.md "Rails").
@@ -284,6 +282,7 @@ say "rcnet node1 counters: $(rails_stats_line 1)"
 # The same fail-backs from the daemon's own log line, without rcnetctl's
 # polling cost (failback_log.py).
 for set in rcnet $([[ $SETS != *" silent "* ]] || echo silent) $([[ $SETS != *" removal "* ]] || echo removal); do
+  say "$set: $(python3 "$RCNET_SRC/tests/lab/rails/failback_log.py" "$OUT" "$set" --failover)"
   say "$set: fail-back in rcnetd's log after (ms, sorted, from just before the heal): $(python3 "$RCNET_SRC/tests/lab/rails/failback_log.py" "$OUT" "$set")"
 done
 say "rcnet node1 rail 0 now: $(rails_json 1 | jq -c '.rails[0] | {state, holddown_ms, flaps}')"

@@ -3,6 +3,7 @@
 """Fail-back times of a bond_anchor.sh event set as rcnetd itself logged them.
 
     failback_log.py RESULTS SET [NODE]
+    failback_log.py RESULTS SET [NODE] --failover
     failback_log.py RESULTS removal [NODE] --device
 
 RESULTS/SET-down.windows holds one "T0:T1 ..." line per event (pinglog.py's
@@ -12,6 +13,12 @@ RESULTS/rcnetd-NODE.log (default 1) the daemon's log with its ISO timestamps
 (UTC, ms). Prints the times from each T1 to the first "traffic back on rail
 0" line after it, in ms, sorted: the fail-back without the 0.3-0.6 s a
 polling `rcnetctl` call costs under TCG.
+
+--failover: the other way, from each T0 (just before the command that
+breaks rail 0) to the first "traffic moved from rail 0" line after it, with
+the causes the lines name counted: the failover as rcnetd made it, where
+bond_anchor.sh's carrier set no longer polls `rcnetctl` (its bonding anchor
+does not either).
 
 --device (the removal set): when rcnetd released the device and when it
 adopted it again, from its "RDMA device lost (..., noticed by P)" and "RDMA
@@ -101,11 +108,33 @@ def device_main(results, name, node):
     print(out)
 
 
+def moved_lines(path):
+    """(ms, "moved", cause) of each "traffic moved from rail 0" line."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"(\S+) \[rcnetd\] \w+ .*traffic moved from rail 0 to rail \d+ \((\w+)\)",
+                         line)
+            if m:
+                out.append((log_ms(m.group(1)), "moved", m.group(2)))
+    return out
+
+
+def failover_main(results, name, node):
+    lines = moved_lines(f"{results}/rcnetd-{node}.log")
+    breaks = [t0 for t0, _ in windows(f"{results}/{name}-down.windows")]
+    found = [(f[0] - t, f[2]) if (f := first_after(lines, "moved", t)) else None for t in breaks]
+    print(summary("failover after the fault's start", found))
+
+
 def main():
     results, name = sys.argv[1], sys.argv[2]
-    node = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "--device" else "1"
+    node = sys.argv[3] if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else "1"
     if "--device" in sys.argv[3:]:
         device_main(results, name, node)
+        return
+    if "--failover" in sys.argv[3:]:
+        failover_main(results, name, node)
         return
     heals = [t1 for _, t1 in windows(f"{results}/{name}-down.windows")]
     backs = []

@@ -45,6 +45,11 @@ def back(ms):
     return f"{stamp(ms)} [rcnetd] info peer 10.100.0.2: traffic back on rail 0 from rail 1"
 
 
+def moved(ms, cause):
+    return (f"{stamp(ms)} [rcnetd] warning peer 10.100.0.2: traffic moved from rail 0 to rail 1 "
+            f"({cause})")
+
+
 class FailbackLog(unittest.TestCase):
     def run_script(self, log, files, *args):
         with tempfile.TemporaryDirectory() as d:
@@ -63,6 +68,19 @@ class FailbackLog(unittest.TestCase):
         log = [back(T0 + 10), back(T0 + 1250), back(T0 + 5400)]
         win = f"{T0}:{T0 + 1000} replies=1\n{T0 + 4000}:{T0 + 5000} replies=1\nall replies=2\n"
         self.assertEqual(self.run_script(log, {"rcnet-down.windows": win}, "rcnet"), "250 400")
+
+    def test_failover_from_each_fault(self):
+        # Faults at +0 and +4000; moved at +30 (carrier) and +4012
+        # (port_error); a fail-back line and a move before the first fault
+        # count for none; the third fault, at +8000, saw no move.
+        log = [moved(T0 - 5, "carrier"), moved(T0 + 30, "carrier"), back(T0 + 1250),
+               moved(T0 + 4012, "port_error")]
+        win = (f"{T0}:{T0 + 1000} r\n{T0 + 4000}:{T0 + 5000} r\n{T0 + 8000}:{T0 + 9000} r\n"
+               "all replies=3\n")
+        self.assertEqual(
+            self.run_script(log, {"rcnet-down.windows": win}, "rcnet", "--failover"),
+            "failover after the fault's start (ms, sorted): 12 30 none; noticed by: carrier x1, "
+            "port_error x1")
 
     def test_device_release_and_adoption(self):
         # Event 1: delete at +0, lost at +300 (async event); add from +2000

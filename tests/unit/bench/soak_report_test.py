@@ -341,6 +341,33 @@ class Analysis(unittest.TestCase):
         finally:
             r.close()
 
+    def test_a_kinds_first_time_is_a_step_not_a_slope(self):
+        # Node 1 meets its first flap in cycle 2 (F3, 120-130 s), and its RSS
+        # steps 30 KiB there: after cycle 1 that is a slope over the goal;
+        # once node 1 had met both its kinds (cycle 2's end, 152 s + 5 s of
+        # grace) it is flat.
+        r = two_node_run()
+        try:
+            out, t = [], None
+            for line in r.read("soak-samples.txt").splitlines(True):
+                f = line.split(" ")
+                if f[0] == "S":
+                    t = int(f[1]) - T0
+                elif line.startswith("N 1 101 "):
+                    f[3] = str(10000 + (30 if t >= 125_000 else 0))
+                    line = " ".join(f)
+                out.append(line)
+            r.write("soak-samples.txt", "".join(out))
+            a = r.analyse()
+            rss = row(a, 1, "rss_kib")
+            self.assertGreater(rss["slope_per_min"], 1)
+            self.assertIs(rss["met"], False)
+            self.assertEqual(rss["slope_after_kinds"], 0)
+            note = next(n for n in a["notes"] if n.startswith("RSS (VmRSS), slope once"))
+            self.assertIn("node1 0.000 KiB/min (14 samples)", note)  # 160..290 s
+        finally:
+            r.close()
+
     def test_rss_growth_misses_its_goal(self):
         r = two_node_run()
         try:
