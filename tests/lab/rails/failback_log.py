@@ -18,7 +18,8 @@ polling `rcnetctl` call costs under TCG.
 breaks rail 0) to the first "traffic moved from rail 0" line after it, with
 the causes the lines name counted: the failover as rcnetd made it, where
 bond_anchor.sh's carrier set no longer polls `rcnetctl` (its bonding anchor
-does not either).
+does not either). The command's own start is in it: under TCG `ip link set
+down` takes effect 150-300 ms after T0 (ping's last reply before the gap).
 
 --device (the removal set): when rcnetd released the device and when it
 adopted it again, from its "RDMA device lost (..., noticed by P)" and "RDMA
@@ -124,7 +125,7 @@ def failover_main(results, name, node):
     lines = moved_lines(f"{results}/rcnetd-{node}.log")
     breaks = [t0 for t0, _ in windows(f"{results}/{name}-down.windows")]
     found = [(f[0] - t, f[2]) if (f := first_after(lines, "moved", t)) else None for t in breaks]
-    print(summary("failover after the fault's start", found))
+    print(summary("failover after the breaking command started", found))
 
 
 def main():

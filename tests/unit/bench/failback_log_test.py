@@ -79,8 +79,8 @@ class FailbackLog(unittest.TestCase):
                "all replies=3\n")
         self.assertEqual(
             self.run_script(log, {"rcnet-down.windows": win}, "rcnet", "--failover"),
-            "failover after the fault's start (ms, sorted): 12 30 none; noticed by: carrier x1, "
-            "port_error x1")
+            "failover after the breaking command started (ms, sorted): 12 30 none; noticed by: "
+            "carrier x1, port_error x1")
 
     def test_device_release_and_adoption(self):
         # Event 1: delete at +0, lost at +300 (async event); add from +2000
