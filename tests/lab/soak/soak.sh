@@ -579,7 +579,7 @@ python3 "$REPORT" --settled "$OUT" >/dev/null # parses the samples once: a broke
 lab_log "baseline taken; $(((BUDGET_MS - ($(rcd_now_ms) - t_soak0)) / 1000)) s of the soak left, the last $((TAIL_MS / 1000)) s quiet"
 
 CYCLE=0
-est=0
+est=0 made=0
 while [[ -z $BROKEN ]]; do
   now=$(rcd_now_ms)
   ((CYCLE > 0 && now - t_soak0 + est > BUDGET_MS - TAIL_MS)) && break
@@ -593,10 +593,15 @@ while [[ -z $BROKEN ]]; do
     [[ ${FAULTS[f]} == kill && -n $KILL_NODE ]] && nodes=$KILL_NODE
     for node in $nodes; do
       soak_fault "${FAULTS[f]}" "$node" || break 3
+      made=$((made + 1))
     done
   done
   est=$(($(rcd_now_ms) - now))
-  lab_log "cycle $CYCLE done in $((est / 1000)) s; $((($(rcd_now_ms) - t_soak0) / 1000)) of $((BUDGET_MS / 1000)) s"
+  lab_log "cycle $CYCLE done in $((est / 1000)) s ($made faults); $((($(rcd_now_ms) - t_soak0) / 1000)) of $((BUDGET_MS / 1000)) s"
+  # The next cycle's time, for the check above: the warm-up made more
+  # faults than a cycle after it does.
+  est=$((est * ${#FAULTS[@]} / made))
+  made=0
 done
 if [[ -z $BROKEN ]]; then
   end=$((t_soak0 + BUDGET_MS))
