@@ -100,6 +100,21 @@ class Run:
     def analyse(self):
         return sr.analyse(*sr.load(self.dir))
 
+    def edit_samples(self, prefix, edit):
+        """Rewrites each line of soak-samples.txt that starts with prefix:
+        edit(fields, t) changes its fields in place (t: its sample's ms
+        after T0)."""
+        out, t = [], None
+        for line in self.read("soak-samples.txt").splitlines(True):
+            f = line.split(" ")
+            if f[0] == "S":
+                t = int(f[1]) - T0
+            elif line.startswith(prefix):
+                edit(f, t)
+                line = " ".join(f)
+            out.append(line)
+        self.write("soak-samples.txt", "".join(out))
+
     def close(self):
         shutil.rmtree(self.dir)
 
@@ -322,16 +337,10 @@ class Analysis(unittest.TestCase):
         try:
             r.write("soak-faults.txt",
                     r.read("soak-faults.txt").replace("F F3 2 flap 1 ", "F F3 2 kill 2 "))
-            out, t = [], None
-            for line in r.read("soak-samples.txt").splitlines(True):
-                f = line.split(" ")
-                if f[0] == "S":
-                    t = int(f[1]) - T0
-                elif line.startswith("N 2 202 ") and t >= 130_000:
+            def restart(f, t):
+                if t >= 130_000:
                     f[2], f[3] = "203", "12000" if t < 150_000 else "12300"
-                    line = " ".join(f)
-                out.append(line)
-            r.write("soak-samples.txt", "".join(out))
+            r.edit_samples("N 2 202 ", restart)
             a = r.analyse()
             rss = row(a, 2, "rss_kib")
             self.assertAlmostEqual(rss["slope_per_min"], 0.0)
@@ -348,16 +357,9 @@ class Analysis(unittest.TestCase):
         # grace) it is flat.
         r = two_node_run()
         try:
-            out, t = [], None
-            for line in r.read("soak-samples.txt").splitlines(True):
-                f = line.split(" ")
-                if f[0] == "S":
-                    t = int(f[1]) - T0
-                elif line.startswith("N 1 101 "):
-                    f[3] = str(10000 + (30 if t >= 125_000 else 0))
-                    line = " ".join(f)
-                out.append(line)
-            r.write("soak-samples.txt", "".join(out))
+            def step(f, t):
+                f[3] = str(10000 + (30 if t >= 125_000 else 0))
+            r.edit_samples("N 1 101 ", step)
             a = r.analyse()
             rss = row(a, 1, "rss_kib")
             self.assertGreater(rss["slope_per_min"], 1)
@@ -371,17 +373,11 @@ class Analysis(unittest.TestCase):
     def test_rss_growth_misses_its_goal(self):
         r = two_node_run()
         try:
-            text = r.read("soak-samples.txt")
-            # node 2's RSS grows 6 KiB per sample after the restart: 36 KiB/min
-            out, k = [], 0
-            for line in text.splitlines(True):
-                if line.startswith("N 2 202 "):
-                    f = line.split(" ")
-                    f[3] = str(12000 + 6 * k)
-                    k += 1
-                    line = " ".join(f)
-                out.append(line)
-            r.write("soak-samples.txt", "".join(out))
+            # node 2's RSS grows 6 KiB per 10 s sample after the restart
+            # (70 s on): 36 KiB/min
+            def grow(f, t):
+                f[3] = str(12000 + 6 * ((t - 70_000) // 10_000))
+            r.edit_samples("N 2 202 ", grow)
             a = r.analyse()
             rss = row(a, 2, "rss_kib")
             self.assertAlmostEqual(rss["slope_per_min"], 36.0, delta=0.5)
