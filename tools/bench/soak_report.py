@@ -388,23 +388,24 @@ def lifetimes(samples, nodes):
     return out
 
 
-def warmup_ends(samples, nodes, cycles, grace_ms):
+def warmup_ends(life, cycles, grace_ms):
     """{(node, pid): the end of that process's first fault cycle, plus
-    grace_ms}: the first cycle that ends after its first sample. Infinite
-    for a process that no cycle ends after (it has no settled samples)."""
+    grace_ms}: the first cycle that ends after its first sample (life:
+    lifetimes()). Infinite for a process that no cycle ends after (it has
+    no settled samples)."""
     return {k: next((end + grace_ms for _, _, end in cycles if end >= t), float("inf"))
-            for k, (t, _) in lifetimes(samples, nodes).items()}
+            for k, (t, _) in life.items()}
 
 
-def kinds_warmup_ends(samples, faults, nodes, cycles, grace_ms):
-    """{(node, pid): as warmup_ends(), or later: the end of the cycle in
-    which that process met the last of the kinds of fault it meets for the
-    first time, plus grace_ms. A kind's first time sizes a container once
-    (a high-water mark, not a leak), and faults that rotate over the nodes
-    give a node its first flood, say, in cycle 1 to 4."""
+def kinds_warmup_ends(life, warm, faults, cycles, grace_ms):
+    """{(node, pid): its warm-up end (warm: warmup_ends()), or later: the
+    end of the cycle in which that process met the last of the kinds of
+    fault it meets for the first time, plus grace_ms. A kind's first time
+    sizes a container once (a high-water mark, not a leak), and faults that
+    rotate over the nodes give a node its first flood, say, in cycle 1 to 4."""
     ends = {c: end for c, _, end in cycles}
-    out = warmup_ends(samples, nodes, cycles, grace_ms)
-    for (n, pid), (t0, t1) in lifetimes(samples, nodes).items():
+    out = dict(warm)
+    for (n, pid), (t0, t1) in life.items():
         first = {}
         for w in faults:
             if w["node"] == n and t0 <= w["start"] <= t1:
@@ -429,10 +430,10 @@ def analyse(params, samples, faults, streams, iperf_runs):
         after_cycle.append(q[-1] if q else None)
     slope_samples = ([s for s in samples if s["t0"] > first_end and not meets(s["t0"], s["t1"], spans)]
                      if first_end is not None else [])
-    warm = warmup_ends(samples, nodes, cycles, grace)
-    warm_kinds = kinds_warmup_ends(samples, faults, nodes, cycles, grace)
+    life = lifetimes(samples, nodes)
+    warm = warmup_ends(life, cycles, grace)
+    warm_kinds = kinds_warmup_ends(life, warm, faults, cycles, grace)
     rows, notes, per_fault = [], [], {}
-    kinds_slopes = []
     for n in nodes:
         base_m = node_metrics(base_s, n) if base_s else {}
         for key, what, unit, goal in METRICS:
@@ -446,15 +447,13 @@ def analyse(params, samples, faults, streams, iperf_runs):
                     if s["t0"] > warm_kinds.get((n, m["pid"]), float("inf")):
                         later.append(pts[-1])
             slope = slope_per_min(pts)
-            if key in KINDS_SLOPE_METRICS:
-                kinds_slopes.append((n, key, slope_per_min(later),
-                                     sum(1 for p in later if p[1] is not None)))
             row = {"node": n, "metric": key, "what": what, "unit": unit, "baseline": base,
                    "after_cycles": after, "slope_per_min": slope,
                    "slope_samples": sum(1 for p in pts if p[1] is not None),
                    "goal": None, "met": None}
             if key in KINDS_SLOPE_METRICS:
-                row["slope_after_kinds"] = kinds_slopes[-1][2]
+                row["slope_after_kinds"] = slope_per_min(later)
+                row["samples_after_kinds"] = sum(1 for p in later if p[1] is not None)
             if goal == "slope":
                 row["goal"] = f"slope {RSS_SLOPE_GOAL} {unit}/min"
                 row["met"] = bench_table.met(RSS_SLOPE_GOAL, slope)
@@ -520,13 +519,13 @@ def analyse(params, samples, faults, streams, iperf_runs):
         f"sample at {clock(base_s['t0']) + ' UTC' if base_s else '-'} "
         f"({base_s['label'] if base_s else 'none'})")
     for key in KINDS_SLOPE_METRICS:
-        got = [(n, v, c) for n, k, v, c in kinds_slopes if k == key]
+        got = [r for r in rows if r["metric"] == key]
         if got:
-            what = next(m[1] for m in METRICS if m[0] == key)
-            notes.append(f"{what}, slope once each process had met every kind of fault it meets "
-                         f"(a kind's first time sizes things once; the row above starts after "
-                         f"the first cycle): " + ", ".join(
-                             f"node{n} {fmt(v)} KiB/min ({c} samples)" for n, v, c in got))
+            notes.append(f"{got[0]['what']}, slope once each process had met every kind of fault "
+                         f"it meets (a kind's first time sizes things once; the row above starts "
+                         f"after the first cycle): " + ", ".join(
+                             f"node{r['node']} {fmt(r['slope_after_kinds'])} KiB/min "
+                             f"({r['samples_after_kinds']} samples)" for r in got))
     # Which mappings grew: from each node's sample after the first cycle to
     # its last quiet one, when both are of the same process.
     ended = [s for s in after_cycle if s]

@@ -52,19 +52,26 @@ def windows(path):
     return out
 
 
+def log_matches(path, pattern):
+    """(ms, match) of each line of rcnetd's log whose message matches
+    `pattern` (from its start; the match's groups are the pattern's)."""
+    rx = re.compile(r"(\S+) \[rcnetd\] \w+ (?:" + pattern + ")")
+    with open(path) as f:
+        for line in f:
+            m = rx.match(line)
+            if m:
+                yield log_ms(m.group(1)), m
+
+
 def device_lines(path):
     """(ms, "lost" or "adopted", path that noticed it, setup ms or None) of
     each device line; the setup ("set up in N ms") only on adoptions."""
     out = []
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"(\S+) \[rcnetd\] \w+ RDMA device (lost|\S+ adopted again on)"
-                         r".*?\(.*?noticed by ([a-z ]+)", line)
-            if m:
-                kind = "lost" if m.group(2) == "lost" else "adopted"
-                setup = re.search(r"set up in (\d+) ms", line)
-                out.append((log_ms(m.group(1)), kind, m.group(3),
-                            int(setup.group(1)) if setup else None))
+    for ms, m in log_matches(path, r"RDMA device (lost|\S+ adopted again on)"
+                                   r".*?\(.*?noticed by ([a-z ]+)"):
+        setup = re.search(r"set up in (\d+) ms", m.string)
+        out.append((ms, "lost" if m.group(2) == "lost" else "adopted", m.group(3),
+                    int(setup.group(1)) if setup else None))
     return out
 
 
@@ -111,14 +118,8 @@ def device_main(results, name, node):
 
 def moved_lines(path):
     """(ms, "moved", cause) of each "traffic moved from rail 0" line."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"(\S+) \[rcnetd\] \w+ .*traffic moved from rail 0 to rail \d+ \((\w+)\)",
-                         line)
-            if m:
-                out.append((log_ms(m.group(1)), "moved", m.group(2)))
-    return out
+    return [(ms, "moved", m.group(2))
+            for ms, m in log_matches(path, r".*traffic moved from rail 0 to rail \d+ \((\w+)\)")]
 
 
 def failover_main(results, name, node):
@@ -138,12 +139,7 @@ def main():
         failover_main(results, name, node)
         return
     heals = [t1 for _, t1 in windows(f"{results}/{name}-down.windows")]
-    backs = []
-    with open(f"{results}/rcnetd-{node}.log") as f:
-        for line in f:
-            m = re.match(r"(\S+) \[rcnetd\] \w+ .*traffic back on rail 0", line)
-            if m:
-                backs.append(log_ms(m.group(1)))
+    backs = [ms for ms, _ in log_matches(f"{results}/rcnetd-{node}.log", r".*traffic back on rail 0")]
     out = []
     for t in heals:
         after = [b for b in backs if b > t]
