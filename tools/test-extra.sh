@@ -25,12 +25,20 @@
 #   tools/test-extra.sh SRC BUILD SAN_BUILD LOGDIR DEB(0|1) SANITIZE(0|1) FUZZ_SECONDS [TRIXIE(0|1)]
 #
 # It lowers its own CPU weight first, so that the lab's QEMU keeps the cores
-# whenever it wants them: a session of its own (setsid, by the caller) with
-# autogroup nice 19 (with autogroups on, a task's nice alone does not yield
-# to another session), SCHED_IDLE, and nice 19 where autogroups are off.
-# Writes LOGDIR/{deb,clang,asan,fuzz,trixie}.log and LOGDIR/status (one
-# line per step: "<step> <rc> <seconds>"); exits 0. trixie.log is
-# tools/trixie.sh's summary; its steps' whole logs stay in its cache.
+# whenever it wants them. The first choice is a CPU cgroup of its own with
+# cpu.idle set (cgroup v1's cpu controller or cgroup v2; Linux 5.15 and
+# later, else the lowest weight), which holds every process it starts. The
+# weights of a session alone do not: with autogroups on (Debian's default),
+# each session is a scheduling group of its own at nice 0, and meson test,
+# setsid and dh_auto_test start one for every test they run; such a process
+# takes a full share beside QEMU, SCHED_IDLE or not (docs/lab.md "The
+# suite's background and the lab"). Without a writable cgroup it falls back to
+# what is left: autogroup nice 19 (its own session, setsid by the caller),
+# SCHED_IDLE, and nice 19 where autogroups are off.
+# Writes LOGDIR/{deb,clang,asan,fuzz,trixie}.log, LOGDIR/cpu (how it
+# lowered its weight, one line) and LOGDIR/status (one line per step:
+# "<step> <rc> <seconds>"); exits 0. trixie.log is tools/trixie.sh's
+# summary; its steps' whole logs stay in its cache.
 set -uo pipefail
 src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7 want_trixie=${8:-0}
 
@@ -38,9 +46,35 @@ src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7 want_tr
 # the second would reconfigure and rebuild it.
 export RCNET_FUZZ_OPTIMIZATION=${RCNET_FUZZ_OPTIMIZATION:-0}
 
+# idle_cgroup DIR: makes DIR/rcnet-background (DIR is a cgroup v1 cpu
+# hierarchy or the cgroup v2 root), idle or at the lowest weight, and moves
+# this process into it; prints what it did.
+idle_cgroup() {
+  local root=$1 cg=$1/rcnet-background
+  [ -f "$root/cgroup.procs" ] || return 1
+  if [ -f "$root/cgroup.controllers" ]; then # v2: the cpu controller for children
+    grep -qw cpu "$root/cgroup.controllers" || return 1
+    grep -qw cpu "$root/cgroup.subtree_control" ||
+      echo +cpu >"$root/cgroup.subtree_control" 2>/dev/null || return 1
+  fi
+  mkdir -p "$cg" 2>/dev/null || return 1
+  if echo 1 >"$cg/cpu.idle" 2>/dev/null; then
+    echo "cgroup $cg, cpu.idle 1"
+  elif echo 2 >"$cg/cpu.shares" 2>/dev/null; then
+    echo "cgroup $cg, cpu.shares 2"
+  elif echo 1 >"$cg/cpu.weight" 2>/dev/null; then
+    echo "cgroup $cg, cpu.weight 1"
+  else
+    return 1
+  fi
+  echo $$ >"$cg/cgroup.procs" 2>/dev/null || return 1
+}
+cpu_how=$(idle_cgroup /sys/fs/cgroup/cpu) || cpu_how=$(idle_cgroup /sys/fs/cgroup) || cpu_how=""
+# Also the session's weights: they are all there is without the cgroup.
 [ -w /proc/self/autogroup ] && echo 19 >/proc/self/autogroup 2>/dev/null
 chrt -i -p 0 $$ >/dev/null 2>&1
 renice -n 19 -p $$ >/dev/null 2>&1
+echo "${cpu_how:-no writable CPU cgroup: autogroup nice 19 and SCHED_IDLE (a process that starts a session of its own is at full weight)}" >"$logdir/cpu"
 
 status=$logdir/status
 : >"$status"
@@ -82,5 +116,11 @@ elif [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
         --jobs 2
     fi
   fi
+fi
+# Out of the cgroup, and it goes once no other process is left in it.
+if [ -n "$cpu_how" ]; then
+  cg=${cpu_how#cgroup }
+  cg=${cg%%,*}
+  echo $$ >"${cg%/*}/cgroup.procs" 2>/dev/null && rmdir "$cg" 2>/dev/null
 fi
 exit 0

@@ -3,7 +3,7 @@
 # Runs every test of rcnet (unit + Soft-RoCE lab) on Debian 12, as root:
 # installs what it needs, builds warning-clean into ./build, runs meson test
 # (unit, lab, package) and, in the background while it runs
-# (tools/test-extra.sh, at the lowest CPU weight: a lab test leaves about one
+# (tools/test-extra.sh, in an idle CPU cgroup: a lab test leaves about one
 # core idle), more steps:
 #   - the Debian package, built once into ./build/deb for the package test
 #     and lab-systemd (they wait for it rather than build it themselves);
@@ -114,7 +114,7 @@ if [ -n "$bg" ]; then
   t0=$SECONDS
   wait "$bg" || true
   bg=""
-  echo "background steps: waited $((SECONDS - t0)) s after meson test"
+  echo "background steps: waited $((SECONDS - t0)) s after meson test; their CPU weight: $(cat "$extra_logs/cpu" 2>/dev/null)"
 fi
 step_rc() { awk -v n="$1" '$1 == n { print $2 }' "$extra_logs/status" 2>/dev/null; }
 step_s() { awk -v n="$1" '$1 == n { print $3 }' "$extra_logs/status" 2>/dev/null; }
