@@ -35,7 +35,17 @@
 #                            returned in 30 s (state D: rxe waits for every
 #                            uverbs object of the device) ends the scenario
 : "${RCNET_BUILD_DIR:?RCNET_BUILD_DIR must point at the build tree}"
-RCD_BIN=$RCNET_BUILD_DIR/daemon/rcnetd
+# rcnetd as rcnetd.service runs it: with the unit's Environment= (glibc's
+# thread cache off), set on rcnetd alone, not on the tools and anchors a
+# scenario runs beside it, by a wrapper that execs it (the pid stays the
+# one the scenario started).
+RCD_BIN=$(mktemp "${TMPDIR:-/tmp}/rcnetd.XXXXXX")
+{
+  echo '#!/bin/sh'
+  sed -n 's/^Environment=\(.*\)$/export \1/p' "${RCNET_SRC:-$(dirname "${BASH_SOURCE[0]}")/../../..}/systemd/rcnetd.service.in"
+  echo "exec '$RCNET_BUILD_DIR/daemon/rcnetd' \"\$@\""
+} >"$RCD_BIN"
+chmod +x "$RCD_BIN"
 declare -A RCD_PID=()
 
 rcd_link_delete() {
