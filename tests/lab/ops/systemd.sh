@@ -204,6 +204,18 @@ cat "$OUT/systemctl-status-node1.txt"
 lab_expect "systemctl status rcnetd@node1 shows the daemon's STATUS= ($(prop 1 StatusText))" \
   grep -Eq '^ +Status: "[0-9]+ connections established, [0-9]+ QPs in teardown"' "$OUT/systemctl-status-node1.txt"
 
+# --- glibc's thread cache off (the unit's Environment=) ------------------------------
+# glibc applies GLIBC_TUNABLES only to an exec that was not a secure one
+# (AT_SECURE, auxv entry 23, is 0): ambient capabilities do not make it one;
+# a setuid bit or file capabilities on rcnetd would, and glibc would then
+# drop the setting without a word.
+pid=$(prop 1 MainPID)
+at_secure() { od -An -tu8 -v "/proc/$1/auxv" | tr -s ' ' '\n' | grep . | paste - - | awk '$1 == 23 { print $2 }'; }
+tunables=$(tr '\0' '\n' <"/proc/$pid/environ" | grep '^GLIBC_TUNABLES=' || true)
+lab_expect "rcnetd@node1 has the unit's ${tunables:-no GLIBC_TUNABLES}" \
+  [ "$tunables" = GLIBC_TUNABLES=glibc.malloc.tcache_count=0 ]
+lab_expect "and glibc applied it: not a secure exec (AT_SECURE $(at_secure "$pid"))" [ "$(at_secure "$pid")" = 0 ]
+
 # --- reload ---------------------------------------------------------------------------
 sed -i "s/^idle = \"$IDLE_BEFORE\"/idle = \"$IDLE_AFTER\"/" /etc/rcnet/node1.toml
 pid1=$(prop 1 MainPID)
