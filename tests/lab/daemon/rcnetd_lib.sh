@@ -45,7 +45,7 @@ RCD_BIN=$(mktemp "${TMPDIR:-/tmp}/rcnetd.XXXXXX")
   sed -n 's/^Environment=\(.*\)$/export \1/p' "${RCNET_SRC:-$(dirname "${BASH_SOURCE[0]}")/../../..}/systemd/rcnetd.service.in"
   echo "exec '$RCNET_BUILD_DIR/daemon/rcnetd' \"\$@\""
 } >"$RCD_BIN"
-chmod +x "$RCD_BIN"
+chmod 0755 "$RCD_BIN" # lab-ops-unit-user runs it as user rcnet
 declare -A RCD_PID=()
 
 rcd_link_delete() {
