@@ -47,10 +47,11 @@ src=$1 build=$2 san=$3 logdir=$4 want_deb=$5 want_san=$6 fuzz_seconds=$7 want_tr
 export RCNET_FUZZ_OPTIMIZATION=${RCNET_FUZZ_OPTIMIZATION:-0}
 
 # idle_cgroup DIR: makes DIR/rcnet-background (DIR is a cgroup v1 cpu
-# hierarchy or the cgroup v2 root), idle or at the lowest weight, and moves
-# this process into it; prints what it did.
+# hierarchy or the cgroup v2 root), idle or at the lowest weight, moves this
+# process into it and sets cpu_cg (the cgroup) and cpu_how (what it did).
+cpu_cg="" cpu_how=""
 idle_cgroup() {
-  local root=$1 cg=$1/rcnet-background
+  local root=$1 cg=$1/rcnet-background how
   [ -f "$root/cgroup.procs" ] || return 1
   if [ -f "$root/cgroup.controllers" ]; then # v2: the cpu controller for children
     grep -qw cpu "$root/cgroup.controllers" || return 1
@@ -59,17 +60,18 @@ idle_cgroup() {
   fi
   mkdir -p "$cg" 2>/dev/null || return 1
   if echo 1 >"$cg/cpu.idle" 2>/dev/null; then
-    echo "cgroup $cg, cpu.idle 1"
+    how="cpu.idle 1"
   elif echo 2 >"$cg/cpu.shares" 2>/dev/null; then
-    echo "cgroup $cg, cpu.shares 2"
+    how="cpu.shares 2"
   elif echo 1 >"$cg/cpu.weight" 2>/dev/null; then
-    echo "cgroup $cg, cpu.weight 1"
+    how="cpu.weight 1"
   else
     return 1
   fi
   echo $$ >"$cg/cgroup.procs" 2>/dev/null || return 1
+  cpu_cg=$cg cpu_how="cgroup $cg, $how"
 }
-cpu_how=$(idle_cgroup /sys/fs/cgroup/cpu) || cpu_how=$(idle_cgroup /sys/fs/cgroup) || cpu_how=""
+idle_cgroup /sys/fs/cgroup/cpu || idle_cgroup /sys/fs/cgroup
 # Also the session's weights: they are all there is without the cgroup.
 [ -w /proc/self/autogroup ] && echo 19 >/proc/self/autogroup 2>/dev/null
 chrt -i -p 0 $$ >/dev/null 2>&1
@@ -118,9 +120,7 @@ elif [ "$want_san" = 1 ] || [ "$fuzz_seconds" != 0 ]; then
   fi
 fi
 # Out of the cgroup, and it goes once no other process is left in it.
-if [ -n "$cpu_how" ]; then
-  cg=${cpu_how#cgroup }
-  cg=${cg%%,*}
-  echo $$ >"${cg%/*}/cgroup.procs" 2>/dev/null && rmdir "$cg" 2>/dev/null
+if [ -n "$cpu_cg" ]; then
+  echo $$ >"${cpu_cg%/*}/cgroup.procs" 2>/dev/null && rmdir "$cpu_cg" 2>/dev/null
 fi
 exit 0
