@@ -251,6 +251,7 @@ class Manager::Impl final : private DataPathHooks {
   std::string no_room_detail() const;
   void drop_queue(Peer& p, std::uint64_t& counter);
   void send_failed(Conn& c, const rdma::WorkCompletion& wc) override;
+  static std::string failed_wr(const Conn& c, const rdma::WorkCompletion& wc);
   void reap_tick(TimePoint t);
   // When the reaper must next run: the idle front's expiry rounded up to the
   // reaper grid, or the first grid point after the reclaim list front's tail became

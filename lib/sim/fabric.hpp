@@ -295,8 +295,11 @@ class Faults {
   // Reached, so a manager sees both on one QP. false if no such QP.
   bool inject_qp_fatal(const IpAddr& node, rdma::Qpn qpn);
   // The QP's outstanding send (or, if none, its next one) completes with
-  // kRetryExceeded and the QP goes to ERR. false if no such QP.
-  bool inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn);
+  // `status` and the QP goes to ERR. false if no such QP.
+  bool inject_send_error(const IpAddr& node, rdma::Qpn qpn, rdma::WcStatus status);
+  bool inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn) {
+    return inject_send_error(node, qpn, rdma::WcStatus::kRetryExceeded);
+  }
   // An (unsolicited or duplicate) Last WQE Reached for `qpn`, on any profile.
   bool inject_last_wqe(const IpAddr& node, rdma::Qpn qpn);
   // IBV_EVENT_DEVICE_FATAL (an unaffiliated async event) on `node`, on any

@@ -88,7 +88,7 @@ bool Faults::inject_device_fatal(const IpAddr& node) {
   return true;
 }
 
-bool Faults::inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn) {
+bool Faults::inject_send_error(const IpAddr& node, rdma::Qpn qpn, rdma::WcStatus status) {
   SimNode::Impl* n = live(node);
   if (n == nullptr || !n->qps.contains(qpn))
     return false;
@@ -96,9 +96,9 @@ bool Faults::inject_retry_exceeded(const IpAddr& node, rdma::Qpn qpn) {
   if (qp.state == QpStateSim::kErr)
     return true;
   if (!qp.sq.empty()) {
-    n->fail_head(qp, rdma::WcStatus::kRetryExceeded);
+    n->fail_head(qp, status);
   } else {
-    qp.fail_next_send = true;
+    qp.fail_next_send = status;
   }
   return true;
 }

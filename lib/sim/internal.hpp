@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -181,10 +182,10 @@ struct SimQp {
   std::uint8_t retry_count = 7, rnr_retry_count = 7, ack_timeout = 14;
   std::uint8_t min_rnr_timer = 12;  // DeviceConfig's; sent in this QP's RNR NAKs
   PeerRef peer;
-  bool fail_next_send = false;     // Faults::inject_retry_exceeded
-  bool comm_est_reported = false;  // IBV_EVENT_COMM_EST: first receive while RTR
-  bool passive = false;            // created for an accepted REQ
-  bool sent = false;               // a SEND of this QP reached the responder
+  std::optional<rdma::WcStatus> fail_next_send;  // Faults::inject_send_error
+  bool comm_est_reported = false;                // IBV_EVENT_COMM_EST: first receive while RTR
+  bool passive = false;                          // created for an accepted REQ
+  bool sent = false;                             // a SEND of this QP reached the responder
 };
 
 struct SimNode::Impl final : public rdma::Seam, public TimerService {

@@ -208,8 +208,9 @@ void SimNode::Impl::kick(SimQp& qp) {
   if (qp.in_flight || qp.sq.empty() || qp.state != QpStateSim::kRts)
     return;
   if (qp.fail_next_send) {
-    qp.fail_next_send = false;
-    fail_head(qp, rdma::WcStatus::kRetryExceeded);
+    const rdma::WcStatus status = *qp.fail_next_send;
+    qp.fail_next_send.reset();
+    fail_head(qp, status);
     return;
   }
   qp.in_flight = true;

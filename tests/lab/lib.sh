@@ -669,7 +669,17 @@ lab_collect() {
   rdma -j res show qp >"$base-qp.json" 2>&1
   rdma res show cm_id >"$base-cm_id.txt" 2>&1
   rdma link >"$base-link.txt" 2>&1
+  # The devices' transport counters (rxe: retransmissions, sequence and
+  # RNR NAKs, retry exhaustion): what a QP error's reader asks first.
+  rdma statistic show >"$base-statistic.txt" 2>&1
   echo "collected $name: $(wc -l <"$base-qp.txt") QP lines in $base-qp.txt"
+}
+
+# The nonzero error, retry, sequence and duplicate counters of every
+# device in FILE (`rdma statistic show`, as lab_collect saves it), as
+# "dev/port name=N ..."; empty when there are none.
+lab_error_counters() {
+  awk '$1 == "link" { for (k = 3; k < NF; k += 2) if ($k ~ /_err|retry|seq|dup/ && $(k + 1) > 0) printf "%s %s=%s ", $2, $k, $(k + 1) }' "$1" 2>/dev/null
 }
 
 # RC QPs by type, not by QPN: rxe's QP0 and QP1 are SMI and GSI, and siw

@@ -4,7 +4,9 @@
 # TCG"), on the host, no boot: sleep sleeps without a process, grep runs
 # busybox's where its options allow and GNU grep otherwise, with the same
 # answers, and lab_wait_line finds a line written in two pieces, honours
-# FROM, and gives up after SECS. Exits 1 on the first wrong answer.
+# FROM, and gives up after SECS; lab_error_counters picks the devices'
+# error counters out of `rdma statistic show`. Exits 1 on the first wrong
+# answer.
 # shellcheck disable=SC2317 # the stand-ins below are called through grep()
 set -u -o pipefail
 RCNET_RESULTS=$(mktemp -d)
@@ -71,6 +73,17 @@ rc=$?
 d=$((($(us) - t0) / 1000))
 check "lab_wait_line gives up after SECS with 1 ($d ms)" "1 yes" "$rc $( ((d >= 1000)) && echo yes || echo no)"
 check "lab_wait_line on a file that never appears" 1 "$(lab_wait_line "$RCNET_RESULTS/none" x 1 >/dev/null; echo $?)"
+
+# lab_error_counters: only a device's nonzero error, retry, sequence and
+# duplicate counters (ack_deferred is none of them), as rxe's `rdma
+# statistic show` prints them.
+st=$RCNET_RESULTS/statistic.txt
+printf '%s\n' 'link rxe_1/1 sent_pkts 90 rcvd_pkts 80 duplicate_request 4 out_of_seq_request 0 rcvd_seq_err 0 ack_deferred 3 completer_retry_err 2 send_err 0' \
+  'link rxe_2/1 sent_pkts 12 rcvd_pkts 10 duplicate_request 0 ack_deferred 1 send_err 0' >"$st"
+check "lab_error_counters: the nonzero ones of each device" \
+  "rxe_1/1 duplicate_request=4 rxe_1/1 completer_retry_err=2 " "$(lab_error_counters "$st")"
+printf '%s\n' 'link rxe_2/1 sent_pkts 12 ack_deferred 1 send_err 0' >"$st"
+check "lab_error_counters: none" "" "$(lab_error_counters "$st")"
 
 ((fails == 0)) || {
   echo "$fails failed"

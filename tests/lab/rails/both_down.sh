@@ -38,8 +38,7 @@ sleep 3
 # --- 2. rail 1 back -------------------------------------------------------------------------------
 t_r1=$(rcd_now_ms)
 rails_link c_1 up
-ms=$(rails_wait_carrier 1 2 1 30)
-lab_expect "node1 carries node2 on rail 1 once c_1 is back (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 1 ]
+rails_expect_carrier 1 2 1 30 "node1 carries node2 on rail 1 once c_1 is back"
 t_resumed=$(rcd_now_ms)
 rails_wait_carrier 2 1 1 30 >/dev/null
 lab_expect "node2 carries node1 on rail 1 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 1 ]
@@ -49,8 +48,7 @@ sleep 3
 # --- 3. rail 0 back ---------------------------------------------------------------------------------
 t_r0=$(rcd_now_ms)
 rails_link b_1 up
-ms=$(rails_wait_carrier 1 2 0 30)
-lab_expect "node1 fails node2 back to rail 0 once b_1 is back (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 0 ]
+rails_expect_carrier 1 2 0 30 "node1 fails node2 back to rail 0 once b_1 is back"
 t_back=$(rcd_now_ms)
 rails_wait_carrier 2 1 0 30 >/dev/null
 lab_expect "node2 fails node1 back to rail 0 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 0 ]

@@ -35,8 +35,7 @@ rcd_link_delete rxe_1
 t_del=$RCD_DELETE_T0 took=$RCD_DELETE_MS rc=$RCD_DELETE_RC
 lab_expect "rdma link delete rxe_1 succeeded ($rc: $(tr '\n' ' ' <"$OUT/link-delete.txt"))" [ "$rc" -eq 0 ]
 lab_expect "rdma link delete rxe_1 returned within ${delete_bound_ms} ms ($took ms)" [ "$took" -le "$delete_bound_ms" ]
-ms=$(rails_wait_carrier 1 2 1 15)
-lab_expect "node1 carries node2 on rail 1 after the delete (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 1 ]
+rails_expect_carrier 1 2 1 15 "node1 carries node2 on rail 1 after the delete"
 t_over=$(rcd_now_ms)
 rails_wait_carrier 2 1 1 15 >/dev/null
 lab_expect "node2 carries node1 on rail 1 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 1 ]
@@ -50,8 +49,7 @@ sleep 3
 # --- 2. the device comes back ---------------------------------------------------------------------
 t_add=$(rcd_now_ms)
 rdma link add rxe_1 type rxe netdev v_1 || lab_die "rdma link add rxe_1 type rxe netdev v_1"
-ms=$(rails_wait_carrier 1 2 0 40)
-lab_expect "node1 fails node2 back to rail 0 after rdma link add (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 0 ]
+rails_expect_carrier 1 2 0 40 "node1 fails node2 back to rail 0 after rdma link add"
 t_back=$(rcd_now_ms)
 lab_expect "node1's rail 0 is up on rxe_1 again ($(rails_json 1 | jq -c '.rails[0] | [.state, .device]'))" \
   [ "$(rails_json 1 | jq -r '.rails[0] | "\(.state) \(.device)"')" = "up rxe_1" ]

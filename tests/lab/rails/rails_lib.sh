@@ -200,6 +200,21 @@ rails_wait_carrier() {
   echo $(($(rcd_now_ms) - t0))
 }
 
+# Checks that node I comes to carry node J on RAIL within SECS s: WHAT,
+# with the time the wait saw it. What the wait saw is the check: a read of
+# the carrier after it could meet a later move (a new link's first SEND
+# failing moves the peer off it again at once, and back after the
+# holddown), which is no longer this step's outcome.
+rails_expect_carrier() {
+  local i=$1 j=$2 want=$3 secs=$4 what=$5 ms rc=0
+  ms=$(rails_wait_carrier "$i" "$j" "$want" "$secs") || rc=$?
+  if ((rc == 0)); then
+    lab_expect "$what (seen after $ms ms)" true
+  else
+    lab_expect "$what (not within $secs s: on rail $(rails_carrier "$i" "$j"))" false
+  fi
+}
+
 rails_wait_state() {
   local i=$1 r=$2 want=$3 secs=$4 t0
   t0=$(rcd_now_ms)
@@ -324,6 +339,7 @@ rails_end() {
     rails_qp_audit "$i"
   done
   lab_collect end >/dev/null
+  lab_log "devices' error counters: $(lab_error_counters "$RCNET_RESULTS/end-statistic.txt")"
   rcd_stop_all
   lab_expect "no RC QP left after SIGTERM ($(lab_qp_count))" [ "$(lab_qp_count)" -eq 0 ]
   dmesg >"$RCNET_RESULTS/dmesg.txt" 2>&1

@@ -31,8 +31,7 @@ rx0=$(($(rcd_stat 1 failovers_retry_exceeded) + $(rcd_stat 2 failovers_retry_exc
 # --- 1. rail 0 drops node1's RoCE packets ------------------------------------------------------
 t_block=$(rcd_now_ms)
 rcd_block_roce 1 || lab_die "tc drop of UDP 4791 on b_1"
-ms=$(rails_wait_carrier 1 2 1 30)
-lab_expect "node1 carries node2 on rail 1 under the silent drop (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 1 ]
+rails_expect_carrier 1 2 1 30 "node1 carries node2 on rail 1 under the silent drop"
 t_over=$(rcd_now_ms)
 rails_wait_carrier 2 1 1 30 >/dev/null
 lab_expect "node2 carries node1 on rail 1 ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 1 ]
@@ -47,8 +46,7 @@ t_unblock=$(rcd_now_ms)
 dropped=$(rcd_unblock_roce 1)
 lab_log "tc dropped $dropped RoCE packets on b_1"
 lab_expect "the filter dropped RoCE packets ($dropped)" [ "${dropped:-0}" -gt 0 ]
-ms=$(rails_wait_carrier 1 2 0 60)
-lab_expect "node1 carries node2 on rail 0 again after the drop ended (seen after $ms ms)" [ "$(rails_carrier 1 2)" = 0 ]
+rails_expect_carrier 1 2 0 60 "node1 carries node2 on rail 0 again after the drop ended"
 t_back=$(rcd_now_ms)
 rails_wait_carrier 2 1 0 30 >/dev/null
 lab_expect "node2 carries node1 on rail 0 again ($(rails_carrier 2 1))" [ "$(rails_carrier 2 1)" = 0 ]

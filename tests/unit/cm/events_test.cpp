@@ -3,6 +3,7 @@
 // them, on the simulated fabric with a virtual clock.
 #include "catch2_compat.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,33 @@ TEST_CASE("events: an LRU eviction, then its teardown", "[cm][events]") {
   CHECK(t.kind == cm::EventKind::kTeardown);
   CHECK(t.conn == e.conn);
   CHECK(t.reason == e.reason);
+}
+
+TEST_CASE("events: a send completion error's teardown names the SEND that failed", "[cm][events]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  Recorder ra;
+  ra.attach(a);
+  c.connect(a, b, 1, 100ms);
+  c.run(1s);  // every WR of the setup completed
+  const rdma::Qpn qa = a.mgr->live_qpns().at(0);
+  // The peer's responder refused the next SEND (IB spec 9.7.5.2.4: a
+  // remote operational error; rxe answers so a SEND its receive WR cannot
+  // hold).
+  REQUIRE(c.fabric.faults().inject_send_error(a.addr, qa, rdma::WcStatus::kRemoteOpErr));
+  REQUIRE(a.mgr->send(b.ep(), packet(2, 1234)) == cm::SendResult::kSent);
+  c.run(2s);
+  std::string reason;
+  for (const Seen& s : ra.events)
+    if (s.kind == cm::EventKind::kTeardown && s.qpn == qa)
+      reason = s.reason;
+  INFO(reason);
+  CHECK(reason.starts_with("send completion REM_OP_ERR"));
+  CHECK(reason.find("a packet's SEND of 1234 bytes; WRs not completed: 1") != std::string::npos);
+  CHECK(a.ctr().send_errors == 1);
+  const auto live = a.mgr->live_qpns();
+  CHECK(std::find(live.begin(), live.end(), qa) == live.end());
 }
 
 TEST_CASE("events: idle reap names its cause; no observer is fine", "[cm][events]") {
