@@ -14,8 +14,8 @@
 #      without its corpus replays when step 4 replays the same corpora;
 #   4. each fuzzer for FUZZ_SECONDS on its in-tree corpus, two at a time;
 #   5. Debian 13 (tools/trixie.sh), in a cached trixie root: the package
-#      built by trixie's g++ 14 with -Werror, its unit suite run with
-#      Catch2 v3 (dh_auto_test), lintian on trixie; and steps 2-4 there,
+#      built by trixie's g++ 14 with -Werror (nocheck: the unit suite runs
+#      in step 3, with Catch2 v3), lintian on trixie; and steps 2-4 there,
 #      with trixie's clang 19, instead of on this host. TRIXIE(0|1).
 #      Steps 2-4 run on the host (Debian 12's clang 14) only with TRIXIE 0:
 #      both places would cost the suite a second clang build, about 440

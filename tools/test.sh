@@ -8,10 +8,11 @@
 #   - the Debian package, built once into ./build/deb for the package test
 #     and lab-systemd (they wait for it rather than build it themselves);
 #   - Debian 13, in a cached trixie root (tools/trixie.sh; RCNET_TRIXIE=0
-#     skips it): the package built warning-clean by g++ 14, unit-tested
-#     (Catch2 v3) and checked by lintian; then
+#     skips it): the package built warning-clean by g++ 14 and checked by
+#     lintian; then
 #   - sanitizers: the unit suite again, built by clang with ASan + UBSan
-#     (any sanitizer report aborts its test: a failure), and
+#     (any sanitizer report aborts its test: a failure; in the trixie root
+#     this is Debian 13's unit run, with Catch2 v3), and
 #   - fuzz: tools/fuzz.sh --seconds 30, each fuzzer on its in-tree corpus,
 #     from that same build dir: both in the trixie root with clang 19, or
 #     on this host with clang 14 into ./build-fuzz when RCNET_TRIXIE=0;
