@@ -77,16 +77,24 @@ void check_chain(const std::vector<Seen>& ev, std::uint64_t conn) {
   CHECK(at == cm::ConnState::kDestroyed);
 }
 
+// Two nodes with a recorder on each, connected by one packet a -> b.
+struct Linked {
+  Cluster c;
+  Node& a;
+  Node& b;
+  Recorder ra, rb;
+  explicit Linked(Profile p) : c(p), a(c.add(1)), b(c.add(2)) {
+    ra.attach(a);
+    rb.attach(b);
+    c.connect(a, b, 1, 100ms);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("events: connect and disconnect, both sides, in order", "[cm][events]") {
-  Cluster c(Profile::kMlx);
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  Recorder ra, rb;
-  ra.attach(a);
-  rb.attach(b);
-  c.connect(a, b, 1, 100ms);
+  Linked l(Profile::kMlx);
+  auto& [c, a, b, ra, rb] = l;
   REQUIRE(b.sink.packets.size() == 1);
   const rdma::Qpn qa = a.mgr->live_qpns().at(0), qb = b.mgr->live_qpns().at(0);
   REQUIRE(a.mgr->disconnect_peer(b.mgr->node_id(), "operator"));
@@ -195,12 +203,8 @@ TEST_CASE("events: an LRU eviction, then its teardown", "[cm][events]") {
 }
 
 TEST_CASE("events: a send completion error's teardown names the SEND that failed", "[cm][events]") {
-  Cluster c(Profile::kRxe);
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  Recorder ra;
-  ra.attach(a);
-  c.connect(a, b, 1, 100ms);
+  Linked l(Profile::kRxe);
+  auto& [c, a, b, ra, rb] = l;
   c.run(1s);  // every WR of the setup completed
   const rdma::Qpn qa = a.mgr->live_qpns().at(0);
   // The peer's responder refused the next SEND (IB spec 9.7.5.2.4: a
@@ -222,12 +226,8 @@ TEST_CASE("events: a send completion error's teardown names the SEND that failed
 }
 
 TEST_CASE("events: idle reap names its cause; no observer is fine", "[cm][events]") {
-  Cluster c(Profile::kMlx);
-  auto& a = c.add(1);
-  auto& b = c.add(2);
-  Recorder ra;
-  ra.attach(a);
-  c.connect(a, b, 1, 100ms);
+  Linked l(Profile::kMlx);
+  auto& [c, a, b, ra, rb] = l;
   CHECK(a.mgr->reap_idle(Duration::zero()) == 1);
   bool reaped = false;
   for (const Seen& s : ra.events)
