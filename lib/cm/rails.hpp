@@ -201,7 +201,12 @@ class RailSet {
     LinkCause cause = LinkCause::kLinkLost;
   };
 
-  // --- called by Hooks (inside manager `k`'s calls: no manager call here) --------
+  // a's notice (kDownNotice or kUpNotice) on p's link on rail a.via, when
+  // that link is up and its peer speaks rail messages; counted when posted.
+  // Calls manager a.via: never from inside that manager's own calls.
+  bool send_notice(const PeerLinks& p, const Action& a);
+
+  // --- called by Hooks (inside manager `k`'s calls: no call to manager k here) ----
   void link_down(std::size_t k, const Endpoint& peer, bool failed, LinkCause cause,
                  std::string_view why, std::vector<std::vector<std::byte>>& packets,
                  std::size_t in_flight);
@@ -220,8 +225,10 @@ class RailSet {
   PeerLinks* find(std::size_t k, const Endpoint& underlay);
   // Picks p's carrier again; reports a move (failover or failback) with `cause`.
   void choose(PeerLinks& p, std::optional<LinkCause> cause);
+  // Carries traffic: its rail up, routed, neither failed nor declared down
+  // by the peer (peer_down: until its "up" or the link is made again).
   bool usable(std::size_t k, const Link& l) const {
-    return rails_[k].state == RailState::kUp && l.routed && !l.failed && !l.held;
+    return rails_[k].state == RailState::kUp && l.routed && !l.failed && !l.held && !l.peer_down;
   }
   std::size_t stripe_pick(const PeerLinks& p, std::span<const std::byte> packet) const;
   void flush_pending(PeerLinks& p);

@@ -67,10 +67,19 @@ void RailSet::link_down(std::size_t k, const Endpoint& peer_ep, bool failed, Lin
     }
   }
   // Tell the peer over the link that carries it now, unless it told us.
+  // At once, on the other rail's manager (RailHooks allows calls to a
+  // manager other than the caller; via != k here): the peer's traffic to
+  // us stays on the failed link until the notice arrives, so it leaves
+  // before this manager's teardown goes on (the QP's move to Error, its
+  // log lines, the other peers of a rail that went down). Refused (no send
+  // slot), it is tried once more from the timer path.
   if (cause != LinkCause::kPeerNotice && p->carrier >= 0 && p->carrier != static_cast<int>(k) &&
-      (was == static_cast<int>(k) || was < 0 || cause != LinkCause::kLinkLost))
-    actions_.push_back({Action::kDownNotice, p->overlay, static_cast<std::size_t>(p->carrier),
-                        static_cast<std::uint8_t>(k), cause});
+      (was == static_cast<int>(k) || was < 0 || cause != LinkCause::kLinkLost)) {
+    const Action a{Action::kDownNotice, p->overlay, static_cast<std::size_t>(p->carrier),
+                   static_cast<std::uint8_t>(k), cause};
+    if (!send_notice(*p, a))
+      actions_.push_back(a);
+  }
   wake_now();
 }
 
@@ -168,8 +177,12 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
   }
   if (l.up) {
     // Our end of that link would find out by its own RC retries: fail it
-    // now, from the timer path (its packets then move to this link).
+    // now, from the timer path (its packets then move to this link). The
+    // traffic moves at once: a link the peer declared down is not usable
+    // (usable()), so the next packet goes on another link, not after the
+    // teardown of this one (its unfinished SENDs follow, as resends).
     actions_.push_back({Action::kFailLink, p->overlay, m->rail, m->rail, LinkCause::kPeerNotice});
+    choose(*p, LinkCause::kPeerNotice);
     wake_now();
   } else {
     if (!l.failed) {
@@ -259,6 +272,17 @@ void RailSet::wake_now() {
   timers_.schedule(timers_.now());
 }
 
+bool RailSet::send_notice(const PeerLinks& p, const Action& a) {
+  const auto msg = wire::encode_rail_msg(
+      {a.kind == Action::kUpNotice ? wire::RailMsgType::kUp : wire::RailMsgType::kDown, a.rail,
+       static_cast<std::uint8_t>(a.cause)});
+  if (!p.links[a.via].rails_capable ||
+      !rails_[a.via].rail.manager->send_rail_message(p.links[a.via].ep, msg))
+    return false;
+  ++ctr_.rail_notices_sent;
+  return true;
+}
+
 void RailSet::on_timer() {
   if (stopping_)
     return;
@@ -286,12 +310,7 @@ void RailSet::on_timer() {
       continue;
     PeerLinks& p = it->second;
     if (a.kind != Action::kFailLink) {
-      const auto msg = wire::encode_rail_msg(
-          {a.kind == Action::kUpNotice ? wire::RailMsgType::kUp : wire::RailMsgType::kDown, a.rail,
-           static_cast<std::uint8_t>(a.cause)});
-      if (p.links[a.via].rails_capable &&
-          rails_[a.via].rail.manager->send_rail_message(p.links[a.via].ep, msg))
-        ++ctr_.rail_notices_sent;
+      (void)send_notice(p, a);
     } else {
       (void)rails_[a.via].rail.manager->link_failed(p.links[a.via].ep, a.cause,
                                                     "the peer said its end of this rail is down");

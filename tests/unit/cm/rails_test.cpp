@@ -303,6 +303,50 @@ TEST_CASE_METHOD(
   c.shutdown_and_require_clean();
 }
 
+TEST_CASE_METHOD(
+    RailPair, "rails: the down notice leaves with the failover, and the peer moves as it arrives",
+    "[cm][rails]") {
+  // Neither RailSet's timer runs until the end: what happens below happens
+  // inside the managers' own calls (A's carrier loss, B's CQ poll), not on
+  // a later turn of the loop.
+  a.timer.set_callback({});
+  b.timer.set_callback({});
+  // A's rail 0 loses its carrier: nothing crosses it, not even A's DREQ.
+  c.fabric.faults().partition(rail_addr(0, 1), rail_addr(0, 2));
+  const auto sent = a.rails_ctr().rail_notices_sent;
+  const auto received = b.rails_ctr().rail_notices_received;
+  a.mgr(0).link_changed(false);
+  CHECK(a.carrier(2) == 1);
+  CHECK(a.rails_ctr().rail_notices_sent == sent + 1);
+
+  c.run(50ms);
+  CHECK(b.rails_ctr().rail_notices_received == received + 1);
+  CHECK(b.carrier(1) == 1);
+  CHECK(b.rails_ctr().failovers_peer_notice == 1);
+  // B's own end of rail 0 is still ESTABLISHED (its teardown is the timer
+  // path's), but B's packets already go on rail 1.
+  CHECK(established_conn(b.mgr(0), rail_ep(0, 1)) != 0);
+  const std::uint32_t back = seq;
+  for (int i = 0; i < 5; ++i)
+    RailCluster::send(b, 1, seq++);
+  c.run(10ms);
+  CHECK(require_all_in_order(a.from(2, 1), back, seq - 1) == 0);
+
+  // The timers again: B fails its end of rail 0; nothing lost, one failover
+  // each.
+  for (RailNode* n : {&a, &b}) {
+    n->timer.set_callback([s = n->set.get()] { s->on_timer(); });
+    n->set->on_timer();
+  }
+  c.run(1s);
+  CHECK(established_conn(b.mgr(0), rail_ep(0, 1)) == 0);
+  CHECK(failovers(a.rails_ctr()) == 1);
+  CHECK(failovers(b.rails_ctr()) == 1);
+  CHECK(drops(a) == 0);
+  CHECK(drops(b) == 0);
+  c.shutdown_and_require_clean();
+}
+
 TEST_CASE_METHOD(RailPair,
                  "rails: a live QP that fails on a rail without carrier is a carrier failover",
                  "[cm][rails]") {
