@@ -177,21 +177,18 @@ void RailSet::rail_message(std::size_t k, const Endpoint& peer_ep, std::span<con
   }
   if (l.up) {
     // Our end of that link would find out by its own RC retries: fail it
-    // now, from the timer path (its packets then move to this link). The
-    // traffic moves at once: a link the peer declared down is not usable
-    // (usable()), so the next packet goes on another link, not after the
-    // teardown of this one (its unfinished SENDs follow, as resends).
+    // now, from the timer path (its packets then move to this link).
     actions_.push_back({Action::kFailLink, p->overlay, m->rail, m->rail, LinkCause::kPeerNotice});
-    choose(*p, LinkCause::kPeerNotice);
     wake_now();
-  } else {
-    if (!l.failed) {
-      l.failed = true;
-      l.retry_at = timers_.now() + kRedialInterval;
-      next_redial_ = std::min(next_redial_, l.retry_at);
-    }
-    choose(*p, LinkCause::kPeerNotice);
+  } else if (!l.failed) {
+    l.failed = true;
+    l.retry_at = timers_.now() + kRedialInterval;
+    next_redial_ = std::min(next_redial_, l.retry_at);
   }
+  // The traffic moves at once: a link the peer declared down is not usable
+  // (usable()), so the next packet goes on another link, not after the
+  // teardown of this one (its unfinished SENDs follow, as resends).
+  choose(*p, LinkCause::kPeerNotice);
 }
 
 void RailSet::rail_changed(std::size_t k, bool up, LinkCause cause, std::string_view why) {

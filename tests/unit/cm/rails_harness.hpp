@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,13 @@ struct RailNode {
   std::vector<Rx> rx;
   std::vector<SeenEvent> events;
 
+  // Whether the RailSet's timer calls it (as rcnetd's loop does); stopped,
+  // only what happens inside the managers' own calls happens, and a wakeup
+  // due meanwhile is lost (call set->on_timer() after restarting it).
+  void run_timer(bool on) {
+    timer.set_callback(on ? std::function<void()>([s = set.get()] { s->on_timer(); })
+                          : std::function<void()>());
+  }
   cm::Manager& mgr(std::size_t k) { return *hosts.at(k)->mgr; }
   sim::SimNode& sim(std::size_t k) { return *hosts.at(k)->sim; }
   const cm::Counters& rails_ctr() const { return set->counters(); }
@@ -164,7 +172,7 @@ class RailCluster : public sim::Cluster {
     n->set = std::make_unique<cm::RailSet>(
         cm::RailSetConfig{.mode = mode, .holddown = holddown, .idle_timeout = 5s}, std::move(rails),
         n->timer);
-    n->timer.set_callback([s = n->set.get()] { s->on_timer(); });
+    n->run_timer(true);
     RailNode* raw = n.get();
     n->set->set_observer([raw](const cm::Event& e) {
       raw->events.push_back(

@@ -309,8 +309,8 @@ TEST_CASE_METHOD(
   // Neither RailSet's timer runs until the end: what happens below happens
   // inside the managers' own calls (A's carrier loss, B's CQ poll), not on
   // a later turn of the loop.
-  a.timer.set_callback({});
-  b.timer.set_callback({});
+  a.run_timer(false);
+  b.run_timer(false);
   // A's rail 0 loses its carrier: nothing crosses it, not even A's DREQ.
   c.fabric.faults().partition(rail_addr(0, 1), rail_addr(0, 2));
   const auto sent = a.rails_ctr().rail_notices_sent;
@@ -335,7 +335,7 @@ TEST_CASE_METHOD(
   // The timers again: B fails its end of rail 0; nothing lost, one failover
   // each.
   for (RailNode* n : {&a, &b}) {
-    n->timer.set_callback([s = n->set.get()] { s->on_timer(); });
+    n->run_timer(true);
     n->set->on_timer();
   }
   c.run(1s);
