@@ -43,16 +43,15 @@ Daemon::Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts)
 
 Daemon::~Daemon() {
   // The managers' observers forward to the ctl server: unhook them first.
-  if (railset_)
-    railset_->set_observer({});
-  for (auto& r : rails_)
-    r->manager().set_observer({});
+  if (port_)
+    port_->set_observer({});
   // Before the parts it serves from (as its place among the members ensures).
   ctl_.reset();
   // The TUN fd closes before tun_path_ goes (member order); stop watching it.
   if (tun_path_)
     tun_path_->detach();
-  railset_.reset();
+  tun_path_.reset();
+  port_.reset();
   rails_.clear();
 }
 
@@ -130,97 +129,14 @@ Result<void> Daemon::start() {
 
 Result<void> Daemon::start_rails() {
   const std::size_t n = cfg_.rail_count();
-  // One rail: the data path goes straight to its manager, as it always did.
-  // More: through the RailSet, which picks each peer's link.
-  TunPath::Hooks hooks;
-  if (n == 1) {
-    hooks = TunPath::Hooks{
-        .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
-          auto ep = cfg_.peer_endpoint_for(dst);
-          // A mapping back to ourselves would make us connect to our
-          // own listener.
-          if (ep && ep->addr == cfg_.manager.local.addr)
-            return std::nullopt;
-          return ep;
-        },
-        .send = [this](const Endpoint& ep,
-                       std::span<const std::byte> p) { return manager(0).send(ep, p); },
-        .lend = [this] { return manager(0).lend_send_buffer(); },
-        .send_lent = [this](const Endpoint& ep,
-                            std::size_t len) { return manager(0).send_lent(ep, len); },
-        .return_lent = [this] { manager(0).return_lent(); },
-        .batch_begin = [this] { manager(0).begin_send_batch(); },
-        .batch_end = [this] { manager(0).end_send_batch(); },
-    };
-  } else {
-    // The RailSet routes by overlay address: the "endpoint" TunPath hands
-    // back is the overlay destination itself (port 0), never dialled.
-    // Both families of a peer go by its address in tun_address's family
-    // (Config::primary_overlay): one RailSet peer, one link per rail.
-    hooks = TunPath::Hooks{
-        .route = [this](const IpAddr& dst) -> std::optional<Endpoint> {
-          const auto key = cfg_.primary_overlay(dst);
-          if (!key || !railset_->maps(*key))
-            return std::nullopt;
-          return Endpoint{*key, 0};
-        },
-        .send = [this](const Endpoint& ep,
-                       std::span<const std::byte> p) { return railset_->send(ep.addr, p); },
-        .lend = [this] { return railset_->lend_send_buffer(); },
-        .send_lent = [this](const Endpoint& ep,
-                            std::size_t len) { return railset_->send_lent(ep.addr, len); },
-        .return_lent = [this] { railset_->return_lent(); },
-        .batch_begin = [this] { railset_->begin_send_batch(); },
-        .batch_end = [this] { railset_->end_send_batch(); },
-    };
-  }
-  // The overlay as an IP link (tun_path.hpp): next hops from the kernel's
-  // FIB (fib_, made with the TUN), the peer's MTU and overlay address from
-  // the rail that knows it. With rails, route() gives the overlay address.
-  hooks.next_hop = [this](const IpAddr& dst) -> std::optional<IpAddr> {
-    return fib_ ? fib_->gateway(dst) : std::nullopt;
-  };
-  hooks.peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
-    if (!railset_)
-      return manager(0).peer_mtu(ep);
-    for (std::size_t k = 0; k < rails_.size(); ++k) {
-      if (auto u = cfg_.peer_endpoint_for(ep.addr, k))
-        if (auto mtu = manager(k).peer_mtu(*u))
-          return mtu;
-    }
-    return std::nullopt;
-  };
-  hooks.peer_overlay = [this](NodeId node) -> std::optional<TunPath::PeerOverlays> {
-    for (std::size_t k = 0; k < rails_.size(); ++k) {
-      const auto u = manager(k).peer_underlay(node);
-      if (!u)
-        continue;
-      const auto primary = cfg_.overlay_for(u->addr, k);
-      if (!primary)
-        return std::nullopt;
-      TunPath::PeerOverlays o = {*primary, IpAddr{}};
-      if (cfg_.tun_address6) {
-        if (auto six = cfg_.overlay_for(u->addr, k, AF_INET6))
-          o[1] = *six;
-      }
-      return o;
-    }
-    return std::nullopt;
-  };
-  tun_path_ = std::make_unique<TunPath>(loop_, std::move(hooks),
-                                        cfg_.manager.offload ? wire::kVnetHdrLen : 0,
-                                        TunPath::Overlay{.address = cfg_.tun_address,
-                                                         .address6 = cfg_.tun_address6,
-                                                         .source_check = cfg_.tun_source_check});
-  if (n > 1)
-    capacity_.emplace(*tun_path_, n);
   watches_.emplace(loop_);
   const RailShared shared{.devices = devices_, .watches = &*watches_};
   for (std::size_t k = 0; k < n; ++k) {
     cm::ManagerConfig mc = cfg_.manager_for_rail(k);
     mc.incarnation = incarnation_;
-    auto rail = RailRuntime::create(loop_, k, mc, n > 1 ? capacity_->sink(k) : *tun_path_, shared,
-                                    [this] { loop_.exit(1); });
+    // Each manager delivers into the packet port made below (it binds itself).
+    auto rail =
+        RailRuntime::create(loop_, k, mc, cm::null_sink(), shared, [this] { loop_.exit(1); });
     if (!rail) {
       if (n == 1)
         return rail.error();
@@ -228,31 +144,70 @@ Result<void> Daemon::start_rails() {
     }
     rails_.push_back(std::move(*rail));
   }
-  if (n == 1)
+  if (auto r = make_port(); !r)
+    return r;
+  // The overlay as an IP link (tun_path.hpp): next hops from the kernel's
+  // FIB (fib_, made with the TUN).
+  tun_path_ = std::make_unique<TunPath>(loop_, *port_, cfg_.manager.offload ? wire::kVnetHdrLen : 0,
+                                        TunPath::Overlay{.address = cfg_.tun_address,
+                                                         .address6 = cfg_.tun_address6,
+                                                         .source_check = cfg_.tun_source_check},
+                                        [this](const IpAddr& dst) -> std::optional<IpAddr> {
+                                          return fib_ ? fib_->gateway(dst) : std::nullopt;
+                                        });
+  return {};
+}
+
+cm::RailMap Daemon::rail_map(std::size_t k) const {
+  const IpAddr own = cfg_.rails[k].local.addr;
+  return {
+      .underlay = [this, k, own](const IpAddr& overlay) -> std::optional<Endpoint> {
+        auto ep = cfg_.peer_endpoint_for(overlay, k);
+        // A mapping back to ourselves would make us connect to our own
+        // listener.
+        if (ep && ep->addr == own)
+          return std::nullopt;
+        return ep;
+      },
+      .overlays = [this, k](const IpAddr& underlay) -> std::optional<cm::PeerOverlays> {
+        const auto primary = cfg_.overlay_for(underlay, k);
+        if (!primary)
+          return std::nullopt;
+        cm::PeerOverlays o = {*primary, IpAddr{}};
+        if (cfg_.tun_address6) {
+          if (auto six = cfg_.overlay_for(underlay, k, AF_INET6))
+            o[1] = *six;
+        }
+        return o;
+      },
+  };
+}
+
+// The one place that chooses between one rail and several: every other
+// part of the daemon talks to port_ (cm/packet_port.hpp).
+Result<void> Daemon::make_port() {
+  const std::size_t n = rails_.size();
+  if (n == 1) {
+    // One rail: straight to its manager, as it always did; no RailSet.
+    port_ = std::make_unique<cm::OneRailPort>(manager(0), rail_map(0));
     return {};
+  }
   auto timer = LoopTimer::create(loop_);
   if (!timer)
     return timer.error();
   rails_timer_ = std::move(*timer);
   std::vector<cm::RailSet::Rail> rails;
-  for (std::size_t k = 0; k < n; ++k) {
-    const IpAddr own = cfg_.rails[k].local.addr;
-    rails.push_back({.manager = &manager(k),
-                     .route = [this, k, own](const IpAddr& dst) -> std::optional<Endpoint> {
-                       auto ep = cfg_.peer_endpoint_for(dst, k);
-                       if (ep && ep->addr == own)
-                         return std::nullopt;
-                       return ep;
-                     }});
-  }
-  railset_ = std::make_unique<cm::RailSet>(
+  for (std::size_t k = 0; k < n; ++k)
+    rails.push_back({.manager = &manager(k), .map = rail_map(k)});
+  auto set = std::make_unique<cm::RailSet>(
       cm::RailSetConfig{.mode = cfg_.rails_mode == config::RailsMode::kStripe
                                     ? cm::RailsMode::kStripe
                                     : cm::RailsMode::kActiveBackup,
                         .holddown = cfg_.rails_holddown,
                         .idle_timeout = cfg_.manager.idle_timeout},
       std::move(rails), *rails_timer_);
-  rails_timer_->set_handler([this] { railset_->on_timer(); });
+  rails_timer_->set_handler([s = set.get()] { s->on_timer(); });
+  port_ = std::move(set);
   spdlog::info("{} rails, mode {} (holddown {:.0f} ms)", n, config::to_string(cfg_.rails_mode),
                to_ms(cfg_.rails_holddown));
   return {};
@@ -359,10 +314,7 @@ Result<void> Daemon::start_ctl_server() {
       (void)status_timer_.arm_at(Clock::now() + kStatusInterval);
     heap_activity();
   };
-  if (railset_)
-    railset_->set_observer(observer);
-  else
-    manager(0).set_observer(observer);
+  port_->set_observer(observer);
   return {};
 }
 
@@ -448,7 +400,7 @@ int Daemon::run() {
 }
 
 cm::Snapshot Daemon::snapshot() const {
-  return railset_ ? railset_->snapshot() : rails_.at(0)->manager().snapshot();
+  return port_->snapshot();
 }
 
 std::vector<rdma::Qpn> Daemon::live_qpns() const {
@@ -495,11 +447,9 @@ std::string Daemon::status_text() const {
           s;
     }
   }
-  if (railset_) {
-    for (std::size_t k = 0; k < railset_->size(); ++k) {
-      if (railset_->state(k) != cm::RailState::kUp && rails_[k]->manager().device_present())
-        s = fmt::format("rail {} {}: ", k, cm::to_string(railset_->state(k))) + s;
-    }
+  for (const auto& r : snap.rails) {
+    if (r.state != cm::RailState::kUp && rails_.at(r.index)->manager().device_present())
+      s = fmt::format("rail {} {}: ", r.index, cm::to_string(r.state)) + s;
   }
   if (stopping_)
     s = "stopping: " + s;
@@ -543,8 +493,7 @@ void Daemon::request_stop(std::string_view why) {
   tun_path_->stop_reading();
   if (ctl_)
     ctl_->stopping();
-  if (railset_)
-    railset_->stopping();
+  port_->stopping();
   for (auto& r : rails_) {
     r->stopping();
     r->manager().shutdown();
@@ -626,8 +575,7 @@ Result<void> Daemon::reload() {
     mc.incarnation = incarnation_;
     manager(k).reconfigure(mc);
   }
-  if (railset_)
-    railset_->reconfigure(cfg_.rails_holddown, cfg_.manager.idle_timeout);
+  port_->reconfigure(cfg_.rails_holddown, cfg_.manager.idle_timeout);
   tun_path_->set_source_check(cfg_.tun_source_check);
   rcnet::daemon::set_log_level(opts_.log_level.value_or(cfg_.log_level));
   if (ctl_)

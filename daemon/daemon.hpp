@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cm/manager.hpp"
+#include "cm/one_rail_port.hpp"
 #include "cm/rails.hpp"
 #include "config/config.hpp"
 #include "ctl_server.hpp"
@@ -117,6 +118,11 @@ class Daemon {
   Daemon(EventLoop loop, config::Config cfg, DaemonOptions opts);
   Result<void> start();
   Result<void> start_rails();
+  // The packet port (cm/packet_port.hpp) over rails_: OneRailPort for one,
+  // the RailSet for more. The daemon's one fork between them.
+  Result<void> make_port();
+  // Rail k's mapping between overlay and underlay (the config's).
+  cm::RailMap rail_map(std::size_t k) const;
   Result<void> setup_tun();
   Result<void> start_ctl_server();
   // The RDMA netlink monitor where the kernel has it (6.12+), else nothing
@@ -136,10 +142,11 @@ class Daemon {
   cm::Manager& manager(std::size_t rail) { return rails_.at(rail)->manager(); }
 
   // Member order is destruction order reversed: the loop outlives every
-  // source; the TUN path (every manager's sink) outlives the rails; the
-  // RailSet's timer outlives it and it goes before the rails whose
-  // managers it hooks; the ctl server, which serves from the rails, cfg_
-  // and the TUN counters, goes first.
+  // source; the rails outlive the packet port that hooks their managers,
+  // which outlives the TUN path (its upper sink); the RailSet's timer
+  // outlives the port; the ctl server, which serves from the rails, cfg_
+  // and the TUN counters, goes first (the destructor resets them in that
+  // order too).
   EventLoop loop_;
   config::Config cfg_;
   DaemonOptions opts_;
@@ -147,16 +154,15 @@ class Daemon {
   // When this Daemon was constructed (steady clock, the loop's clock), before
   // any device was touched: the ctl "status" uptime counts from here.
   TimePoint start_time_ = Clock::now();
-  std::unique_ptr<FibNextHop> fib_;  // after setup_tun(); read by tun_path_'s hooks
-  std::unique_ptr<TunPath> tun_path_;
-  std::optional<CapacityJoin> capacity_;  // with more than one rail
+  std::unique_ptr<FibNextHop> fib_;  // after setup_tun(); read by tun_path_'s next hop
   // What the rails share (devices on whose ports several rails are, and
   // their async-fd watches); declared before the rails, which hold them.
   std::optional<AsyncWatches> watches_;
   std::shared_ptr<rdma::VerbsDevices> devices_ = std::make_shared<rdma::VerbsDevices>();
   std::vector<std::unique_ptr<RailRuntime>> rails_;
-  std::unique_ptr<LoopTimer> rails_timer_;
-  std::unique_ptr<cm::RailSet> railset_;  // with more than one rail
+  std::unique_ptr<LoopTimer> rails_timer_;  // the RailSet's, with more than one rail
+  std::unique_ptr<cm::PacketPort> port_;
+  std::unique_ptr<TunPath> tun_path_;
   // After the rails, which its handler calls; destroyed before them.
   std::unique_ptr<RdmaMonitor> rdma_monitor_;
   std::string rdma_monitor_state_ = "not started";

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "async_watches.hpp"
 #include "cm/manager.hpp"
 #include "event_loop.hpp"
 #include "loop_timer.hpp"
@@ -27,23 +28,6 @@
 #include "rdma_monitor.hpp"
 
 namespace rcnet::daemon {
-
-// The one io source on each RDMA device's async-event fd. Rails on ports of
-// one device share its context and so its async fd (rdma/verbs_device.hpp),
-// which epoll watches once: the first rail on the device makes the watch,
-// each rail holds it while its seam is open, and the last one to let go
-// removes it before the device's context can close. Each readable wakeup
-// reads the device's events and routes them to the rails' managers.
-class AsyncWatches {
- public:
-  explicit AsyncWatches(EventLoop& loop) : loop_(loop) {}
-  // Errors: sd_event_add_io's.
-  Result<std::shared_ptr<EventSource>> watch(const std::shared_ptr<rdma::VerbsDevice>& device);
-
- private:
-  EventLoop& loop_;
-  std::map<const rdma::VerbsDevice*, std::weak_ptr<EventSource>> watches_;
-};
 
 // What the rails of one daemon share: the devices their seams open
 // (rdma::VerbsDevices) and the watches of those devices' async fds. Must
@@ -128,27 +112,6 @@ class RailRuntime {
   std::unique_ptr<NetlinkMonitor> netlink_;
   std::shared_ptr<EventSource> async_watch_;  // the device's, shared (AsyncWatches)
   EventSource cm_src_, cq_src_, cq_more_, readopt_timer_;
-};
-
-// Back-pressure of several rails onto one TUN reader: each rail's manager
-// gets its own PacketSink from here; deliveries go straight to `tun`, and
-// `tun` hears send_capacity(false) when any rail lacks room and (true) once
-// every rail has it again (each manager promises its own true edge).
-class CapacityJoin {
- public:
-  CapacityJoin(cm::PacketSink& tun, std::size_t rails);
-  ~CapacityJoin();
-  CapacityJoin(const CapacityJoin&) = delete;
-  CapacityJoin& operator=(const CapacityJoin&) = delete;
-  cm::PacketSink& sink(std::size_t rail);
-
- private:
-  class RailSink;
-  void set(std::size_t rail, bool available);
-  cm::PacketSink& tun_;
-  std::vector<std::unique_ptr<cm::PacketSink>> sinks_;
-  std::vector<bool> blocked_;
-  std::size_t blocked_count_ = 0;
 };
 
 }  // namespace rcnet::daemon

@@ -39,15 +39,21 @@ bool link_scope_multicast(const IpAddr& a) {
 
 }  // namespace
 
-TunPath::TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len, Overlay overlay)
+TunPath::TunPath(EventLoop& loop, cm::PacketPort& port, std::size_t vnet_hdr_len, Overlay overlay,
+                 NextHop next_hop)
     : loop_(loop),
-      hooks_(std::move(hooks)),
+      port_(port),
+      next_hop_(std::move(next_hop)),
       vnet_hdr_len_(vnet_hdr_len),
       overlay_(overlay),
       icmp_buf_(vnet_hdr_len + wire::kIcmpErrorMax),
-      buf_(kBufferSize) {}
+      buf_(kBufferSize) {
+  port_.set_upper(this);
+}
 
-TunPath::~TunPath() = default;
+TunPath::~TunPath() {
+  port_.set_upper(nullptr);
+}
 
 Result<void> TunPath::attach(int fd) {
   auto src = loop_.add_io(fd, EPOLLIN, "tun", [this](std::uint32_t) { on_readable(); });
@@ -85,15 +91,13 @@ void TunPath::send_capacity(bool available) {
 }
 
 void TunPath::on_readable() {
-  if (hooks_.batch_begin)
-    hooks_.batch_begin();
+  port_.begin_send_batch();
   read_packets();
-  if (hooks_.batch_end)
-    hooks_.batch_end();
+  port_.end_send_batch();
 }
 
 void TunPath::read_packets() {
-  // reading() turns false inside hooks_.send() when the manager signals
+  // reading() turns false inside port_.send() when the manager signals
   // send_capacity(false): the packet just handed over is held, the rest wait
   // in the kernel's queue.
   //
@@ -108,13 +112,13 @@ void TunPath::read_packets() {
   for (; i < read_budget_ && reading(); ++i) {
     // Into a lent send buffer when the manager has one (the packet then
     // goes out from there), else into our own.
-    std::span<std::byte> into = hooks_.lend ? hooks_.lend() : std::span<std::byte>{};
+    std::span<std::byte> into = port_.lend_send_buffer();
     const bool lent = !into.empty();
     if (!lent)
       into = buf_;
     auto give_back = [&] {
       if (lent)
-        hooks_.return_lent();
+        port_.return_lent();
     };
     ssize_t n = 0;
     do {
@@ -171,7 +175,7 @@ void TunPath::read_packets() {
       give_back();
       continue;
     }
-    switch (lent ? hooks_.send_lent(*peer, pkt.size()) : hooks_.send(*peer, pkt)) {
+    switch (lent ? port_.send_lent(*peer, pkt.size()) : port_.send(*peer, pkt)) {
       case cm::SendResult::kSent:
       case cm::SendResult::kQueued:
       case cm::SendResult::kDroppedOldest:
@@ -198,12 +202,12 @@ void TunPath::read_packets() {
 std::optional<Endpoint> TunPath::route(const IpAddr& dst) {
   // Inside the overlay prefix (or without one) the destination is the
   // peer's own address: no lookup on this, the common path.
-  if (overlay_.address.addr.empty() || overlay_.contains(dst) || !hooks_.next_hop)
-    return hooks_.route(dst);
-  const auto gw = hooks_.next_hop(dst);
+  if (overlay_.address.addr.empty() || overlay_.contains(dst) || !next_hop_)
+    return port_.route(dst);
+  const auto gw = next_hop_(dst);
   if (!gw)
-    return hooks_.route(dst);
-  auto peer = hooks_.route(*gw);
+    return port_.route(dst);
+  auto peer = port_.route(*gw);
   if (peer)
     ++counters_.tx_via_gateway;
   return peer;
@@ -215,9 +219,7 @@ bool TunPath::is_gso(std::span<const std::byte> frame) const {
 }
 
 bool TunPath::too_big(const Endpoint& peer, std::span<const std::byte> frame) {
-  if (!hooks_.peer_mtu)
-    return false;
-  const auto mtu = hooks_.peer_mtu(peer);
+  const auto mtu = port_.peer_mtu(peer);
   if (!mtu || wire_length(frame) <= *mtu)
     return false;
   // As IPoIB-CM (ipoib_cm_send): larger than the peer takes, whatever DF
@@ -278,7 +280,7 @@ bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
   std::optional<PeerOverlays> own;
   if (auto it = peer_overlays_.find(peer); it != peer_overlays_.end()) {
     own = it->second;
-  } else if (peer != 0 && (own = hooks_.peer_overlay(peer))) {
+  } else if (peer != 0 && (own = port_.peer_overlays(peer))) {
     if (peer_overlays_.size() >= kMaxPeerOverlays)
       peer_overlays_.clear();
     peer_overlays_.emplace(peer, *own);
@@ -293,9 +295,9 @@ bool TunPath::source_allowed(NodeId peer, std::span<const std::byte> packet) {
   // An overlay address belongs to its node alone; any other source must be
   // one our route sends via this peer (the same question as on the way out,
   // and the same cache), in the source's family.
-  if (overlay_.contains(*src) || !hooks_.next_hop)
+  if (overlay_.contains(*src) || !next_hop_)
     return false;
-  const auto gw = hooks_.next_hop(*src);
+  const auto gw = next_hop_(*src);
   return gw && is_own(*gw);
 }
 
@@ -318,8 +320,8 @@ void TunPath::deliver(NodeId peer, std::span<const std::byte> packet) {
     ++counters_.drops_not_attached;
     return;
   }
-  if (overlay_.source_check && hooks_.peer_overlay && !overlay_.address.addr.empty() &&
-      packet.size() >= vnet_hdr_len_ && !source_allowed(peer, packet.subspan(vnet_hdr_len_))) {
+  if (overlay_.source_check && !overlay_.address.addr.empty() && packet.size() >= vnet_hdr_len_ &&
+      !source_allowed(peer, packet.subspan(vnet_hdr_len_))) {
     ++counters_.drops_source;
     return;
   }

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
 // The TUN side of the data path (docs/design.md "Data path"): packets read from
-// the TUN fd are routed by IP destination to a peer's underlay endpoint and
-// handed to the connection manager; packets the manager receives are written
-// to the TUN fd. It is the manager's cm::PacketSink.
+// the TUN fd are routed by IP destination to a peer and handed to the packet
+// port (cm/packet_port.hpp: the links, one rail's Manager or the RailSet);
+// packets the port delivers are written to the TUN fd. It is the port's
+// upper cm::PacketSink.
 //
 // The overlay behaves like an IP link (rcnetd(8) "THE OVERLAY AS AN IP
 // LINK"), as the kernel's IPoIB-CM does: a destination outside the overlay
 // prefix goes to the peer that the kernel's route names as its gateway
-// (Hooks::next_hop); a destination no peer owns is answered with ICMP
+// (NextHop); a destination no peer owns is answered with ICMP
 // host unreachable (rate-limited: icmp_limit.hpp), a packet larger than
 // the peer's MTU with "fragmentation needed" / "packet too big"
 // (wire/icmp.hpp), written back into the TUN; and a received packet whose
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "cm/manager.hpp"
+#include "cm/packet_port.hpp"
 #include "event_loop.hpp"
 #include "icmp_limit.hpp"
 #include "util/address.hpp"
@@ -93,41 +95,11 @@ class TunPath final : public cm::PacketSink {
   // most 65520; a GSO super-packet at most wire::kGsoMaxPacket).
   static constexpr std::size_t kBufferSize = wire::kVnetHdrLen + wire::kGsoMaxPacket;
 
-  // A peer's overlay addresses: tun.address's first family's, then the
-  // other's (empty when the TUN carries one family, or the peer has none).
-  using PeerOverlays = std::array<IpAddr, 2>;
-
-  struct Hooks {
-    // Overlay destination → the peer's underlay endpoint (config's mapping).
-    std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
-    // cm::Manager::send.
-    std::function<cm::SendResult(const Endpoint& peer, std::span<const std::byte> packet)> send;
-    // Optional, all three or none: cm::Manager::lend_send_buffer,
-    // send_lent and return_lent. A packet is then read straight into a
-    // registered send buffer (no copy on the way to the wire); when lend
-    // gives nothing, it is read into this path's own buffer and send() used.
-    std::function<std::span<std::byte>()> lend = {};
-    std::function<cm::SendResult(const Endpoint& peer, std::size_t len)> send_lent = {};
-    std::function<void()> return_lent = {};
-    // Optional, both or none: cm::Manager::begin_send_batch and
-    // end_send_batch around each wakeup's reads, so that the packets of one
-    // wakeup go to each peer with one doorbell.
-    std::function<void()> batch_begin = {};
-    std::function<void()> batch_end = {};
-    // Optional: the gateway of the kernel's route to a destination outside
-    // the overlay prefix when that route goes through the TUN (FibNextHop::
-    // gateway); nullopt: none. Without it, such destinations go to route()
-    // as they are.
-    std::function<std::optional<IpAddr>(const IpAddr& dst)> next_hop = {};
-    // Optional: the MTU (bytes of IP packet) of the peer behind `peer` (what
-    // route() returned) once a connection told it; nullopt: not known yet.
-    // Asked for GSO super-packets and after send() said kOversize only.
-    std::function<std::optional<std::uint32_t>(const Endpoint& peer)> peer_mtu = {};
-    // Optional (the source check needs it): the overlay addresses of the
-    // peer a received packet came from (deliver()'s NodeId), one per family
-    // of tun.address (the second empty with one family); nullopt: unknown.
-    std::function<std::optional<PeerOverlays>(NodeId peer)> peer_overlay = {};
-  };
+  using PeerOverlays = cm::PeerOverlays;
+  // The gateway of the kernel's route to a destination outside the overlay
+  // prefix when that route goes through the TUN (FibNextHop::gateway);
+  // nullopt: none. Empty: such destinations go to the port as they are.
+  using NextHop = std::function<std::optional<IpAddr>(const IpAddr& dst)>;
 
   // Our place on the overlay. Default (no address): every destination goes
   // to route() as it is, no ICMP error is sent, no source is checked.
@@ -149,14 +121,20 @@ class TunPath final : public cm::PacketSink {
     }
   };
 
-  // `vnet_hdr_len`: bytes of virtio_net_hdr in front of every packet read
-  // and written (TunDevice::vnet_hdr_len(): 0, or 10 with offload). Frames
-  // go to and come from the manager whole, header included
-  // (cm::ManagerConfig::offload must agree); routing looks past the header.
-  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len, Overlay overlay);
-  TunPath(EventLoop& loop, Hooks hooks, std::size_t vnet_hdr_len = 0)
-      : TunPath(loop, std::move(hooks), vnet_hdr_len, Overlay{}) {}
+  // `port`: the links (cm/packet_port.hpp): every packet read goes to it,
+  // and it delivers here (this path is its upper sink until destroyed).
+  // Borrowed: must outlive this object. `vnet_hdr_len`: bytes of
+  // virtio_net_hdr in front of every packet read and written
+  // (TunDevice::vnet_hdr_len(): 0, or 10 with offload). Frames go to and
+  // come from the port whole, header included (cm::ManagerConfig::offload
+  // must agree); routing looks past the header.
+  TunPath(EventLoop& loop, cm::PacketPort& port, std::size_t vnet_hdr_len, Overlay overlay,
+          NextHop next_hop = {});
+  TunPath(EventLoop& loop, cm::PacketPort& port, std::size_t vnet_hdr_len = 0)
+      : TunPath(loop, port, vnet_hdr_len, Overlay{}) {}
   ~TunPath() override;
+  TunPath(const TunPath&) = delete;
+  TunPath& operator=(const TunPath&) = delete;
 
   // Starts reading `fd` (a TUN fd opened IFF_TUN|IFF_NO_PI, with
   // IFF_VNET_HDR when vnet_hdr_len is 10, O_NONBLOCK, or any fd with the same
@@ -193,7 +171,7 @@ class TunPath final : public cm::PacketSink {
 
  private:
   void read_packets();  // one wakeup's reads, inside the send batch
-  // The peer (route()'s endpoint) for a packet to `dst`; counts a gateway.
+  // The peer (the port's key) for a packet to `dst`; counts a gateway.
   std::optional<Endpoint> route(const IpAddr& dst);
   // The packet's length on the peer's link: the IP packet's, or for a GSO
   // super-packet its largest segment's (wire::plan_segments).
@@ -212,11 +190,12 @@ class TunPath final : public cm::PacketSink {
   // set_uso(false): writes the segments of a UDP super-packet `frame`.
   void write_segments(std::span<const std::byte> frame);
   EventLoop& loop_;
-  Hooks hooks_;
+  cm::PacketPort& port_;
+  NextHop next_hop_;
   std::size_t vnet_hdr_len_ = 0;
   Overlay overlay_;
   IcmpLimiter icmp_limit_;
-  // hooks_.peer_overlay's answers: a node's overlay address stays what it
+  // port_.peer_overlays()'s answers: a node's overlay address stays what it
   // is until the peer table changes (set_source_check()). At most
   // kMaxPeerOverlays, emptied when full.
   static constexpr std::size_t kMaxPeerOverlays = 4096;

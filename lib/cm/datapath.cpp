@@ -21,7 +21,7 @@ DataPath::DataPath(const ManagerConfig& cfg, Counters& ctr, rdma::Seam& seam, Ti
       ctr_(ctr),
       seam_(seam),
       timers_(timers),
-      sink_(sink),
+      sink_(&sink),
       table_(table),
       hooks_(hooks),
       self_(node_id_for(cfg.local.addr)) {}
@@ -596,7 +596,7 @@ void DataPath::mark_blocked(Peer& p) {
   }
   if (capacity_) {
     capacity_ = false;
-    sink_.send_capacity(false);
+    sink_->send_capacity(false);
   }
 }
 
@@ -619,7 +619,7 @@ void DataPath::unblock() {
   }
   if (blocked_.empty() && !capacity_ && send_pool_.free_count() > 0) {
     capacity_ = true;
-    sink_.send_capacity(true);
+    sink_->send_capacity(true);
   }
 }
 

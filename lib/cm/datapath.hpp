@@ -123,6 +123,8 @@ class DataPath {
            PacketSink& sink, ConnTable& table, DataPathHooks& hooks);
   DataPath(const DataPath&) = delete;
   DataPath& operator=(const DataPath&) = delete;
+  // Manager::set_sink.
+  void set_sink(PacketSink& sink) { sink_ = &sink; }
 
   // --- the device's profile (rdma/provider.hpp) -----------------------------------------
   // After Seam::open, before start(): the device's profile with
@@ -352,7 +354,7 @@ class DataPath {
   Counters& ctr_;
   rdma::Seam& seam_;
   TimerService& timers_;
-  PacketSink& sink_;
+  PacketSink* sink_;  // never null (set_sink)
   ConnTable& table_;
   DataPathHooks& hooks_;
   const NodeId self_;                        // node_id_for(cfg.local.addr): never a destination
@@ -378,7 +380,7 @@ class DataPath {
   std::uint32_t batch_depth_ = 0;
   std::vector<Chain> chains_;
   std::size_t chains_used_ = 0;
-  bool capacity_ = true;  // the last edge told to sink_.send_capacity()
+  bool capacity_ = true;  // the last edge told to sink_->send_capacity()
   std::deque<NodeId> blocked_;
   std::shared_ptr<SrqBuffers> srq_;  // with use_srq, from start() to stop()
   // From stop() to the next fill_srq(): the SRQ buffers' memory, unregistered

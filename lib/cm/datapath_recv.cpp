@@ -312,7 +312,7 @@ void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) 
     table_.touch(*c, timers_.coarse_now());
     from = c->peer;
   }
-  sink_.deliver(from, std::span<const std::byte>(data, len));
+  sink_->deliver(from, std::span<const std::byte>(data, len));
 }
 
 void DataPath::flush_srq_reposts() {

@@ -386,6 +386,10 @@ class Manager final : public rdma::EventSink {
   // packets). With hooks, REQ and REP advertise kCapRails. Borrowed: must
   // outlive the manager or be reset first.
   void set_rail_hooks(RailHooks* hooks);
+  // Where received packets and the capacity edges go from now on (the
+  // packet port binds itself here: cm/packet_port.hpp); the constructor's
+  // sink until then. Borrowed: must outlive the manager or be replaced.
+  void set_sink(PacketSink& sink);
   // A rail message as one SEND (kImmRail) on the ESTABLISHED connection to
   // `peer`. false when there is none, it did not advertise kCapRails, or
   // no send slot or SQ room is free.

@@ -136,6 +136,9 @@ std::string_view Manager::Impl::blame_carrier() {
 void Manager::set_rail_hooks(RailHooks* hooks) {
   impl_->rail_hooks_ = hooks;
 }
+void Manager::set_sink(PacketSink& sink) {
+  impl_->dp_.set_sink(sink);
+}
 bool Manager::send_rail_message(const Endpoint& peer, std::span<const std::byte> msg) {
   const bool r = impl_->send_rail_message(peer, msg);
   impl_->settle();

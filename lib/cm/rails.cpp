@@ -103,7 +103,7 @@ class RailSet::Hooks final : public RailHooks {
 };
 
 RailSet::RailSet(RailSetConfig cfg, std::vector<Rail> rails, TimerService& timers)
-    : cfg_(cfg), timers_(timers) {
+    : PacketPort(std::min(rails.size(), kMaxRails)), cfg_(cfg), timers_(timers) {
   const TimePoint t = timers_.now();
   rails_.reserve(rails.size());
   for (std::size_t k = 0; k < rails.size() && k < kMaxRails; ++k) {
@@ -117,6 +117,7 @@ RailSet::RailSet(RailSetConfig cfg, std::vector<Rail> rails, TimerService& timer
   }
   for (std::size_t k = 0; k < rails_.size(); ++k) {
     rails_[k].rail.manager->set_rail_hooks(rails_[k].hooks.get());
+    bind_rail(k, *rails_[k].rail.manager);
     rails_[k].rail.manager->set_observer([this, k](const Event& e) {
       if (!observer_)
         return;
@@ -131,6 +132,7 @@ RailSet::~RailSet() {
   for (auto& r : rails_) {
     r.rail.manager->set_rail_hooks(nullptr);
     r.rail.manager->set_observer({});
+    unbind_rail(*r.rail.manager);
   }
 }
 
@@ -157,7 +159,7 @@ bool RailSet::maps(const IpAddr& overlay) const {
   if (peers_.contains(overlay))
     return true;
   for (const auto& r : rails_) {
-    if (r.rail.route(overlay))
+    if (r.rail.map.underlay(overlay))
       return true;
   }
   return false;
@@ -176,7 +178,7 @@ RailSet::PeerLinks& RailSet::peer(const IpAddr& overlay) {
 }
 
 void RailSet::route_link(PeerLinks& p, std::size_t k) {
-  if (auto ep = rails_[k].rail.route(p.overlay)) {
+  if (auto ep = rails_[k].rail.map.underlay(p.overlay)) {
     p.links[k].ep = *ep;
     p.links[k].routed = true;
     rails_[k].overlay_of[ep->addr] = p.overlay;
@@ -256,7 +258,49 @@ RailSet::PeerLinks* RailSet::mapped_peer(const IpAddr& overlay) {
   return maps(overlay) ? &peer(overlay) : nullptr;
 }
 
-SendResult RailSet::send(const IpAddr& overlay, std::span<const std::byte> packet) {
+std::optional<Endpoint> RailSet::route(const IpAddr& dst) {
+  // A known peer's key (its primary overlay address): one hash lookup.
+  if (peers_.contains(dst))
+    return Endpoint{dst, 0};
+  for (const auto& r : rails_) {
+    const auto u = r.rail.map.underlay(dst);
+    if (!u)
+      continue;
+    // Either family of a peer's addresses goes by its primary one: one
+    // RailSet peer, one link per rail.
+    if (!r.rail.map.overlays)
+      return Endpoint{dst, 0};
+    const auto o = r.rail.map.overlays(u->addr);
+    if (!o || (*o)[0].empty())
+      return std::nullopt;
+    return Endpoint{(*o)[0].family == dst.family ? dst : (*o)[0], 0};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint32_t> RailSet::peer_mtu(const Endpoint& peer) const {
+  for (const auto& r : rails_) {
+    if (auto u = r.rail.map.underlay(peer.addr))
+      if (auto mtu = r.rail.manager->peer_mtu(*u))
+        return mtu;
+  }
+  return std::nullopt;
+}
+
+std::optional<PeerOverlays> RailSet::peer_overlays(NodeId node) const {
+  for (const auto& r : rails_) {
+    const auto u = r.rail.manager->peer_underlay(node);
+    if (!u)
+      continue;
+    if (!r.rail.map.overlays)
+      return std::nullopt;
+    return r.rail.map.overlays(u->addr);
+  }
+  return std::nullopt;
+}
+
+SendResult RailSet::send(const Endpoint& peer, std::span<const std::byte> packet) {
+  const IpAddr& overlay = peer.addr;
   PeerLinks* pp = stopping_ ? nullptr : mapped_peer(overlay);
   if (pp == nullptr)
     return SendResult::kRefused;
@@ -291,7 +335,8 @@ std::span<std::byte> RailSet::lend_send_buffer() {
   return rails_[*lent_from_].rail.manager->lend_send_buffer();
 }
 
-SendResult RailSet::send_lent(const IpAddr& overlay, std::size_t len) {
+SendResult RailSet::send_lent(const Endpoint& peer, std::size_t len) {
+  const IpAddr& overlay = peer.addr;
   if (!lent_from_)
     return SendResult::kRefused;
   const std::size_t from = *lent_from_;
@@ -306,7 +351,7 @@ SendResult RailSet::send_lent(const IpAddr& overlay, std::size_t len) {
   // Another rail (or stripe, or packets waiting): copied by send(), then
   // the buffer goes back.
   const auto buf = m.lend_send_buffer();
-  const SendResult r = send(overlay, buf.first(std::min(len, buf.size())));
+  const SendResult r = send(peer, buf.first(std::min(len, buf.size())));
   m.return_lent();
   lent_from_.reset();
   return r;

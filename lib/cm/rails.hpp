@@ -52,6 +52,7 @@
 
 #include "cm/events.hpp"
 #include "cm/manager.hpp"
+#include "cm/packet_port.hpp"
 #include "cm/snapshot.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
@@ -93,54 +94,60 @@ struct RailSetConfig {
   Duration idle_timeout = std::chrono::seconds(10);
 };
 
-class RailSet {
+class RailSet final : public PacketPort {
  public:
   struct Rail {
     Manager* manager = nullptr;  // borrowed; started by its owner
-    // A peer's overlay address → its underlay endpoint on this rail (the
-    // config's mapping for rail k); nullopt: the peer has no link here.
-    std::function<std::optional<Endpoint>(const IpAddr& overlay)> route;
+    // The config's mapping for rail k: a peer's overlay address → its
+    // underlay endpoint on this rail (nullopt: the peer has no link here),
+    // and back.
+    RailMap map;
   };
 
   // `rails`: at least one, at most kMaxRails, rail 0 first. Sets every
-  // manager's RailHooks and observer (the RailSet forwards their events
-  // with the rail filled in, see set_observer()).
+  // manager's RailHooks, observer (the RailSet forwards their events with
+  // the rail filled in, see set_observer()) and sink (the packet port's
+  // receive side: cm/packet_port.hpp).
   RailSet(RailSetConfig cfg, std::vector<Rail> rails, TimerService& timers);
-  ~RailSet();
-  RailSet(const RailSet&) = delete;
-  RailSet& operator=(const RailSet&) = delete;
+  ~RailSet() override;
 
-  // --- data path: the TUN side calls these, never from inside a manager ---------
+  // --- the packet port (cm/packet_port.hpp): the TUN side calls these, never
+  // from inside a manager. A peer's key is its overlay address in the first
+  // family of tun.address (RailMap::overlays()[0]), port 0.
   // Some rail maps `overlay` to a peer.
   bool maps(const IpAddr& overlay) const;
-  // One packet (a frame with offload) for the peer owning `overlay`, on the
-  // link the mode picks. kRefused when no rail maps it or no rail is up
-  // (counted: failover_no_link).
-  SendResult send(const IpAddr& overlay, std::span<const std::byte> packet);
+  std::optional<Endpoint> route(const IpAddr& dst) override;
+  // One packet (a frame with offload) for the peer `peer`, on the link the
+  // mode picks. kRefused when no rail maps it or no rail is up (counted:
+  // failover_no_link).
+  SendResult send(const Endpoint& peer, std::span<const std::byte> packet) override;
   // Manager::lend_send_buffer of the rail most peers are carried on; a
   // packet for another rail is copied there by send_lent().
-  std::span<std::byte> lend_send_buffer();
-  SendResult send_lent(const IpAddr& overlay, std::size_t len);
-  void return_lent();
-  void begin_send_batch();
-  void end_send_batch();
+  std::span<std::byte> lend_send_buffer() override;
+  SendResult send_lent(const Endpoint& peer, std::size_t len) override;
+  void return_lent() override;
+  void begin_send_batch() override;
+  void end_send_batch() override;
+  // The first rail's link to the peer that learned its MTU.
+  std::optional<std::uint32_t> peer_mtu(const Endpoint& peer) const override;
+  std::optional<PeerOverlays> peer_overlays(NodeId peer) const override;
 
   // The TimerService's deadline passed.
   void on_timer();
   // A graceful stop began: links that end from now on are not failures (no
   // failover, no notice, no probe, nothing counted), and sends are refused.
-  void stopping();
+  void stopping() override;
   // rails.holddown and timeouts.idle after a reload.
-  void reconfigure(Duration holddown, Duration idle_timeout);
+  void reconfigure(Duration holddown, Duration idle_timeout) override;
 
   // Connection events of every rail's manager (Event::rail set), and the
   // RailSet's own kRail and kFailover. Same contract as
   // Manager::set_observer.
-  void set_observer(EventObserver observer);
+  void set_observer(EventObserver observer) override;
 
   // Every rail's snapshot merged (QPs and peers tagged with their rail,
   // counters summed, plus the RailSet's own) and the rails filled in.
-  Snapshot snapshot() const;
+  Snapshot snapshot() const override;
   std::size_t size() const { return rails_.size(); }
   Manager& manager(std::size_t rail) { return *rails_.at(rail).rail.manager; }
   RailState state(std::size_t rail) const { return rails_.at(rail).state; }

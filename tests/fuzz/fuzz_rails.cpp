@@ -235,7 +235,7 @@ class Rails {
     for (std::size_t k = 0; k < kRails; ++k)
       owed = owed || healthy(k);
     const auto p = make_packet(from.index, to.index, seq, flow);
-    const IpAddr dst = overlay_addr(to.index);
+    const Endpoint dst{overlay_addr(to.index), 0};
     cm::SendResult r{};
     const auto buf = lent ? from.set->lend_send_buffer() : std::span<std::byte>{};
     if (buf.size() > p.size()) {
@@ -335,16 +335,20 @@ class Rails {
       const auto r = cluster_.start(
           h, sim::cluster_config(h.addr, 0x1000 + static_cast<std::uint64_t>(i), base_));
       FUZZ_CHECK_MSG(r.ok(), r.ok() ? std::string() : r.error().message());
-      rails.push_back(
-          {.manager = h.mgr.get(), .route = [k, i](const IpAddr& o) -> std::optional<Endpoint> {
-             const int j = o == overlay_addr(1) ? 1 : o == overlay_addr(2) ? 2 : 0;
-             if (j == 0 || j == i)
-               return std::nullopt;
-             return Endpoint{rail_addr(k, j), sim::kClusterPort};
-           }});
+      rails.push_back({.manager = h.mgr.get(),
+                       .map = {.underlay = [k, i](const IpAddr& o) -> std::optional<Endpoint> {
+                         const int j = o == overlay_addr(1) ? 1 : o == overlay_addr(2) ? 2 : 0;
+                         if (j == 0 || j == i)
+                           return std::nullopt;
+                         return Endpoint{rail_addr(k, j), sim::kClusterPort};
+                       }}});
     }
     n->set = std::make_unique<cm::RailSet>(rc, std::move(rails), *n->timer);
     n->timer->set_callback([s = n->set.get()] { s->on_timer(); });
+    // Each host records its rail's deliveries (where the RailSet's receive
+    // side would stand).
+    for (std::size_t k = 0; k < kRails; ++k)
+      n->hosts[k]->mgr->set_sink(*n->hosts[k]);
     RailNode* raw = n.get();
     n->set->set_observer([this, raw](const cm::Event& e) {
       if (e.kind != cm::EventKind::kTeardown)

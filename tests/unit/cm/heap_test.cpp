@@ -87,17 +87,20 @@ class Soak {
       cfg.idle_timeout = kIdle;
       cfg.offload = offload_;
       REQUIRE(cluster_.start(h, cfg).ok());
-      rails.push_back({.manager = h.mgr.get(),
-                       .route = [k, i = n.index](const IpAddr& o) -> std::optional<Endpoint> {
-                         const std::uint32_t v = o.v4_host_order();
-                         const int j = static_cast<int>(v & 0xff);
-                         if ((v & 0xffffff00u) != 0x0a640000u || j == 0 || j == 255 || j == i)
-                           return std::nullopt;
-                         return test::rails::rail_ep(k, j);
-                       }});
+      rails.push_back(
+          {.manager = h.mgr.get(),
+           .map = {.underlay = [k, i = n.index](const IpAddr& o) -> std::optional<Endpoint> {
+             const std::uint32_t v = o.v4_host_order();
+             const int j = static_cast<int>(v & 0xff);
+             if ((v & 0xffffff00u) != 0x0a640000u || j == 0 || j == 255 || j == i)
+               return std::nullopt;
+             return test::rails::rail_ep(k, j);
+           }}});
     }
     n.set = std::make_unique<cm::RailSet>(cm::RailSetConfig{.holddown = 1s, .idle_timeout = kIdle},
                                           std::move(rails), n.timers);
+    // Every rail delivers through the RailSet to one TUN, as in rcnetd.
+    n.set->set_upper(n.hosts[0]);
     n.timer.set_callback([&n] {
       Scope t(n.part);
       n.set->on_timer();
@@ -113,7 +116,7 @@ class Soak {
             continue;
           const auto p = test::packet(seq_++, 200);
           Scope s(a->part);
-          (void)a->set->send(overlay_addr(b->index), p);
+          (void)a->set->send(Endpoint{overlay_addr(b->index), 0}, p);
         }
       }
       run(100ms);

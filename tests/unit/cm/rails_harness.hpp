@@ -158,20 +158,24 @@ class RailCluster : public sim::Cluster {
       cfg.rail_count = kRails;
       auto r = start(h, cfg);
       REQUIRE(r.ok());
-      rails.push_back(
-          {.manager = h.mgr.get(), .route = [k, i](const IpAddr& o) -> std::optional<Endpoint> {
-             // 10.100.0.j is 10.99.0.j on rail 0 and 10.98.0.j
-             // on rail 1, whether or not j has that rail.
-             const std::uint32_t v = o.v4_host_order();
-             const int j = static_cast<int>(v & 0xff);
-             if ((v & 0xffffff00u) != 0x0a640000u || j == 0 || j == 255 || j == i)
-               return std::nullopt;
-             return rail_ep(k, j);
-           }});
+      rails.push_back({.manager = h.mgr.get(),
+                       .map = {.underlay = [k, i](const IpAddr& o) -> std::optional<Endpoint> {
+                         // 10.100.0.j is 10.99.0.j on rail 0 and 10.98.0.j
+                         // on rail 1, whether or not j has that rail.
+                         const std::uint32_t v = o.v4_host_order();
+                         const int j = static_cast<int>(v & 0xff);
+                         if ((v & 0xffffff00u) != 0x0a640000u || j == 0 || j == 255 || j == i)
+                           return std::nullopt;
+                         return rail_ep(k, j);
+                       }}});
     }
     n->set = std::make_unique<cm::RailSet>(
         cm::RailSetConfig{.mode = mode, .holddown = holddown, .idle_timeout = 5s}, std::move(rails),
         n->timer);
+    // Each rail's deliveries are recorded with the rail they came in on:
+    // the hosts stand where the RailSet's receive side would.
+    for (std::size_t k = 0; k < kRails; ++k)
+      n->hosts[k]->mgr->set_sink(*n->hosts[k]);
     n->run_timer(true);
     RailNode* raw = n.get();
     n->set->set_observer([raw](const cm::Event& e) {
@@ -197,7 +201,8 @@ class RailCluster : public sim::Cluster {
   // packet(seq) from `from` to node `to`'s overlay address, through the
   // RailSet as the TUN path hands it over.
   static cm::SendResult send(RailNode& from, int to, std::uint32_t seq) {
-    return from.set->send(overlay_addr(to), packet(seq));
+    const auto peer = from.set->route(overlay_addr(to));
+    return peer ? from.set->send(*peer, packet(seq)) : cm::SendResult::kRefused;
   }
 
   // `a` and each of `peers` exchange a packet each way every 100 ms for

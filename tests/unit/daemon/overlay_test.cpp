@@ -14,6 +14,7 @@
 #include "catch2_compat.hpp"
 
 #include "../wire/gso_packets.hpp"
+#include "fake_port.hpp"
 #include "fib.hpp"
 #include "icmp_limit.hpp"
 #include "make_loop.hpp"
@@ -94,6 +95,7 @@ struct OverlayFixture {
   int fib_calls = 0;
   int overlay_calls = 0;
   std::uint32_t overlay_shift = 0;  // node N owns 10.100.0.(N + shift)
+  rcnet::test::FakePort port;
   std::unique_ptr<TunPath> path;
 
   explicit OverlayFixture(std::size_t vnet = 0, Underlay under = Underlay::kV4) {
@@ -101,33 +103,43 @@ struct OverlayFixture {
     REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     tun_end.reset(sv[0]);
     world_end.reset(sv[1]);
-    TunPath::Hooks h{
-        // As Config::peer_endpoint_for: either family of peer N's to its
-        // one endpoint.
-        .route = [under](const IpAddr& d) -> std::optional<Endpoint> {
-          std::uint8_t n = 0;
-          if (IpPrefix{ip("10.100.0.0"), 24}.contains(d))
-            n = d.bytes[3];
-          else if (IpPrefix{ip("fd00:100::"), 120}.contains(d))
-            n = d.bytes[15];
-          if (n == 0 || n == 99 || n == 255)
-            return std::nullopt;
-          return Endpoint{underlay_of(under, n), 7471};
-        },
-        // As cm::Manager::send: kOversize for a plain packet larger than
-        // the peer's MTU; a super-packet is taken whole.
-        .send =
-            [this, vnet](const Endpoint& ep, std::span<const std::byte> p) {
-              const auto hdr = wire::parse_vnet_hdr(p);
-              const bool gso = vnet != 0 && hdr && hdr->is_gso();
-              if (auto it = mtu.find(ep.addr);
-                  it != mtu.end() && !gso && p.size() - vnet > it->second)
-                return cm::SendResult::kOversize;
-              sent.emplace_back(ep, p.size());
-              return cm::SendResult::kSent;
-            },
+    // As Config::peer_endpoint_for: either family of peer N's to its one
+    // endpoint.
+    port.on_route = [under](const IpAddr& d) -> std::optional<Endpoint> {
+      std::uint8_t n = 0;
+      if (IpPrefix{ip("10.100.0.0"), 24}.contains(d))
+        n = d.bytes[3];
+      else if (IpPrefix{ip("fd00:100::"), 120}.contains(d))
+        n = d.bytes[15];
+      if (n == 0 || n == 99 || n == 255)
+        return std::nullopt;
+      return Endpoint{underlay_of(under, n), 7471};
     };
-    h.next_hop = [this](const IpAddr& d) -> std::optional<IpAddr> {
+    // As cm::Manager::send: kOversize for a plain packet larger than the
+    // peer's MTU; a super-packet is taken whole.
+    port.on_send = [this, vnet](const Endpoint& ep, std::span<const std::byte> p) {
+      const auto hdr = wire::parse_vnet_hdr(p);
+      const bool gso = vnet != 0 && hdr && hdr->is_gso();
+      if (auto it = mtu.find(ep.addr); it != mtu.end() && !gso && p.size() - vnet > it->second)
+        return cm::SendResult::kOversize;
+      sent.emplace_back(ep, p.size());
+      return cm::SendResult::kSent;
+    };
+    port.on_peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
+      auto it = mtu.find(ep.addr);
+      if (it == mtu.end())
+        return std::nullopt;
+      return it->second;
+    };
+    port.on_peer_overlays = [this](NodeId n) -> std::optional<cm::PeerOverlays> {
+      ++overlay_calls;
+      if (n == 0 || n + overlay_shift > 254)
+        return std::nullopt;
+      const auto host = static_cast<std::uint32_t>(n + overlay_shift);
+      return cm::PeerOverlays{IpAddr::v4((10u << 24) | (100u << 16) | host),
+                              ip(("fd00:100::" + std::to_string(host)).c_str())};
+    };
+    auto next_hop = [this](const IpAddr& d) -> std::optional<IpAddr> {
       ++fib_calls;
       if (IpPrefix{ip("192.168.5.0"), 24}.contains(d))
         return ip("10.100.0.7");
@@ -135,24 +147,11 @@ struct OverlayFixture {
         return ip("fd00:100::7");
       return std::nullopt;
     };
-    h.peer_mtu = [this](const Endpoint& ep) -> std::optional<std::uint32_t> {
-      auto it = mtu.find(ep.addr);
-      if (it == mtu.end())
-        return std::nullopt;
-      return it->second;
-    };
-    h.peer_overlay = [this](NodeId n) -> std::optional<TunPath::PeerOverlays> {
-      ++overlay_calls;
-      if (n == 0 || n + overlay_shift > 254)
-        return std::nullopt;
-      const auto host = static_cast<std::uint32_t>(n + overlay_shift);
-      return TunPath::PeerOverlays{IpAddr::v4((10u << 24) | (100u << 16) | host),
-                                   ip(("fd00:100::" + std::to_string(host)).c_str())};
-    };
-    path = std::make_unique<TunPath>(loop, std::move(h), vnet,
+    path = std::make_unique<TunPath>(loop, port, vnet,
                                      TunPath::Overlay{.address = {ip("10.100.0.1"), 24},
                                                       .address6 = IpPrefix{ip("fd00:100::1"), 120},
-                                                      .source_check = true});
+                                                      .source_check = true},
+                                     next_hop);
     REQUIRE(path->attach(tun_end.get()).ok());
   }
   void inject(const std::vector<std::byte>& p) {

@@ -12,6 +12,7 @@
 #include "catch2_compat.hpp"
 
 #include "../wire/gso_packets.hpp"
+#include "fake_port.hpp"
 #include "make_loop.hpp"
 #include "unique_fd.hpp"
 #include "wire/vnet_hdr.hpp"
@@ -41,6 +42,7 @@ struct TunFixture {
   int batch_open = 0;           // begin_send_batch minus end_send_batch
   int batches = 0;
   std::vector<int> open_at_send;  // batch_open when each packet was sent
+  rcnet::test::FakePort port;
   std::unique_ptr<TunPath> path;
 
   explicit TunFixture(std::size_t vnet_hdr_len = 0) {
@@ -48,38 +50,32 @@ struct TunFixture {
     REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     tun_end.reset(sv[0]);
     world_end.reset(sv[1]);
-    path =
-        std::make_unique<TunPath>(loop,
-                                  TunPath::Hooks{
-                                      // 10.100.0.N → 10.99.0.N:7471; nothing else is mapped.
-                                      .route = [](const IpAddr& d) -> std::optional<Endpoint> {
-                                        if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100)
-                                          return std::nullopt;
-                                        IpAddr u = d;
-                                        u.bytes[1] = 99;
-                                        return Endpoint{u, 7471};
-                                      },
-                                      // A stand-in for cm::Manager::send: it holds the packet
-                                      // and signals the pause when out of slots, as the manager
-                                      // does through cm::PacketSink::send_capacity().
-                                      .send =
-                                          [this](const Endpoint& ep, std::span<const std::byte> p) {
-                                            sent.emplace_back(ep, p.size());
-                                            open_at_send.push_back(batch_open);
-                                            if (!capacity || sent.size() == pause_after) {
-                                              path->send_capacity(false);
-                                              return cm::SendResult::kQueued;
-                                            }
-                                            return next_result;
-                                          },
-                                      .batch_begin =
-                                          [this] {
-                                            ++batch_open;
-                                            ++batches;
-                                          },
-                                      .batch_end = [this] { --batch_open; },
-                                  },
-                                  vnet_hdr_len);
+    // 10.100.0.N → 10.99.0.N:7471; nothing else is mapped.
+    port.on_route = [](const IpAddr& d) -> std::optional<Endpoint> {
+      if (!d.is_v4() || d.bytes[0] != 10 || d.bytes[1] != 100)
+        return std::nullopt;
+      IpAddr u = d;
+      u.bytes[1] = 99;
+      return Endpoint{u, 7471};
+    };
+    // A stand-in for cm::Manager::send: it holds the packet and signals the
+    // pause when out of slots, as the manager does through
+    // cm::PacketSink::send_capacity().
+    port.on_send = [this](const Endpoint& ep, std::span<const std::byte> p) {
+      sent.emplace_back(ep, p.size());
+      open_at_send.push_back(batch_open);
+      if (!capacity || sent.size() == pause_after) {
+        path->send_capacity(false);
+        return cm::SendResult::kQueued;
+      }
+      return next_result;
+    };
+    port.on_begin_batch = [this] {
+      ++batch_open;
+      ++batches;
+    };
+    port.on_end_batch = [this] { --batch_open; };
+    path = std::make_unique<TunPath>(loop, port, vnet_hdr_len);
     REQUIRE(path->attach(tun_end.get()).ok());
   }
   void inject(const std::vector<std::byte>& p) {
@@ -334,31 +330,28 @@ TEST_CASE("with a lent send buffer a packet is read straight into it and sent fr
   int lends = 0, returns = 0;
   std::vector<std::pair<std::size_t, std::vector<std::byte>>> sent_lent;  // len, bytes
   std::vector<std::size_t> sent_copied;
-  TunPath path(loop, TunPath::Hooks{
-                         .route = [](const IpAddr&) -> std::optional<Endpoint> {
-                           return Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
-                         },
-                         .send =
-                             [&](const Endpoint&, std::span<const std::byte> p) {
-                               sent_copied.push_back(p.size());
-                               return cm::SendResult::kSent;
-                             },
-                         .lend = [&]() -> std::span<std::byte> {
-                           if (lend_empty)
-                             return {};
-                           ++lends;
-                           return lent_buf;
-                         },
-                         .send_lent =
-                             [&](const Endpoint&, std::size_t len) {
-                               sent_lent.emplace_back(
-                                   len, std::vector<std::byte>(
-                                            lent_buf.begin(),
-                                            lent_buf.begin() + static_cast<std::ptrdiff_t>(len)));
-                               return cm::SendResult::kSent;
-                             },
-                         .return_lent = [&] { ++returns; },
-                     });
+  rcnet::test::FakePort port;
+  port.on_route = [](const IpAddr&) -> std::optional<Endpoint> {
+    return Endpoint{*IpAddr::parse("10.99.0.2"), 7471};
+  };
+  port.on_send = [&](const Endpoint&, std::span<const std::byte> p) {
+    sent_copied.push_back(p.size());
+    return cm::SendResult::kSent;
+  };
+  port.on_lend = [&]() -> std::span<std::byte> {
+    if (lend_empty)
+      return {};
+    ++lends;
+    return lent_buf;
+  };
+  port.on_send_lent = [&](const Endpoint&, std::size_t len) {
+    sent_lent.emplace_back(
+        len, std::vector<std::byte>(lent_buf.begin(),
+                                    lent_buf.begin() + static_cast<std::ptrdiff_t>(len)));
+    return cm::SendResult::kSent;
+  };
+  port.on_return_lent = [&] { ++returns; };
+  TunPath path(loop, port);
   REQUIRE(path.attach(tun_end.get()).ok());
   auto inject = [&](const std::vector<std::byte>& p) {
     REQUIRE(::send(world_end.get(), p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()));
