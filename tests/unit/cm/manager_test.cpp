@@ -13,6 +13,7 @@
 
 #include "cm/manager.hpp"
 #include "harness.hpp"
+#include "raw_client.hpp"
 #include "rdma/ib_timers.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
@@ -647,38 +648,14 @@ TEST_CASE("malformed REQ private data: REJ malformed, counted, nothing leaked", 
   Cluster c(Profile::kRxe);
   auto& a = c.add(1);
   // A raw client on node 9 speaking garbage through the seam directly.
-  auto& raw = c.fabric.add_node(node_addr(9), Profile::kRxe);
-  struct RawSink : rdma::EventSink {
-    rdma::Seam* seam = nullptr;
-    std::vector<std::uint8_t> pd;
-    std::vector<rdma::CmEvent> events;
-    rdma::CmIdHandle id = 0;
-    void on_cm_event(const rdma::CmEvent& ev) override {
-      events.push_back(ev);
-      if (ev.type == rdma::CmEventType::kAddrResolved)
-        (void)seam->resolve_route(id, 1s);
-      if (ev.type == rdma::CmEventType::kRouteResolved) {
-        (void)seam->create_qp(id, rdma::QpCaps{});
-        rdma::ConnParams p;
-        p.private_data = pd;
-        (void)seam->connect(id, p);
-      }
-    }
-    void on_async_event(const rdma::AsyncEvent&) override {}
-    void on_completions(std::span<const rdma::WorkCompletion>) override {}
-  } sink;
-  sink.seam = &raw.seam();
-  raw.set_sink(&sink);
-  REQUIRE(raw.seam().open(Endpoint{node_addr(9), kPort}, rdma::DeviceConfig{}));
+  RawClient client;
+  client.attach(c.fabric, node_addr(9), Profile::kRxe);
   auto bad = GENERATE(std::vector<std::uint8_t>{1, 2, 3}, std::vector<std::uint8_t>(56, 0xff),
                       std::vector<std::uint8_t>(56, 0));
-  sink.pd = bad;
-  sink.id = *raw.seam().create_id();
-  REQUIRE(raw.seam().resolve_addr(sink.id, a.ep(), 1s));
+  client.connect(a.ep(), bad);
   c.run(100ms);
-  auto rej = std::find_if(sink.events.begin(), sink.events.end(),
-                          [](auto& e) { return e.type == rdma::CmEventType::kRejected; });
-  REQUIRE(rej != sink.events.end());
+  const rdma::CmEvent* rej = client.rejected();
+  REQUIRE(rej != nullptr);
   auto d = wire::decode(rej->private_data, wire::Kind::kRej);
   REQUIRE(d.ok);
   CHECK((d.data.reason == wire::RejectReason::kMalformed ||
