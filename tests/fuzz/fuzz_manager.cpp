@@ -700,32 +700,11 @@ void step(Cluster& c, std::uint8_t op, std::uint8_t a, std::uint8_t b, std::uint
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  auto sink = std::make_shared<BugSink>();
-  g_log = sink.get();
-  auto logger = std::make_shared<spdlog::logger>("rcnet", sink);
-  const char* env = std::getenv("RCNET_FUZZ_LOG");
-  if (env != nullptr) {
-    sink->echo = true;
-    logger->set_level(spdlog::level::from_str(env));
-  } else {
-    logger->set_level(spdlog::level::critical);
-  }
-  spdlog::set_default_logger(logger);
+  g_log = fuzz::install_bug_sink();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < kHeaderSize)
-    return 0;
-  g_log->bugs = 0;
-  Input in{std::span<const std::uint8_t>(data, size)};
-  Cluster c(in);
-  check_all(c);
-  for (std::size_t i = 0; i < kMaxSteps && !in.done(); ++i) {
-    const std::uint8_t op = in.u8(), a = in.u8(), b = in.u8(), x = in.u8();
-    step(c, op, a, b, x);
-    check_all(c);
-  }
-  quiesce(c);
-  return 0;
+  return fuzz::run_input<Cluster>({data, size}, {kHeaderSize, kMaxSteps}, *g_log, check_all, step,
+                                  quiesce);
 }

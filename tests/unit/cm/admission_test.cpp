@@ -10,6 +10,7 @@
 
 #include "cm/manager.hpp"
 #include "harness.hpp"
+#include "raw_client.hpp"
 #include "wire/private_data.hpp"
 
 namespace cm_admission_test {
@@ -28,33 +29,6 @@ std::size_t count_states(Node& n, bool active) {
                   : q.state == S::kAccepting;
   }));
 }
-
-// A client that speaks rdma_cm through the seam directly, sending the REQ
-// private data it is given, and records what comes back.
-struct RawClient final : rdma::EventSink {
-  rdma::Seam* seam = nullptr;
-  std::vector<std::uint8_t> pd;
-  std::vector<rdma::CmEvent> events;
-  rdma::CmIdHandle id = 0;
-  void on_cm_event(const rdma::CmEvent& ev) override {
-    events.push_back(ev);
-    if (ev.type == rdma::CmEventType::kAddrResolved)
-      (void)seam->resolve_route(id, 1s);
-    if (ev.type == rdma::CmEventType::kRouteResolved) {
-      (void)seam->create_qp(id, rdma::QpCaps{});
-      rdma::ConnParams p;
-      p.private_data = pd;
-      (void)seam->connect(id, p);
-    }
-  }
-  void on_async_event(const rdma::AsyncEvent&) override {}
-  void on_completions(std::span<const rdma::WorkCompletion>) override {}
-  const rdma::CmEvent* rejected() const {
-    auto it = std::find_if(events.begin(), events.end(),
-                           [](auto& e) { return e.type == rdma::CmEventType::kRejected; });
-    return it == events.end() ? nullptr : &*it;
-  }
-};
 
 }  // namespace
 
@@ -135,21 +109,15 @@ TEST_CASE("REJ busy carries a retry-after; a peer without kCapBusy gets REJ full
 
   const bool knows_busy = GENERATE(true, false);
   INFO((knows_busy ? "REQ advertises kCapBusy" : "REQ of an older peer"));
-  auto& raw = c.fabric.add_node(node_addr(9), Profile::kRxe);
   RawClient client;
-  client.seam = &raw.seam();
-  raw.set_sink(&client);
-  REQUIRE(raw.seam().open(Endpoint{node_addr(9), kPort}, rdma::DeviceConfig{}));
+  client.attach(c.fabric, node_addr(9), Profile::kRxe);
   wire::PrivateData req;
   req.kind = wire::Kind::kReq;
   req.node_id = node_id_for(node_addr(9));
   req.incarnation = 0x9999;
   req.mtu = 2048;
   req.busy = knows_busy;
-  const auto enc = wire::encode(req);
-  client.pd.assign(enc.begin(), enc.end());
-  client.id = *raw.seam().create_id();
-  REQUIRE(raw.seam().resolve_addr(client.id, hub.ep(), 1s));
+  client.connect(hub.ep(), wire::encode(req));
   c.run(5ms);
   const rdma::CmEvent* rej = client.rejected();
   REQUIRE(rej != nullptr);

@@ -2,7 +2,9 @@
 // DataPath alone, without a Manager: a fake seam records every post, the
 // test plays the HCA (completions, received bytes) and the conn table holds
 // hand-made ESTABLISHED connections. Slot accounting, doorbell chains, the
-// back-pressure edges, SRQ reposts and the hooks it calls.
+// back-pressure edges, SRQ reposts and the hooks it calls. Then the data
+// path through Managers on the simulated fabric (harness.hpp): back-pressure
+// and its end, unsignaled sends reclaimed, SRQ limit events, a small SQ.
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include "catch2_compat.hpp"
@@ -13,6 +15,7 @@
 
 #include "cm/conn_table.hpp"
 #include "cm/datapath.hpp"
+#include "harness.hpp"
 #include "wire/immediate.hpp"
 
 namespace cm_datapath_test {
@@ -453,5 +456,110 @@ TEST_CASE("datapath: a failed send completion is handed to the hooks, its WR kep
   REQUIRE(r.hooks.connects.size() == 1);
   CHECK(r.hooks.connects[0] == node_id_for(r.ep(4).addr));
 }
+
+// The data path through Managers on the simulated fabric.
+namespace fabric {
+using namespace rcnet::test;
+using sim::Profile;
+
+TEST_CASE("back-pressure: slots run out, sending resumes, nothing lost", "[cm][datapath]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.send_slots = 8;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 200);
+  CHECK(a.sink.capacity_off >= 1);
+  c.run(100ms);
+  CHECK(a.sink.capacity_on >= 1);
+  CHECK(a.sink.capacity_on == a.sink.capacity_off);  // every pause was ended
+  require_in_order(b, 200);
+}
+
+TEST_CASE("an idle QP's unsignaled sends are reclaimed so their slots come back",
+          "[cm][datapath]") {
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.signal_every = 1000; });
+  auto& b = c.add(2);
+  for (std::uint32_t i = 0; i < 5; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  c.run(10ms);
+  auto s = a.mgr->snapshot();
+  CHECK(s.send_slots_free < s.send_slots_total);
+  c.run(300ms);  // a reaper tick or two
+  s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+  CHECK(b.sink.packets.size() == 5);  // the reclaim SEND is not delivered as a packet
+}
+
+TEST_CASE("SRQ limit events are counted and the data path goes on", "[cm][datapath]") {
+  // The simulated HCA reposts faster than one sender can drain the SRQ, so
+  // the event is handed to the manager directly, as the seam would.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1);
+  auto& b = c.add(2, [](cm::ManagerConfig& m) {
+    m.srq_size = 32;
+    m.srq_limit = 16;
+  });
+  c.connect(a, b, 0);
+  for (int k = 0; k < 2; ++k) {
+    b.mgr->on_async_event(rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});
+    for (std::uint32_t i = 1; i <= 40; ++i)
+      a.mgr->send(b.ep(), packet(static_cast<std::uint32_t>(k) * 100 + i));
+    c.run(50ms);
+  }
+  CHECK(b.ctr().srq_limit_events == 2);
+  CHECK(b.sink.packets.size() == 81);
+  CHECK(b.sim->srq_posted() == 32);
+  auto s = b.mgr->snapshot();
+  CHECK(s.srq.limit_events == 2);
+  CHECK(s.srq.posted == 32);
+  CHECK(s.srq.limit == 16);
+}
+
+TEST_CASE("back-pressure ends when a blocked peer's QP is destroyed without completions",
+          "[cm][datapath]") {
+  // The CQ overflows while the sender is paused: no completion will ever free
+  // a slot, the QPs are destroyed at their drain bounds, and the true edge must
+  // still come, from the entry point that destroyed them.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.send_slots = 8;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 100);
+  REQUIRE(a.sink.capacity_off == 1);
+  c.fabric.faults().cq_overflow(a.addr);
+  c.run(3s);
+  CHECK(a.mgr->live_qpns().empty());
+  CHECK(a.sink.capacity_on == a.sink.capacity_off);
+  auto s = a.mgr->snapshot();
+  CHECK(s.send_slots_free == s.send_slots_total);
+}
+
+TEST_CASE("a small SQ never fills with unsignaled sends: a burst goes through at once",
+          "[cm][datapath]") {
+  // qp_send_depth 8 with signal_every 16: without a signaled WR among the
+  // posted ones no completion would free room until the reaper's reclaim SEND (one
+  // reaper_interval later), and TUN reading would stall that long.
+  Cluster c(Profile::kMlx);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    m.qp_send_depth = 8;
+    m.signal_every = 16;
+    m.peer_queue_depth = 1000;
+  });
+  auto& b = c.add(2);
+  c.connect(a, b, 0);
+  c.send_range(a, b, 1, 40);
+  c.run(50ms);  // far below reaper_interval (1 s)
+  require_in_order(b, 40);
+  CHECK(a.sink.capacity_on == a.sink.capacity_off);
+}
+
+}  // namespace fabric
 
 }  // namespace cm_datapath_test

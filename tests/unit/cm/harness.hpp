@@ -81,6 +81,13 @@ inline std::uint32_t seq_of(const std::vector<std::byte>& p) {
   return s;
 }
 
+// `n` received packet(0) .. packet(last), exactly those, in order.
+inline void require_in_order(Node& n, std::uint32_t last) {
+  REQUIRE(n.sink.packets.size() == std::size_t{last} + 1);
+  for (std::uint32_t i = 0; i <= last; ++i)
+    CHECK(seq_of(n.sink.packets[i].bytes) == i);
+}
+
 // Each device profile of the fabric in turn (a Catch2 GENERATE: the test
 // case runs once per profile).
 inline sim::Profile any_profile() {

@@ -2,13 +2,19 @@
 // The idle reaper and LRU eviction (lib/cm/limits.cpp): reaped within
 // idle_timeout + reaper_interval, no wakeup unless something is due, and a
 // wakeup's cost in connections visited is what it reaps, not what exists.
+// Then dead peers: reaped at idle_timeout after a crash, at once on retry
+// exceeded (sooner with a smaller ack_timeout), neighbour FAILED or link
+// down, and the neighbour table's use and flush around them.
 #include "catch2_compat.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "cm/manager.hpp"
 #include "harness.hpp"
+#include "rdma/ib_timers.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
 
@@ -241,6 +247,176 @@ TEST_CASE("a reaper wakeup at 16000 connections visits only the expiring ones",
   // stopped; the old reaper looked at all 16,000.
   CHECK(hub.ctr().reaper_visits - visits <= kExpiring + 1);
   CHECK(established(hub) == kConns - kExpiring);
+}
+
+TEST_CASE("peer crash without DREQ: reaped at idle_timeout", "[cm][reap]") {
+  const auto profile = any_profile();
+  Cluster c(profile);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  a.mgr->send(b.ep(), packet(1));
+  c.run(300ms);  // the send's reclaim SEND has completed: nothing outstanding towards b
+  const auto t0 = c.fabric.now() - 300ms;
+  b.sim->crash();
+  const auto cfg = a.mgr->config();
+  // Just before idle_timeout: still there.
+  c.run(cfg.idle_timeout - cfg.reaper_interval - 300ms);
+  CHECK(a.ctr().idle_reaps == 0);
+  // By idle_timeout + one reaper tick the reap has started.
+  c.run(2 * cfg.reaper_interval + 10ms);
+  CHECK(a.ctr().idle_reaps == 1);
+  CHECK(c.fabric.now() - t0 <= cfg.idle_timeout + 2 * cfg.reaper_interval);
+  c.run(2s);
+  require_clean(a);
+}
+
+TEST_CASE("send to a dead peer: retry exceeded reaps it at once", "[cm][reap]") {
+  Cluster c(GENERATE(Profile::kMlx, Profile::kEhca));
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.connect(a, b);
+  b.sim->crash();
+  for (std::uint32_t i = 0; i < 20; ++i)
+    a.mgr->send(b.ep(), packet(i));  // some signaled
+  c.run(2s);                         // < idle_timeout
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  CHECK(a.ctr().idle_reaps == 0);
+  require_clean(a);
+}
+
+TEST_CASE("ack_timeout reaches the QPs: a smaller one reaps a dead peer sooner", "[cm][reap]") {
+  // retry_count 3: retry exceeded after 4 local ACK timeouts of 4.096 us *
+  // 2^ack_timeout, i.e. 17 ms with 10 and 268 ms with the default 14.
+  const auto time_to_reap = [](std::optional<std::uint8_t> ack_timeout) {
+    Cluster c(Profile::kMlx);
+    auto& a = c.add(1, [&](cm::ManagerConfig& m) {
+      if (ack_timeout)
+        m.ack_timeout = *ack_timeout;
+    });
+    auto& b = c.add(2);
+    c.connect(a, b);
+    REQUIRE(in_service(a) == 1);
+    b.sim->crash();
+    const TimePoint t0 = c.fabric.now();
+    a.mgr->send(b.ep(), packet(2));
+    while (a.ctr().dead_peer_reaps == 0 && c.fabric.now() - t0 < 2s)
+      c.run(1ms);
+    CHECK(a.ctr().dead_peer_reaps == 1);
+    CHECK(a.ctr().idle_reaps == 0);
+    return c.fabric.now() - t0;
+  };
+  CHECK(cm::ManagerConfig{}.ack_timeout == 14);
+  const Duration fast = time_to_reap(10);
+  const Duration dflt = time_to_reap(std::nullopt);
+  CHECK(fast >= 4 * rdma::ack_timeout_duration(10).value());
+  CHECK(fast < 30ms);
+  CHECK(dflt >= 4 * rdma::ack_timeout_duration(14).value());
+  CHECK(dflt < 300ms);
+}
+
+TEST_CASE("neighbour FAILED and link down reap at once", "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  auto& d = c.add(3);
+  a.mgr->send(b.ep(), packet(1));
+  a.mgr->send(d.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 2);
+  a.mgr->peer_failed(b.addr, "neighbour FAILED");
+  CHECK(in_service(a) == 1);
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  a.mgr->link_changed(false);
+  CHECK(in_service(a) == 0);
+  CHECK(a.mgr->send(d.ep(), packet(2)) == cm::SendResult::kRefused);
+  c.run(1s);
+  require_clean(a);
+  a.mgr->link_changed(true);
+  a.mgr->send(d.ep(), packet(3));
+  c.run(50ms);
+  CHECK(in_service(a) == 1);
+}
+
+TEST_CASE("neighbour FAILED about a peer heard from while it was resolved: kept, resolved again",
+          "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.idle_timeout = 60s; });
+  auto& b = c.add(2, [](cm::ManagerConfig& m) { m.idle_timeout = 60s; });
+  std::vector<std::string> uses;
+  a.mgr->set_neighbour_ops(
+      {.flush = {}, .use = [&](const IpAddr& p) { uses.push_back(p.to_string()); }});
+  c.connect(a, b);
+  b.mgr->send(a.ep(), packet(2));  // a hears from b
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  const std::size_t resolves = uses.size();
+  // The lab's case: the resolution that failed began before the link came
+  // back; b answered since. Believing it would tear down a working link.
+  a.mgr->peer_failed(b.addr, "neighbour FAILED", 6s);
+  CHECK(in_service(a) == 1);
+  CHECK(a.ctr().neighbour_failed_stale == 1);
+  CHECK(a.ctr().dead_peer_reaps == 0);
+  REQUIRE(uses.size() == resolves + 1);  // a new resolution, started at once
+  CHECK(uses.back() == b.addr.to_string());
+  // Silent for longer than the resolution can last: this FAILED is news.
+  c.run(6500ms);
+  REQUIRE(in_service(a) == 1);
+  a.mgr->peer_failed(b.addr, "neighbour FAILED", 6s);
+  CHECK(in_service(a) == 0);
+  CHECK(a.ctr().dead_peer_reaps == 1);
+  CHECK(a.ctr().neighbour_failed_stale == 1);
+}
+
+TEST_CASE("neighbour ops: use before every resolve, flush before a destroy on a down link",
+          "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  std::vector<std::string> calls;  // "use ADDR" / "flush ADDR", in order
+  std::uint64_t destroyed_at_flush = 0;
+  a.mgr->set_neighbour_ops(
+      {.flush =
+           [&](const IpAddr& p) {
+             calls.push_back("flush " + p.to_string());
+             destroyed_at_flush = a.ctr().qps_destroyed;
+           },
+       .use = [&](const IpAddr& p) { calls.push_back("use " + p.to_string()); }});
+  a.mgr->send(b.ep(), packet(1));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  REQUIRE(calls == std::vector<std::string>{"use " + b.addr.to_string()});
+  // A teardown with the link up (an operator's disconnect) flushes nothing.
+  a.mgr->disconnect_peer(b.mgr->node_id(), "test");
+  c.run(1s);
+  CHECK(calls.size() == 1);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(10ms);
+  REQUIRE(in_service(a) == 1);
+  CHECK(calls.size() == 2);
+  const std::uint64_t before = a.ctr().qps_destroyed;
+  a.mgr->link_changed(false);
+  c.run(3s);
+  require_clean(a);
+  REQUIRE(calls.size() == 3);
+  CHECK(calls.back() == "flush " + b.addr.to_string());
+  CHECK(destroyed_at_flush == before);  // before the QP's destroy, not after
+  CHECK(a.ctr().qps_destroyed == before + 1);
+  CHECK(a.ctr().slow_destroys == 0);
+}
+
+TEST_CASE("idle connections are reaped and come back on demand", "[cm][reap]") {
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1);
+  auto& b = c.add(2);
+  c.connect(a, b);
+  c.run(a.mgr->config().idle_timeout + 1s);
+  CHECK(a.ctr().idle_reaps + b.ctr().idle_reaps >= 1);
+  c.run(2s);
+  require_clean(a);
+  require_clean(b);
+  a.mgr->send(b.ep(), packet(2));
+  c.run(50ms);
+  CHECK(b.sink.packets.size() == 2);
 }
 
 }  // namespace cm_reaper_test
