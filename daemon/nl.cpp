@@ -124,10 +124,6 @@ Result<NlSockPtr> open_notification_socket(const NlSubscription& sub) {
   return s;
 }
 
-Result<NlSockPtr> open_route_socket() {
-  return open_request_socket(NETLINK_ROUTE);
-}
-
 int drain_notifications(nl_sock* sock, const std::function<void()>& on_overflow) {
   for (int i = 0; i < kDrainBudget; ++i) {
     const int r = nl_recvmsgs_default(sock);

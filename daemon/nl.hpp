@@ -132,10 +132,6 @@ inline constexpr int kDrainBudget = 64;
 // socket is then left as it is, for the caller to give up on or retry.
 int drain_notifications(nl_sock* sock, const std::function<void()>& on_overflow);
 
-// A NETLINK_ROUTE socket connected in the calling thread's current network
-// namespace (a netlink socket stays bound to the namespace it was opened in).
-Result<NlSockPtr> open_route_socket();
-
 // nl_addr <-> IpAddr. nullopt for other families.
 std::optional<IpAddr> to_ip(const nl_addr* a);
 NlAddrPtr to_nl_addr(const IpAddr& a, unsigned prefix_len);
