@@ -45,6 +45,34 @@ void add_addresses(nl_sock* sock, int count) {
   }
 }
 
+// A private namespace with a notification socket on RTNLGRP_IPV4_IFADDR
+// that counts what it is handed, and a request socket to add addresses.
+struct IfaddrWatch {
+  explicit IfaddrWatch(int receive_buffer = 0) {
+    REQUIRE(ns.entered());
+    auto opened =
+        open_notification_socket({.protocol = NETLINK_ROUTE,
+                                  .groups = {{RTNLGRP_IPV4_IFADDR, "RTNLGRP_IPV4_IFADDR"}},
+                                  .on_message = &count_message,
+                                  .arg = &seen,
+                                  .receive_buffer = receive_buffer});
+    REQUIRE(opened.ok());
+    ev = std::move(*opened);
+    auto r = open_request_socket(NETLINK_ROUTE);
+    REQUIRE(r.ok());
+    req = std::move(*r);
+  }
+  int drain() {
+    return drain_notifications(ev.get(), [this] { ++overflows; });
+  }
+
+  daemon::test::PrivateNetns ns;
+  int seen = 0;
+  int overflows = 0;
+  NlSockPtr ev;
+  NlSockPtr req;
+};
+
 }  // namespace
 
 TEST_CASE("a request socket carries the receive timeout it was asked for", "[daemon][nl]") {
@@ -70,51 +98,27 @@ TEST_CASE("a group the kernel refuses is named in the error", "[daemon][nl]") {
 
 TEST_CASE("drain_notifications reads at most kDrainBudget datagrams a call",
           "[daemon][nl][netns]") {
-  daemon::test::PrivateNetns ns;
-  REQUIRE(ns.entered());
-  int seen = 0;
-  auto ev = open_notification_socket({.protocol = NETLINK_ROUTE,
-                                      .groups = {{RTNLGRP_IPV4_IFADDR, "RTNLGRP_IPV4_IFADDR"}},
-                                      .on_message = &count_message,
-                                      .arg = &seen});
-  REQUIRE(ev.ok());
-  auto req = open_request_socket(NETLINK_ROUTE);
-  REQUIRE(req.ok());
+  IfaddrWatch w;
   const int total = kDrainBudget + kDrainBudget / 2;
-  add_addresses(req->get(), total);
-
-  int overflows = 0;
-  const auto overflow = [&] { ++overflows; };
-  CHECK(drain_notifications(ev->get(), overflow) == 0);
-  CHECK(seen == kDrainBudget);  // the rest waits for the loop's next turn
-  CHECK(drain_notifications(ev->get(), overflow) == 0);
-  CHECK(seen == total);
-  CHECK(drain_notifications(ev->get(), overflow) == 0);  // empty: NLE_AGAIN
-  CHECK(seen == total);
-  CHECK(overflows == 0);
+  add_addresses(w.req.get(), total);
+  CHECK(w.drain() == 0);
+  CHECK(w.seen == kDrainBudget);  // the rest waits for the loop's next turn
+  CHECK(w.drain() == 0);
+  CHECK(w.seen == total);
+  CHECK(w.drain() == 0);  // empty: NLE_AGAIN
+  CHECK(w.seen == total);
+  CHECK(w.overflows == 0);
 }
 
 TEST_CASE("drain_notifications reports an overflow and reads on", "[daemon][nl][netns]") {
-  daemon::test::PrivateNetns ns;
-  REQUIRE(ns.entered());
-  int seen = 0;
   // The smallest buffer the kernel allows (SOCK_MIN_RCVBUF): a few
   // notifications fill it, and the rest are dropped (ENOBUFS).
-  auto ev = open_notification_socket({.protocol = NETLINK_ROUTE,
-                                      .groups = {{RTNLGRP_IPV4_IFADDR, "RTNLGRP_IPV4_IFADDR"}},
-                                      .on_message = &count_message,
-                                      .arg = &seen,
-                                      .receive_buffer = 1});
-  REQUIRE(ev.ok());
-  auto req = open_request_socket(NETLINK_ROUTE);
-  REQUIRE(req.ok());
-  add_addresses(req->get(), kDrainBudget);
-
-  int overflows = 0;
-  CHECK(drain_notifications(ev->get(), [&] { ++overflows; }) == 0);
-  CHECK(overflows == 1);
-  CHECK(seen > 0);  // what was queued before the drop is still read
-  CHECK(seen < kDrainBudget);
+  IfaddrWatch w(1);
+  add_addresses(w.req.get(), kDrainBudget);
+  CHECK(w.drain() == 0);
+  CHECK(w.overflows == 1);
+  CHECK(w.seen > 0);  // what was queued before the drop is still read
+  CHECK(w.seen < kDrainBudget);
 }
 
 }  // namespace daemon_nl_test
