@@ -72,20 +72,27 @@ Result<std::unique_ptr<FibNextHop>> FibNextHop::create(EventLoop& loop, const st
     auto in_ns = NetnsSwitch::enter(netns);
     if (!in_ns)
       return in_ns.error();
-    auto q = open_route_socket();
+    // One reply per request, no ACK after it (nl_send_auto would ask for
+    // one, and it would be left for the next query to read). The kernel
+    // answers RTM_GETROUTE before send(2) returns; the timeout only bounds
+    // a kernel that does not.
+    auto q =
+        open_request_socket(NETLINK_ROUTE, {.receive_timeout = kQueryTimeout, .auto_ack = false});
     if (!q)
       return q.error();
     f->query_ = std::move(*q);
-    // One reply per request, no ACK after it (nl_send_auto would ask for
-    // one, and it would be left for the next query to read).
-    nl_socket_disable_auto_ack(f->query_.get());
-    NlSockPtr ev(nl_socket_alloc());
+    // What changed does not matter (on_notification), so no handler.
+    auto ev = open_notification_socket({
+        .protocol = NETLINK_ROUTE,
+        .groups = {{RTNLGRP_IPV4_ROUTE, "RTNLGRP_IPV4_ROUTE"},
+                   {RTNLGRP_IPV6_ROUTE, "RTNLGRP_IPV6_ROUTE"},
+                   {RTNLGRP_IPV4_IFADDR, "RTNLGRP_IPV4_IFADDR"},
+                   {RTNLGRP_IPV6_IFADDR, "RTNLGRP_IPV6_IFADDR"},
+                   {RTNLGRP_LINK, "RTNLGRP_LINK"}},
+    });
     if (!ev)
-      return Error::from_errno(ENOMEM, "nl_socket_alloc");
-    nl_socket_disable_seq_check(ev.get());
-    if (int r = nl_connect(ev.get(), NETLINK_ROUTE); r < 0)
-      return nl_error(r, "nl_connect");
-    f->events_ = std::move(ev);
+      return ev.error();
+    f->events_ = std::move(*ev);
   }  // back home: both sockets stay in the TUN's namespace
   const std::string where = netns.empty() ? ifname : ifname + " (netns " + netns + ")";
   rtnl_link* raw = nullptr;
@@ -94,22 +101,6 @@ Result<std::unique_ptr<FibNextHop>> FibNextHop::create(EventLoop& loop, const st
   RtnlLinkPtr link(raw);
   f->ifindex_ = rtnl_link_get_ifindex(link.get());
 
-  // The kernel answers RTM_GETROUTE before send(2) returns; the timeout
-  // only bounds a kernel that does not.
-  timeval tv{};
-  tv.tv_usec = std::chrono::microseconds(kQueryTimeout).count();
-  if (::setsockopt(nl_socket_get_fd(f->query_.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) <
-      0) {
-    return Error::from_errno(errno, "SO_RCVTIMEO on the route query socket");
-  }
-
-  if (int r = nl_socket_add_memberships(f->events_.get(), RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
-                                        RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_LINK, 0);
-      r < 0) {
-    return nl_error(r, "subscribe RTNLGRP_IPV*_ROUTE, RTNLGRP_IPV*_IFADDR, RTNLGRP_LINK");
-  }
-  if (int r = nl_socket_set_nonblocking(f->events_.get()); r < 0)
-    return nl_error(r, "nonblocking");
   auto src = loop.add_io(nl_socket_get_fd(f->events_.get()), EPOLLIN, "netlink-routes",
                          [p = f.get()](std::uint32_t) { p->on_notification(); });
   if (!src)
@@ -124,15 +115,8 @@ void FibNextHop::on_notification() {
   // What changed does not matter: any route, address or link change may
   // move a next hop, so every cached answer goes (also when the socket
   // overflowed: ENOBUFS means changes were lost).
-  const int fd = nl_socket_get_fd(events_.get());
-  char buf[8192];
-  for (int i = 0; i < 1024; ++i) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno != ENOBUFS)
-      break;
-  }
+  if (int r = drain_notifications(events_.get(), {}); r < 0)
+    spdlog::debug("FIB notifications: receive failed: {}", nl_geterror(-r));
   if (cache_.size() != 0)
     ++flushes_;
   cache_.clear();

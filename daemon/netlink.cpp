@@ -78,7 +78,7 @@ Result<int> ifindex_of_address(nl_sock* sock, const IpAddr& addr) {
 Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
                                                                const IpAddr& underlay,
                                                                Handlers handlers) {
-  auto query = open_route_socket();
+  auto query = open_request_socket(NETLINK_ROUTE);
   if (!query)
     return query.error();
   auto ifindex = ifindex_of_address(query->get(), underlay);
@@ -88,25 +88,20 @@ Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
   std::unique_ptr<NetlinkMonitor> m(new NetlinkMonitor(*ifindex, underlay, std::move(handlers)));
   m->query_ = std::move(*query);
 
-  NlSockPtr ev(nl_socket_alloc());
+  const NlGroup addr_group = underlay.is_v6() ? NlGroup{RTNLGRP_IPV6_IFADDR, "RTNLGRP_IPV6_IFADDR"}
+                                              : NlGroup{RTNLGRP_IPV4_IFADDR, "RTNLGRP_IPV4_IFADDR"};
+  auto ev = open_notification_socket({
+      .protocol = NETLINK_ROUTE,
+      .groups = {{RTNLGRP_LINK, "RTNLGRP_LINK"}, {RTNLGRP_NEIGH, "RTNLGRP_NEIGH"}, addr_group},
+      .on_message = &NetlinkMonitor::on_message,
+      .arg = m.get(),
+      // Neighbour tables churn on busy hosts; a larger buffer makes overflow
+      // rare (and resync() covers it when it happens).
+      .receive_buffer = 1 << 20,
+  });
   if (!ev)
-    return Error::from_errno(ENOMEM, "nl_socket_alloc");
-  // Notifications carry no sequence numbers of ours.
-  nl_socket_disable_seq_check(ev.get());
-  nl_socket_modify_cb(ev.get(), NL_CB_VALID, NL_CB_CUSTOM, &NetlinkMonitor::on_message, m.get());
-  if (int r = nl_connect(ev.get(), NETLINK_ROUTE); r < 0)
-    return nl_error(r, "nl_connect");
-  const int addr_group = underlay.is_v6() ? RTNLGRP_IPV6_IFADDR : RTNLGRP_IPV4_IFADDR;
-  if (int r = nl_socket_add_memberships(ev.get(), RTNLGRP_LINK, RTNLGRP_NEIGH, addr_group, 0);
-      r < 0) {
-    return nl_error(r, "subscribe RTNLGRP_LINK, RTNLGRP_NEIGH, RTNLGRP_IPV*_IFADDR");
-  }
-  if (int r = nl_socket_set_nonblocking(ev.get()); r < 0)
-    return nl_error(r, "nonblocking");
-  // Neighbour tables churn on busy hosts; a larger buffer makes overflow rare
-  // (and resync() covers it when it happens).
-  nl_socket_set_buffer_size(ev.get(), 1 << 20, 0);
-  m->events_ = std::move(ev);
+    return ev.error();
+  m->events_ = std::move(*ev);
 
   auto src = loop.add_io(nl_socket_get_fd(m->events_.get()), EPOLLIN, "netlink",
                          [p = m.get()](std::uint32_t) { p->on_readable(); });
@@ -120,22 +115,12 @@ Result<std::unique_ptr<NetlinkMonitor>> NetlinkMonitor::create(EventLoop& loop,
 NetlinkMonitor::~NetlinkMonitor() = default;
 
 void NetlinkMonitor::on_readable() {
-  // Each nl_recvmsgs_default() call reads one datagram; drain the socket.
-  for (int i = 0; i < 256; ++i) {
-    const int r = nl_recvmsgs_default(events_.get());
-    if (r >= 0)
-      continue;
-    if (r == -NLE_AGAIN)
-      return;
-    if (r == -NLE_NOMEM) {
-      // ENOBUFS: the kernel dropped notifications.
-      spdlog::warn("netlink: notifications lost (socket overflow); re-reading the underlay link");
-      resync();
-      continue;
-    }
+  const int r = drain_notifications(events_.get(), [this] {
+    spdlog::warn("netlink: notifications lost (socket overflow); re-reading the underlay link");
+    resync();
+  });
+  if (r < 0)
     spdlog::warn("netlink: receive failed: {}", nl_geterror(-r));
-    return;
-  }
 }
 
 int NetlinkMonitor::on_message(nl_msg* msg, void* self) {

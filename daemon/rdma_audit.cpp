@@ -6,8 +6,6 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 #include <rdma/rdma_netlink.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,21 +133,9 @@ int on_finish(nl_msg*, void* arg) noexcept {
   return NL_OK;
 }
 
-Result<NlSockPtr> open_rdma_socket() {
-  NlSockPtr sock(nl_socket_alloc());
-  if (!sock)
-    return Error::from_errno(ENOMEM, "nl_socket_alloc");
-  // Dumps end with NLMSG_DONE; an ACK request would only add a message.
-  nl_socket_disable_auto_ack(sock.get());
-  if (int rc = nl_connect(sock.get(), NETLINK_RDMA); rc < 0)
-    return nl_error(rc, "RDMA netlink: connect");
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDumpTimeout).count();
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(us / 1000000);
-  tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
-  if (setsockopt(nl_socket_get_fd(sock.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
-    return Error::from_errno(errno, "RDMA netlink: SO_RCVTIMEO");
-  return sock;
+// Dumps end with NLMSG_DONE; an ACK request would only add a message.
+Result<NlSockPtr> open_dump_socket() {
+  return open_request_socket(NETLINK_RDMA, {.receive_timeout = kDumpTimeout, .auto_ack = false});
 }
 
 Result<void> run_dump(nl_sock* sock, int type, std::optional<std::uint32_t> dev_index,
@@ -193,14 +179,14 @@ Result<std::vector<KernelDevice>> dump_devices_on(nl_sock* sock) {
 }  // namespace
 
 Result<std::vector<KernelDevice>> dump_kernel_devices() {
-  auto sock = open_rdma_socket();
+  auto sock = open_dump_socket();
   if (!sock)
     return sock.error();
   return dump_devices_on(sock->get());
 }
 
 Result<std::vector<KernelQp>> dump_kernel_qps(const std::string& device) {
-  auto sock = open_rdma_socket();
+  auto sock = open_dump_socket();
   if (!sock)
     return sock.error();
   auto devices = dump_devices_on(sock->get());

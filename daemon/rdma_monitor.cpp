@@ -7,8 +7,6 @@
 #include <netlink/socket.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include <cstring>
 
@@ -151,17 +149,10 @@ int on_probe_reply(nl_msg* msg, void* arg) noexcept {
 }  // namespace
 
 Result<bool> RdmaMonitor::probe() {
-  NlSockPtr sock(nl_socket_alloc());
-  if (!sock)
-    return Error::from_errno(ENOMEM, "nl_socket_alloc");
-  if (int rc = nl_connect(sock.get(), NETLINK_RDMA); rc < 0)
-    return nl_error(rc, "RDMA netlink: connect");
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(kDumpTimeout).count();
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(us / 1000000);
-  tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
-  if (setsockopt(nl_socket_get_fd(sock.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
-    return Error::from_errno(errno, "RDMA netlink: SO_RCVTIMEO");
+  auto opened = open_request_socket(NETLINK_RDMA, {.receive_timeout = kDumpTimeout});
+  if (!opened)
+    return opened.error();
+  NlSockPtr sock = std::move(*opened);
   NlMsgPtr msg(nlmsg_alloc_simple(kSysGetType, NLM_F_REQUEST | NLM_F_ACK));
   if (!msg)
     return Error::from_errno(ENOMEM, "RDMA netlink: SYS_GET");
@@ -183,19 +174,15 @@ Result<bool> RdmaMonitor::probe() {
 
 Result<std::unique_ptr<RdmaMonitor>> RdmaMonitor::create(EventLoop& loop, Handlers handlers) {
   std::unique_ptr<RdmaMonitor> m(new RdmaMonitor(std::move(handlers)));
-  NlSockPtr sock(nl_socket_alloc());
+  auto sock = open_notification_socket({
+      .protocol = NETLINK_RDMA,
+      .groups = {{rdma_nl::kGroupNotify, "RDMA_NL_GROUP_NOTIFY"}},
+      .on_message = &RdmaMonitor::on_message,
+      .arg = m.get(),
+  });
   if (!sock)
-    return Error::from_errno(ENOMEM, "nl_socket_alloc");
-  // Notifications carry no sequence numbers of ours.
-  nl_socket_disable_seq_check(sock.get());
-  nl_socket_modify_cb(sock.get(), NL_CB_VALID, NL_CB_CUSTOM, &RdmaMonitor::on_message, m.get());
-  if (int rc = nl_connect(sock.get(), NETLINK_RDMA); rc < 0)
-    return nl_error(rc, "RDMA netlink: connect");
-  if (int rc = nl_socket_add_membership(sock.get(), rdma_nl::kGroupNotify); rc < 0)
-    return nl_error(rc, "RDMA netlink: join RDMA_NL_GROUP_NOTIFY");
-  if (int rc = nl_socket_set_nonblocking(sock.get()); rc < 0)
-    return nl_error(rc, "RDMA netlink: nonblocking");
-  m->sock_ = std::move(sock);
+    return sock.error();
+  m->sock_ = std::move(*sock);
   auto src = loop.add_io(nl_socket_get_fd(m->sock_.get()), EPOLLIN, "rdma-monitor",
                          [p = m.get()](std::uint32_t) { p->on_readable(); });
   if (!src)
@@ -207,30 +194,21 @@ Result<std::unique_ptr<RdmaMonitor>> RdmaMonitor::create(EventLoop& loop, Handle
 RdmaMonitor::~RdmaMonitor() = default;
 
 void RdmaMonitor::on_readable() {
-  // Each nl_recvmsgs_default() call reads one datagram; drain the socket,
-  // bounded so that a flood cannot starve the loop's other sources.
-  for (int i = 0; i < 64; ++i) {
-    const int r = nl_recvmsgs_default(sock_.get());
-    if (r >= 0)
-      continue;
-    if (r == -NLE_AGAIN)
-      return;
-    if (r == -NLE_NOMEM) {
-      // ENOBUFS: the kernel dropped notifications; what they said is
-      // unknown, so every lost rail is checked now (the poll's work).
-      ++overflows_;
-      spdlog::warn(
-          "RDMA netlink monitor: notifications lost (socket overflow); checking every "
-          "lost rail's device now");
-      if (handlers_.overflow)
-        handlers_.overflow();
-      continue;
-    }
+  const int r = drain_notifications(sock_.get(), [this] {
+    // What the lost notifications said is unknown, so every lost rail is
+    // checked now (the poll's work).
+    ++overflows_;
+    spdlog::warn(
+        "RDMA netlink monitor: notifications lost (socket overflow); checking every "
+        "lost rail's device now");
+    if (handlers_.overflow)
+      handlers_.overflow();
+  });
+  if (r < 0) {
     healthy_ = false;
     (void)source_.set_enabled(SD_EVENT_OFF);
     spdlog::warn("RDMA netlink monitor: receive failed ({}); the readopt poll carries on alone",
                  nl_geterror(-r));
-    return;
   }
 }
 

@@ -97,7 +97,7 @@ Result<void> TunDevice::configure(std::span<const IpPrefix> addresses, std::uint
     auto in_ns = NetnsSwitch::enter(netns_);
     if (!in_ns)
       return in_ns.error();
-    sock = open_route_socket();
+    sock = open_request_socket(NETLINK_ROUTE);
   }  // back home: the socket stays bound to the device's namespace
   if (!sock)
     return sock.error();

@@ -91,7 +91,7 @@ TEST_CASE("NetlinkMonitor follows the underlay link up and down", "[daemon][netl
   CHECK((*mon)->link_up());
   CHECK(changes.empty());
 
-  auto sock = open_route_socket();
+  auto sock = open_request_socket(NETLINK_ROUTE);
   REQUIRE(sock.ok());
   rtnl_link* raw = nullptr;
   REQUIRE(rtnl_link_get_kernel(sock->get(), 0, tun->name().c_str(), &raw) == 0);

@@ -76,7 +76,7 @@ TEST_CASE("TUN device: configured by netlink, packets flow both ways", "[daemon]
   // Configuring again is idempotent (address already present).
   REQUIRE(tun->configure(prefix, 9000).ok());
 
-  auto sock = open_route_socket();
+  auto sock = open_request_socket(NETLINK_ROUTE);
   REQUIRE(sock.ok());
   rtnl_link* raw = nullptr;
   REQUIRE(rtnl_link_get_kernel(sock->get(), 0, tun->name().c_str(), &raw) == 0);
@@ -154,7 +154,7 @@ TEST_CASE("TUN in a named netns: created there, never in the daemon's own namesp
   REQUIRE(ta->configure(*IpPrefix::parse("10.100.0.1/24"), 1500).ok());
   REQUIRE(tb->configure(*IpPrefix::parse("10.100.0.2/24"), 1500).ok());
 
-  auto sock = open_route_socket();
+  auto sock = open_request_socket(NETLINK_ROUTE);
   REQUIRE(sock.ok());
   rtnl_link* raw = nullptr;
   CHECK(rtnl_link_get_kernel(sock->get(), 0, "rcs0", &raw) < 0);
