@@ -16,6 +16,7 @@
 #include "util/address.hpp"
 #include "util/counter_row.hpp"
 #include "util/time.hpp"
+#include "wire/private_data.hpp"
 
 namespace rcnet::cm {
 
@@ -39,6 +40,10 @@ inline constexpr SeriesFamily kReadoptsNoticed{"rcnet_device_readopts_noticed_to
 inline constexpr SeriesFamily kFailovers{"rcnet_failovers_total", "cause",
                                          "peers moved off a failed link to another rail, by cause"};
 
+// A REJ reason's row (wire/private_data.hpp) as a counter row.
+#define RCNET_REJECT_SENT_ROW(X, enumerator, code, name, help) \
+  X(rejects_sent_##name, kRejsSent(#name), help)
+
 // Every counter of the manager, one row each: X(name, series, help)
 // (util/counter_row.hpp). The ctl `stats` command, the journal and the
 // Prometheus export enumerate them through this list; adding a counter is
@@ -50,15 +55,7 @@ inline constexpr SeriesFamily kFailovers{"rcnet_failovers_total", "cause",
   X(connect_failures, "rcnet_connect_failures_total",                                           \
     "attempts that failed (addr/route/connect error, unreachable)")                             \
   X(accepts, "rcnet_reqs_accepted_total", "REQs accepted")                                      \
-  X(rejects_sent_collision, kRejsSent("collision"), "REJ sent: collision")                      \
-  X(rejects_sent_duplicate, kRejsSent("duplicate"), "REJ sent: duplicate")                      \
-  X(rejects_sent_full, kRejsSent("full"), "REJ sent: full")                                     \
-  X(rejects_sent_version, kRejsSent("version"), "REJ sent: version")                            \
-  X(rejects_sent_not_allowed, kRejsSent("not_allowed"), "REJ sent: not_allowed")                \
-  X(rejects_sent_shutting_down, kRejsSent("shutting_down"), "REJ sent: shutting_down")          \
-  X(rejects_sent_malformed, kRejsSent("malformed"), "REJ sent: malformed")                      \
-  X(rejects_sent_busy, kRejsSent("busy"),                                                       \
-    "REJ sent: busy (max_pending_setups; as full to an older peer)")                            \
+  RCNET_REJECT_REASONS(RCNET_REJECT_SENT_ROW, X)                                                \
   X(rejects_received, "rcnet_rejs_received_total", "REJ received")                              \
   X(rejects_received_busy, "rcnet_rejs_received_busy_total",                                    \
     "REJ busy received: retried after the peer's retry-after")                                  \
@@ -216,6 +213,19 @@ struct Counters {
     return *this;
   }
 };
+
+// The counter a REJ sent adds to, indexed by its reason's code
+// (wire::RejectReason; kNone, 0, counts nothing).
+#define RCNET_X(ctx, enumerator, code, name, help) &Counters::rejects_sent_##name,
+inline constexpr std::uint64_t Counters::*kRejectsSent[] = {nullptr,
+                                                            RCNET_REJECT_REASONS(RCNET_X, )};
+#undef RCNET_X
+// The counter of a REJ sent with `r`; nullptr for kNone (or a code no row has).
+inline std::uint64_t* rejects_sent(Counters& c, wire::RejectReason r) {
+  const auto i = static_cast<std::size_t>(r);
+  return i < std::size(kRejectsSent) && kRejectsSent[i] != nullptr ? &(c.*kRejectsSent[i])
+                                                                   : nullptr;
+}
 
 struct QpSnapshot {
   std::uint64_t id = 0;  // the manager's connection id (unique per rail, never reused)
