@@ -59,6 +59,7 @@
 
 #include "config/config.hpp"
 #include "ctl/access.hpp"
+#include "ctl/server_counters.hpp"
 #include "ctl_handler.hpp"
 #include "event_loop.hpp"
 #include "peer_cred.hpp"
@@ -66,30 +67,16 @@
 
 namespace rcnet::daemon {
 
-// The ctl server's own counters, reported by "stats" after the daemon's.
-#define RCNETD_CTL_COUNTERS(X)                                                     \
-  X(ctl_clients_accepted, "ctl clients accepted")                                  \
-  X(ctl_clients_refused_full, "ctl clients refused: max_clients reached")          \
-  X(ctl_clients_refused_reserved, "ctl clients refused: only root's slots free")   \
-  X(ctl_clients_refused_per_uid, "ctl clients refused: max_clients_per_uid")       \
-  X(ctl_clients_evicted, "idle ctl clients closed to make room for a new one")     \
-  X(ctl_clients_timed_out, "ctl clients closed: no complete request in time")      \
-  X(ctl_clients_timed_out_idle, "of which: sent nothing in first_request_timeout") \
-  X(ctl_clients_dropped, "ctl clients dropped: oversized request or reply queue")  \
-  X(ctl_requests, "ctl requests answered")                                         \
-  X(ctl_requests_refused, "ctl requests refused: forbidden or malformed")          \
-  X(ctl_monitors, "ctl monitor subscriptions")                                     \
-  X(ctl_monitor_events, "connection events published to ctl monitors")             \
-  X(ctl_monitor_dropped, "ctl monitors closed: did not read their events in time")
-
+// The ctl server's own counters, reported by "stats" after the daemon's;
+// their rows (name, Prometheus series, help) are ctl/server_counters.hpp's.
 struct CtlCounters {
-#define RCNET_X(name, help) std::uint64_t name = 0;
-  RCNETD_CTL_COUNTERS(RCNET_X)
+#define RCNET_X(name, series, help) std::uint64_t name = 0;
+  RCNET_CTL_COUNTERS(RCNET_X)
 #undef RCNET_X
   template <class F>
   void for_each(F&& f) const {
-#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
-    RCNETD_CTL_COUNTERS(RCNET_X)
+#define RCNET_X(name, series, help) f(std::string_view(#name), name, std::string_view(help));
+    RCNET_CTL_COUNTERS(RCNET_X)
 #undef RCNET_X
   }
 };

@@ -395,34 +395,8 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
   rej.retry_after_ms = retry_after_ms;
   const auto pd = wire::encode(rej);
   (void)seam_.reject(id, pd);
-  switch (reason) {
-    case wire::RejectReason::kCollision:
-      ++ctr_.rejects_sent_collision;
-      break;
-    case wire::RejectReason::kDuplicate:
-      ++ctr_.rejects_sent_duplicate;
-      break;
-    case wire::RejectReason::kFull:
-      ++ctr_.rejects_sent_full;
-      break;
-    case wire::RejectReason::kVersion:
-      ++ctr_.rejects_sent_version;
-      break;
-    case wire::RejectReason::kNotAllowed:
-      ++ctr_.rejects_sent_not_allowed;
-      break;
-    case wire::RejectReason::kShuttingDown:
-      ++ctr_.rejects_sent_shutting_down;
-      break;
-    case wire::RejectReason::kMalformed:
-      ++ctr_.rejects_sent_malformed;
-      break;
-    case wire::RejectReason::kBusy:
-      ++ctr_.rejects_sent_busy;
-      break;
-    case wire::RejectReason::kNone:
-      break;
-  }
+  if (std::uint64_t* sent = rejects_sent(ctr_, reason))
+    ++*sent;
   log::Fields f;
   f.peer_addr = from.addr;
   f.peer_port = from.port;

@@ -14,131 +14,218 @@
 #include "cm/conn_state.hpp"
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
+#include "util/counter_row.hpp"
 #include "util/time.hpp"
+#include "wire/private_data.hpp"
 
 namespace rcnet::cm {
 
-// Every counter of the manager. X(name, help) — the ctl `stats` command and
-// the journal enumerate them through this list.
-#define RCNET_CM_COUNTERS(X)                                                              \
-  X(connects_started, "active connection attempts started")                               \
-  X(connects_established, "connections ESTABLISHED (either side)")                        \
-  X(connect_failures, "attempts that failed (addr/route/connect error, unreachable)")     \
-  X(accepts, "REQs accepted")                                                             \
-  X(rejects_sent_collision, "REJ sent: collision")                                        \
-  X(rejects_sent_duplicate, "REJ sent: duplicate")                                        \
-  X(rejects_sent_full, "REJ sent: full")                                                  \
-  X(rejects_sent_version, "REJ sent: version")                                            \
-  X(rejects_sent_not_allowed, "REJ sent: not_allowed")                                    \
-  X(rejects_sent_shutting_down, "REJ sent: shutting_down")                                \
-  X(rejects_sent_malformed, "REJ sent: malformed")                                        \
-  X(rejects_sent_busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")   \
-  X(rejects_received, "REJ received")                                                     \
-  X(rejects_received_busy, "REJ busy received: retried after the peer's retry-after")     \
-  X(connects_paced, "our connects that waited for max_pending_setups to start")           \
-  X(collisions_merged, "simultaneous opens merged")                                       \
-  X(restarts_detected, "REQ from a new incarnation of a connected peer")                  \
-  X(stale_replaced, "REQ from the same incarnation replaced our stale connection")        \
-  X(malformed_private_data, "REQ/REP/REJ private data that failed validation")            \
-  X(last_wqe_received, "Last WQE Reached events received")                                \
-  X(last_wqe_timeouts, "last_wqe_timeout expired: drain WR posted without the event")     \
-  X(drains_completed, "drain WR completions seen")                                        \
-  X(last_wqe_skipped, "AWAIT_LAST_WQE skipped: the device has no Last WQE Reached")       \
-  X(drains_skipped, "DRAINING skipped: the device completes no drain WR after Error")     \
-  X(drain_timeouts, "drain_timeout expired: QP destroyed without its drain completion")   \
-  X(forced_destroys, "QPs destroyed without the full spec sequence")                      \
-  X(slow_destroys, "QP destroys that blocked the event loop for 100 ms or more")          \
-  X(flushed_recvs_counted, "non-SRQ flushed receive completions counted in teardown")     \
-  X(qps_created, "QPs created")                                                           \
-  X(qps_destroyed, "QPs destroyed")                                                       \
-  X(cm_ids_created, "rdma_cm ids created (active and passive)")                           \
-  X(cm_ids_destroyed, "rdma_cm ids destroyed")                                            \
-  X(idle_reaps, "connections torn down by idle_timeout")                                  \
-  X(dead_peer_reaps, "connections reaped at once: retry exceeded, neighbour FAILED")      \
-  X(neighbour_failed_stale,                                                               \
-    "neighbour FAILED not believed: the peer was heard from while it was being resolved") \
-  X(link_down_teardowns, "connections torn down because the underlay link went down")     \
-  X(evictions, "LRU evictions at max_connections")                                        \
-  X(evictions_refused,                                                                    \
-    "at max_connections, all connections under 1 s old: REJ full or connect deferred")    \
-  X(reaper_visits, "conns the reaper looked at (acted on, +1 where it stopped)")          \
-  X(qp_fatal_events, "QP FATAL / REQ_ERR / ACCESS_ERR events")                            \
-  X(async_events_ignored, "duplicate, late or unknown async events ignored")              \
-  X(cm_events_ignored, "duplicate, late or unknown rdma_cm events ignored")               \
-  X(completions_ignored, "completions for unknown QPs or wr_ids")                         \
-  X(srq_limit_events, "SRQ limit reached events")                                         \
-  X(packets_tx, "packets sent")                                                           \
-  X(bytes_tx, "bytes sent")                                                               \
-  X(packets_rx, "packets received")                                                       \
-  X(bytes_rx, "bytes received")                                                           \
-  X(send_errors, "send completions with an error status")                                 \
-  X(recv_errors, "receive completions with an error status (not flush)")                  \
-  X(drops_queue_full, "packets dropped: per-peer queue full (oldest dropped)")            \
-  X(drops_oversize, "packets dropped: larger than the MTU")                               \
-  X(drops_connect_failed, "packets dropped: queued for a peer whose connect failed")      \
-  X(drops_no_slot, "packets refused: no send slot")                                       \
-  X(drops_shutting_down, "packets dropped: stopping, link down, device lost")             \
-  X(gso_sent, "GSO super-packets sent whole to peers that negotiated offload")            \
-  X(credit_waits, "sends held in the peer's queue: no receive credit left (no RNR)")      \
-  X(credit_updates, "control SENDs that returned credits (no data went the other way)")   \
-  X(sends_zero_copy, "packets posted from the send buffer they were read into (no copy)") \
-  X(send_doorbells, "ibv_post_send calls for data SENDs (a chain of WRs counts once)")    \
-  X(gso_segmented, "GSO super-packets cut in software for peers without offload")         \
-  X(drops_gso_to_legacy_peer,                                                             \
-    "packets for a peer without offload that could not be segmented or checksummed")      \
-  X(uso_segmented, "UDP super-packets cut in software for a GSO peer without USO")        \
-  X(comm_est_notified, "COMM_EST (data before the RTU) passed on with rdma_notify")       \
-  X(connect_deadlines_deferred,                                                           \
-    "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")  \
-  X(device_removals, "RDMA device lost (DEVICE_REMOVAL or FATAL): its objects released")  \
-  X(device_readopts, "lost RDMA device opened again on node.address")                     \
-  X(device_removals_async, "device losses noticed first by DEVICE_REMOVAL or FATAL")      \
-  X(device_removals_monitor, "device losses noticed first by the netlink monitor")        \
-  X(device_readopts_monitor, "re-adoptions started by the netlink monitor")               \
-  X(device_readopts_poll, "re-adoptions found by the readopt poll")                       \
-  X(device_notices_late, "a loss noticed again by the other path: ignored")               \
-  X(illegal_transitions, "BUG: QP transitions the state machine forbids (QP abandoned)")
+// The metric families of several counters (util/counter_row.hpp); a
+// family of one counter is named in its row.
+inline constexpr SeriesFamily kRejsSent{"rcnet_rejs_sent_total", "reason", "REJs sent, by reason"};
+inline constexpr SeriesFamily kWaitsSkipped{"rcnet_teardown_waits_skipped_total", "wait", ""};
+inline constexpr SeriesFamily kReaped{
+    "rcnet_reaped_connections_total", "reason",
+    "connections torn down by the reaper or a limit: idle, dead peer, underlay link down, LRU "
+    "eviction"};
+inline constexpr SeriesFamily kEventsIgnored{"rcnet_events_ignored_total", "kind",
+                                             "duplicate, late or unknown events ignored, by kind"};
+// Also the TUN side's drops (ctl/prometheus.cpp), and any counter named
+// drops_<reason> that has no row.
+inline constexpr SeriesFamily kDropped{"rcnet_dropped_packets_total", "reason",
+                                       "packets dropped, by reason"};
+// Which path noticed first (docs/design.md "Device loss and return").
+inline constexpr SeriesFamily kRemovalsNoticed{"rcnet_device_removals_noticed_total", "path", ""};
+inline constexpr SeriesFamily kReadoptsNoticed{"rcnet_device_readopts_noticed_total", "path", ""};
+inline constexpr SeriesFamily kFailovers{"rcnet_failovers_total", "cause",
+                                         "peers moved off a failed link to another rail, by cause"};
+
+// A REJ reason's row (wire/private_data.hpp) as a counter row.
+#define RCNET_REJECT_SENT_ROW(X, enumerator, code, name, help) \
+  X(rejects_sent_##name, kRejsSent(#name), help)
+
+// Every counter of the manager, one row each: X(name, series, help)
+// (util/counter_row.hpp). The ctl `stats` command, the journal and the
+// Prometheus export enumerate them through this list; adding a counter is
+// its row and the code that counts it.
+#define RCNET_CM_COUNTERS(X)                                                                    \
+  X(connects_started, "rcnet_connect_attempts_total", "active connection attempts started")     \
+  X(connects_established, "rcnet_connections_established_total",                                \
+    "connections ESTABLISHED (either side)")                                                    \
+  X(connect_failures, "rcnet_connect_failures_total",                                           \
+    "attempts that failed (addr/route/connect error, unreachable)")                             \
+  X(accepts, "rcnet_reqs_accepted_total", "REQs accepted")                                      \
+  RCNET_REJECT_REASONS(RCNET_REJECT_SENT_ROW, X)                                                \
+  X(rejects_received, "rcnet_rejs_received_total", "REJ received")                              \
+  X(rejects_received_busy, "rcnet_rejs_received_busy_total",                                    \
+    "REJ busy received: retried after the peer's retry-after")                                  \
+  X(connects_paced, "rcnet_connects_paced_total",                                               \
+    "our connects that waited for max_pending_setups to start")                                 \
+  X(collisions_merged, "rcnet_collisions_merged_total", "simultaneous opens merged")            \
+  X(restarts_detected, "rcnet_peer_restarts_total",                                             \
+    "REQ from a new incarnation of a connected peer")                                           \
+  X(stale_replaced, "rcnet_stale_connections_replaced_total",                                   \
+    "REQ from the same incarnation replaced our stale connection")                              \
+  X(malformed_private_data, "rcnet_malformed_private_data_total",                               \
+    "REQ/REP/REJ private data that failed validation")                                          \
+  X(last_wqe_received, "rcnet_last_wqe_events_total", "Last WQE Reached events received")       \
+  X(last_wqe_timeouts, "rcnet_last_wqe_timeouts_total",                                         \
+    "last_wqe_timeout expired: drain WR posted without the event")                              \
+  X(drains_completed, "rcnet_drains_completed_total", "drain WR completions seen")              \
+  X(last_wqe_skipped, kWaitsSkipped("last_wqe"),                                                \
+    "AWAIT_LAST_WQE skipped: the device has no Last WQE Reached")                               \
+  X(drains_skipped, kWaitsSkipped("drain"),                                                     \
+    "DRAINING skipped: the device completes no drain WR after Error")                           \
+  X(drain_timeouts, "rcnet_drain_timeouts_total",                                               \
+    "drain_timeout expired: QP destroyed without its drain completion")                         \
+  X(forced_destroys, "rcnet_forced_destroys_total",                                             \
+    "QPs destroyed without the full spec sequence")                                             \
+  X(slow_destroys, "rcnet_slow_destroys_total",                                                 \
+    "QP destroys that blocked the event loop for 100 ms or more")                               \
+  X(flushed_recvs_counted, "rcnet_flushed_receives_total",                                      \
+    "non-SRQ flushed receive completions counted in teardown")                                  \
+  X(qps_created, "rcnet_qps_created_total", "QPs created")                                      \
+  X(qps_destroyed, "rcnet_qps_destroyed_total", "QPs destroyed")                                \
+  X(cm_ids_created, "rcnet_cm_ids_created_total", "rdma_cm ids created (active and passive)")   \
+  X(cm_ids_destroyed, "rcnet_cm_ids_destroyed_total", "rdma_cm ids destroyed")                  \
+  X(idle_reaps, kReaped("idle"), "connections torn down by idle_timeout")                       \
+  X(dead_peer_reaps, kReaped("dead_peer"),                                                      \
+    "connections reaped at once: retry exceeded, neighbour FAILED")                             \
+  X(neighbour_failed_stale, "rcnet_neighbour_failed_stale_total",                               \
+    "neighbour FAILED not believed: the peer was heard from while it was being resolved")       \
+  X(link_down_teardowns, kReaped("link_down"),                                                  \
+    "connections torn down because the underlay link went down")                                \
+  X(evictions, kReaped("evicted"), "LRU evictions at max_connections")                          \
+  X(evictions_refused, "rcnet_evictions_refused_total",                                         \
+    "at max_connections, all connections under 1 s old: REJ full or connect deferred")          \
+  X(reaper_visits, "rcnet_reaper_visits_total",                                                 \
+    "conns the reaper looked at (acted on, +1 where it stopped)")                               \
+  X(qp_fatal_events, "rcnet_qp_fatal_events_total", "QP FATAL / REQ_ERR / ACCESS_ERR events")   \
+  X(async_events_ignored, kEventsIgnored("async"),                                              \
+    "duplicate, late or unknown async events ignored")                                          \
+  X(cm_events_ignored, kEventsIgnored("rdma_cm"),                                               \
+    "duplicate, late or unknown rdma_cm events ignored")                                        \
+  X(completions_ignored, kEventsIgnored("completion"), "completions for unknown QPs or wr_ids") \
+  X(srq_limit_events, "rcnet_srq_limit_events_total", "SRQ limit reached events")               \
+  X(packets_tx, "rcnet_tx_packets_total", "packets sent")                                       \
+  X(bytes_tx, "rcnet_tx_bytes_total", "bytes sent")                                             \
+  X(packets_rx, "rcnet_rx_packets_total", "packets received")                                   \
+  X(bytes_rx, "rcnet_rx_bytes_total", "bytes received")                                         \
+  X(send_errors, "rcnet_send_errors_total", "send completions with an error status")            \
+  X(recv_errors, "rcnet_receive_errors_total",                                                  \
+    "receive completions with an error status (not flush)")                                     \
+  X(drops_queue_full, kDropped("queue_full"),                                                   \
+    "packets dropped: per-peer queue full (oldest dropped)")                                    \
+  X(drops_oversize, kDropped("oversize"), "packets dropped: larger than the MTU")               \
+  X(drops_connect_failed, kDropped("connect_failed"),                                           \
+    "packets dropped: queued for a peer whose connect failed")                                  \
+  X(drops_no_slot, kDropped("no_slot"), "packets refused: no send slot")                        \
+  X(drops_shutting_down, kDropped("shutting_down"),                                             \
+    "packets dropped: stopping, link down, device lost")                                        \
+  X(gso_sent, "rcnet_gso_sent_packets_total",                                                   \
+    "GSO super-packets sent whole to peers that negotiated offload")                            \
+  X(credit_waits, "rcnet_credit_waits_total",                                                   \
+    "sends held in the peer's queue: no receive credit left (no RNR)")                          \
+  X(credit_updates, "rcnet_credit_updates_total",                                               \
+    "control SENDs that returned credits (no data went the other way)")                         \
+  X(sends_zero_copy, "rcnet_zero_copy_sends_total",                                             \
+    "packets posted from the send buffer they were read into (no copy)")                        \
+  X(send_doorbells, "rcnet_send_doorbells_total",                                               \
+    "ibv_post_send calls for data SENDs (a chain of WRs counts once)")                          \
+  X(gso_segmented, "rcnet_gso_segmented_packets_total",                                         \
+    "GSO super-packets cut in software for peers without offload")                              \
+  X(drops_gso_to_legacy_peer, kDropped("gso_to_legacy_peer"),                                   \
+    "packets for a peer without offload that could not be segmented or checksummed")            \
+  X(uso_segmented, "rcnet_uso_segmented_packets_total",                                         \
+    "UDP super-packets cut in software for a GSO peer without USO")                             \
+  X(comm_est_notified, "rcnet_comm_est_notified_total",                                         \
+    "COMM_EST (data before the RTU) passed on with rdma_notify")                                \
+  X(connect_deadlines_deferred, "rcnet_connect_deadlines_deferred_total",                       \
+    "attempts whose resolve/connect deadline was put off: rdma_cm events queued unread")        \
+  X(device_removals, "rcnet_device_removals_total",                                             \
+    "RDMA device lost (DEVICE_REMOVAL or FATAL): its objects released")                         \
+  X(device_readopts, "rcnet_device_readopts_total",                                             \
+    "lost RDMA device opened again on node.address")                                            \
+  X(device_removals_async, kRemovalsNoticed("async_event"),                                     \
+    "device losses noticed first by DEVICE_REMOVAL or FATAL")                                   \
+  X(device_removals_monitor, kRemovalsNoticed("netlink_monitor"),                               \
+    "device losses noticed first by the netlink monitor")                                       \
+  X(device_readopts_monitor, kReadoptsNoticed("netlink_monitor"),                               \
+    "re-adoptions started by the netlink monitor")                                              \
+  X(device_readopts_poll, kReadoptsNoticed("poll"), "re-adoptions found by the readopt poll")   \
+  X(device_notices_late, "rcnet_device_notices_late_total",                                     \
+    "a loss noticed again by the other path: ignored")                                          \
+  X(illegal_transitions, "rcnet_illegal_transitions_total",                                     \
+    "BUG: QP transitions the state machine forbids (QP abandoned)")
 
 // The rails' counters (cm/rails.hpp): counted by the RailSet over every
-// rail's manager, not by one Manager. failovers_<cause> are one Prometheus
-// metric, rcnet_failovers_total{cause="<cause>"}.
-#define RCNET_RAIL_COUNTERS(X)                                                                 \
-  X(failovers_port_error, "peers moved off a link: IBV_EVENT_PORT_ERR on its rail")            \
-  X(failovers_device_lost, "peers moved off a link: its rail's device removed or fatal")       \
-  X(failovers_carrier, "peers moved off a link: carrier or address of its rail's netdev lost") \
-  X(failovers_retry_exceeded, "peers moved off a link: retry exceeded on it (silent path)")    \
-  X(failovers_peer_notice, "peers moved off a link: the peer said its rail went down")         \
-  X(failovers_link_lost, "peers moved off a link: its connection failed otherwise")            \
-  X(failbacks, "peers moved back to a preferred rail that is healthy again")                   \
-  X(failover_resent, "packets of a failed link posted again on another (duplicates possible)") \
-  X(failover_queue_moved, "packets waiting for a failed link's connection moved to another")   \
-  X(failover_no_link, "packets of a failed link dropped: no other link to the peer")           \
-  X(rail_notices_sent, "rail down/up notices sent to peers over a surviving link")             \
-  X(rail_notices_received, "rail down/up notices received from peers")                         \
-  X(rail_probes_sent, "probes sent on standby links (keep them alive, find silent failures)")
+// rail's manager, not by one Manager.
+#define RCNET_RAIL_COUNTERS(X)                                                \
+  X(failovers_port_error, kFailovers("port_error"),                           \
+    "peers moved off a link: IBV_EVENT_PORT_ERR on its rail")                 \
+  X(failovers_device_lost, kFailovers("device_lost"),                         \
+    "peers moved off a link: its rail's device removed or fatal")             \
+  X(failovers_carrier, kFailovers("carrier"),                                 \
+    "peers moved off a link: carrier or address of its rail's netdev lost")   \
+  X(failovers_retry_exceeded, kFailovers("retry_exceeded"),                   \
+    "peers moved off a link: retry exceeded on it (silent path)")             \
+  X(failovers_peer_notice, kFailovers("peer_notice"),                         \
+    "peers moved off a link: the peer said its rail went down")               \
+  X(failovers_link_lost, kFailovers("link_lost"),                             \
+    "peers moved off a link: its connection failed otherwise")                \
+  X(failbacks, "rcnet_failbacks_total",                                       \
+    "peers moved back to a preferred rail that is healthy again")             \
+  X(failover_resent, "rcnet_failover_resent_packets_total",                   \
+    "packets of a failed link posted again on another (duplicates possible)") \
+  X(failover_queue_moved, "rcnet_failover_moved_packets_total",               \
+    "packets waiting for a failed link's connection moved to another")        \
+  X(failover_no_link, kDropped("failover_no_link"),                           \
+    "packets of a failed link dropped: no other link to the peer")            \
+  X(rail_notices_sent, "rcnet_rail_notices_sent_total",                       \
+    "rail down/up notices sent to peers over a surviving link")               \
+  X(rail_notices_received, "rcnet_rail_notices_received_total",               \
+    "rail down/up notices received from peers")                               \
+  X(rail_probes_sent, "rcnet_rail_probes_sent_total",                         \
+    "probes sent on standby links (keep them alive, find silent failures)")
 
 struct Counters {
-#define RCNET_X(name, help) std::uint64_t name = 0;
+#define RCNET_X(name, series, help) std::uint64_t name = 0;
   RCNET_CM_COUNTERS(RCNET_X)
   RCNET_RAIL_COUNTERS(RCNET_X)
 #undef RCNET_X
+  // Every counter's row, in declaration order.
+  static constexpr CounterRow kRows[] = {RCNET_CM_COUNTERS(RCNET_COUNTER_ROW)
+                                             RCNET_RAIL_COUNTERS(RCNET_COUNTER_ROW)};
   // Calls f(name, value, help) for every counter, in declaration order.
   template <class F>
   void for_each(F&& f) const {
-#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
+#define RCNET_X(name, series, help) f(std::string_view(#name), name, std::string_view(help));
     RCNET_CM_COUNTERS(RCNET_X)
     RCNET_RAIL_COUNTERS(RCNET_X)
 #undef RCNET_X
   }
   // Adds every counter of `o` (the RailSet's sum over its rails).
   Counters& operator+=(const Counters& o) {
-#define RCNET_X(name, help) name += o.name;
+#define RCNET_X(name, series, help) name += o.name;
     RCNET_CM_COUNTERS(RCNET_X)
     RCNET_RAIL_COUNTERS(RCNET_X)
 #undef RCNET_X
     return *this;
   }
 };
+
+// The counter a REJ sent adds to, indexed by its reason's code
+// (wire::RejectReason; kNone, 0, counts nothing).
+#define RCNET_X(ctx, enumerator, code, name, help) &Counters::rejects_sent_##name,
+inline constexpr std::uint64_t Counters::*kRejectsSent[] = {nullptr,
+                                                            RCNET_REJECT_REASONS(RCNET_X, )};
+#undef RCNET_X
+// The counter of a REJ sent with `r`; nullptr for kNone (or a code no row has).
+inline std::uint64_t* rejects_sent(Counters& c, wire::RejectReason r) {
+  const auto i = static_cast<std::size_t>(r);
+  return i < std::size(kRejectsSent) && kRejectsSent[i] != nullptr ? &(c.*kRejectsSent[i])
+                                                                   : nullptr;
+}
 
 struct QpSnapshot {
   std::uint64_t id = 0;  // the manager's connection id (unique per rail, never reused)

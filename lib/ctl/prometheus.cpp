@@ -3,13 +3,17 @@
 // textfile collector (render.hpp).
 #include <algorithm>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "cm/snapshot.hpp"
 #include "ctl/json_fields.hpp"
 #include "ctl/render.hpp"
+#include "ctl/server_counters.hpp"
+#include "util/counter_row.hpp"
 
 namespace rcnet::ctl {
 
@@ -62,171 +66,57 @@ void prom_metric(std::string& out, const std::string& name, const char* type,
   out += "# TYPE " + name + " " + type + "\n";
 }
 
-// Counter names (cm::Counters, the daemon's TunCounters and CtlCounters, as
-// "stats" has them) to Prometheus metrics, <ns>_<what>_<unit>_total: one row
-// per counter. Rows that share a metric are one family told apart by one
-// label (reason or kind), whose sum() is meaningful: the label splits one
-// total, never counts a thing twice. A counter without a row becomes
-// rcnet_<name>_total, or for drops_<why> a reason of
-// rcnet_dropped_packets_total; rcnetctl(8) METRICS lists every family.
-struct MetricRow {
-  std::string_view counter;  // the counter's name in "stats"
-  std::string_view metric;   // its family
-  std::string_view label;    // "" for a family of one counter
-  std::string_view value;
+// The series of the TUN side's counters (daemon/tun_path.hpp
+// RCNETD_TUN_COUNTERS, whose rows carry no series of their own yet): the
+// one table of counters written twice. drops_refused counts the packets the
+// manager refused, which it counted itself (drops_oversize, ...): not a
+// drop reason of its own, or sum() would count them twice. A TUN counter
+// named drops_<reason> needs no row here (series_of's default).
+struct NamedSeries {
+  std::string_view counter;
+  Series series;
 };
-constexpr std::string_view kDropped = "rcnet_dropped_packets_total";
-constexpr MetricRow kMetricRows[] = {
-    {"connects_started", "rcnet_connect_attempts_total", "", ""},
-    {"connects_established", "rcnet_connections_established_total", "", ""},
-    {"connect_failures", "rcnet_connect_failures_total", "", ""},
-    {"accepts", "rcnet_reqs_accepted_total", "", ""},
-    {"rejects_sent_collision", "rcnet_rejs_sent_total", "reason", "collision"},
-    {"rejects_sent_duplicate", "rcnet_rejs_sent_total", "reason", "duplicate"},
-    {"rejects_sent_full", "rcnet_rejs_sent_total", "reason", "full"},
-    {"rejects_sent_version", "rcnet_rejs_sent_total", "reason", "version"},
-    {"rejects_sent_not_allowed", "rcnet_rejs_sent_total", "reason", "not_allowed"},
-    {"rejects_sent_shutting_down", "rcnet_rejs_sent_total", "reason", "shutting_down"},
-    {"rejects_sent_malformed", "rcnet_rejs_sent_total", "reason", "malformed"},
-    {"rejects_sent_busy", "rcnet_rejs_sent_total", "reason", "busy"},
-    {"rejects_received", "rcnet_rejs_received_total", "", ""},
-    {"rejects_received_busy", "rcnet_rejs_received_busy_total", "", ""},
-    {"connects_paced", "rcnet_connects_paced_total", "", ""},
-    {"collisions_merged", "rcnet_collisions_merged_total", "", ""},
-    {"restarts_detected", "rcnet_peer_restarts_total", "", ""},
-    {"stale_replaced", "rcnet_stale_connections_replaced_total", "", ""},
-    {"malformed_private_data", "rcnet_malformed_private_data_total", "", ""},
-    {"last_wqe_received", "rcnet_last_wqe_events_total", "", ""},
-    {"last_wqe_timeouts", "rcnet_last_wqe_timeouts_total", "", ""},
-    {"drains_completed", "rcnet_drains_completed_total", "", ""},
-    {"last_wqe_skipped", "rcnet_teardown_waits_skipped_total", "wait", "last_wqe"},
-    {"drains_skipped", "rcnet_teardown_waits_skipped_total", "wait", "drain"},
-    {"drain_timeouts", "rcnet_drain_timeouts_total", "", ""},
-    {"forced_destroys", "rcnet_forced_destroys_total", "", ""},
-    {"slow_destroys", "rcnet_slow_destroys_total", "", ""},
-    {"flushed_recvs_counted", "rcnet_flushed_receives_total", "", ""},
-    {"qps_created", "rcnet_qps_created_total", "", ""},
-    {"qps_destroyed", "rcnet_qps_destroyed_total", "", ""},
-    {"cm_ids_created", "rcnet_cm_ids_created_total", "", ""},
-    {"cm_ids_destroyed", "rcnet_cm_ids_destroyed_total", "", ""},
-    {"idle_reaps", "rcnet_reaped_connections_total", "reason", "idle"},
-    {"dead_peer_reaps", "rcnet_reaped_connections_total", "reason", "dead_peer"},
-    {"neighbour_failed_stale", "rcnet_neighbour_failed_stale_total", "", ""},
-    {"link_down_teardowns", "rcnet_reaped_connections_total", "reason", "link_down"},
-    {"evictions", "rcnet_reaped_connections_total", "reason", "evicted"},
-    {"evictions_refused", "rcnet_evictions_refused_total", "", ""},
-    {"reaper_visits", "rcnet_reaper_visits_total", "", ""},
-    {"qp_fatal_events", "rcnet_qp_fatal_events_total", "", ""},
-    {"async_events_ignored", "rcnet_events_ignored_total", "kind", "async"},
-    {"cm_events_ignored", "rcnet_events_ignored_total", "kind", "rdma_cm"},
-    {"completions_ignored", "rcnet_events_ignored_total", "kind", "completion"},
-    {"srq_limit_events", "rcnet_srq_limit_events_total", "", ""},
-    {"packets_tx", "rcnet_tx_packets_total", "", ""},
-    {"bytes_tx", "rcnet_tx_bytes_total", "", ""},
-    {"packets_rx", "rcnet_rx_packets_total", "", ""},
-    {"bytes_rx", "rcnet_rx_bytes_total", "", ""},
-    {"send_errors", "rcnet_send_errors_total", "", ""},
-    {"recv_errors", "rcnet_receive_errors_total", "", ""},
-    {"drops_queue_full", kDropped, "reason", "queue_full"},
-    {"drops_oversize", kDropped, "reason", "oversize"},
-    {"drops_connect_failed", kDropped, "reason", "connect_failed"},
-    {"drops_no_slot", kDropped, "reason", "no_slot"},
-    {"drops_shutting_down", kDropped, "reason", "shutting_down"},
-    {"drops_gso_to_legacy_peer", kDropped, "reason", "gso_to_legacy_peer"},
-    {"gso_sent", "rcnet_gso_sent_packets_total", "", ""},
-    {"credit_waits", "rcnet_credit_waits_total", "", ""},
-    {"credit_updates", "rcnet_credit_updates_total", "", ""},
-    {"sends_zero_copy", "rcnet_zero_copy_sends_total", "", ""},
-    {"send_doorbells", "rcnet_send_doorbells_total", "", ""},
-    {"gso_segmented", "rcnet_gso_segmented_packets_total", "", ""},
-    {"uso_segmented", "rcnet_uso_segmented_packets_total", "", ""},
-    {"comm_est_notified", "rcnet_comm_est_notified_total", "", ""},
-    {"connect_deadlines_deferred", "rcnet_connect_deadlines_deferred_total", "", ""},
-    {"device_removals", "rcnet_device_removals_total", "", ""},
-    {"device_readopts", "rcnet_device_readopts_total", "", ""},
-    // Which path noticed first (docs/design.md "Device loss and return").
-    {"device_removals_async", "rcnet_device_removals_noticed_total", "path", "async_event"},
-    {"device_removals_monitor", "rcnet_device_removals_noticed_total", "path", "netlink_monitor"},
-    {"device_readopts_monitor", "rcnet_device_readopts_noticed_total", "path", "netlink_monitor"},
-    {"device_readopts_poll", "rcnet_device_readopts_noticed_total", "path", "poll"},
-    {"device_notices_late", "rcnet_device_notices_late_total", "", ""},
-    {"illegal_transitions", "rcnet_illegal_transitions_total", "", ""},
-    // The rails' (cm RCNET_RAIL_COUNTERS).
-    {"failovers_port_error", "rcnet_failovers_total", "cause", "port_error"},
-    {"failovers_device_lost", "rcnet_failovers_total", "cause", "device_lost"},
-    {"failovers_carrier", "rcnet_failovers_total", "cause", "carrier"},
-    {"failovers_retry_exceeded", "rcnet_failovers_total", "cause", "retry_exceeded"},
-    {"failovers_peer_notice", "rcnet_failovers_total", "cause", "peer_notice"},
-    {"failovers_link_lost", "rcnet_failovers_total", "cause", "link_lost"},
-    {"failbacks", "rcnet_failbacks_total", "", ""},
-    {"failover_resent", "rcnet_failover_resent_packets_total", "", ""},
-    {"failover_queue_moved", "rcnet_failover_moved_packets_total", "", ""},
-    {"failover_no_link", kDropped, "reason", "failover_no_link"},
-    {"rail_notices_sent", "rcnet_rail_notices_sent_total", "", ""},
-    {"rail_notices_received", "rcnet_rail_notices_received_total", "", ""},
-    {"rail_probes_sent", "rcnet_rail_probes_sent_total", "", ""},
-    // The TUN data path's (daemon/tun_path.hpp). drops_refused counts the
-    // packets the manager refused, which it counted itself (drops_oversize,
-    // ...): not a drop reason of its own, or sum() would count them twice.
-    {"tun_rx_packets", "rcnet_tun_read_packets_total", "", ""},
-    {"tun_rx_bytes", "rcnet_tun_read_bytes_total", "", ""},
-    {"tun_tx_packets", "rcnet_tun_written_packets_total", "", ""},
-    {"tun_tx_bytes", "rcnet_tun_written_bytes_total", "", ""},
-    {"drops_unmapped", kDropped, "reason", "unmapped"},
+constexpr SeriesFamily kIcmpErrorsSent{"rcnet_icmp_errors_sent_total", "type", ""};
+constexpr NamedSeries kTunSeries[] = {
+    {"tun_rx_packets", "rcnet_tun_read_packets_total"},
+    {"tun_rx_bytes", "rcnet_tun_read_bytes_total"},
+    {"tun_tx_packets", "rcnet_tun_written_packets_total"},
+    {"tun_tx_bytes", "rcnet_tun_written_bytes_total"},
     // Not a drop: the kernel's own RS, MLD, DAD, IGMP, for no peer.
-    {"link_scope_multicast", "rcnet_tun_link_scope_multicast_packets_total", "", ""},
-    {"drops_not_ip", kDropped, "reason", "not_ip"},
-    {"drops_refused", "rcnet_tun_refused_packets_total", "", ""},
-    {"drops_tun_write", kDropped, "reason", "tun_write"},
-    {"drops_not_attached", kDropped, "reason", "not_attached"},
-    {"rx_uso_segmented", "rcnet_tun_uso_segmented_packets_total", "", ""},
-    {"read_pauses", "rcnet_tun_read_pauses_total", "", ""},
-    {"read_empty", "rcnet_tun_reads_empty_total", "", ""},
-    {"tx_via_gateway", "rcnet_tun_gateway_packets_total", "", ""},
-    {"icmp_unreachable_sent", "rcnet_icmp_errors_sent_total", "type", "unreachable"},
-    {"icmp_too_big_sent", "rcnet_icmp_errors_sent_total", "type", "too_big"},
-    {"icmp_rate_limited", "rcnet_icmp_errors_rate_limited_total", "", ""},
-    // The ctl server's (daemon/ctl_server.hpp). Of the timed-out clients,
-    // the silent ones are a metric of their own (a label would count them twice).
-    {"ctl_clients_accepted", "rcnet_ctl_clients_accepted_total", "", ""},
-    {"ctl_clients_refused_full", "rcnet_ctl_clients_refused_total", "reason", "full"},
-    {"ctl_clients_refused_reserved", "rcnet_ctl_clients_refused_total", "reason", "reserved"},
-    {"ctl_clients_refused_per_uid", "rcnet_ctl_clients_refused_total", "reason", "per_uid"},
-    {"ctl_clients_evicted", "rcnet_ctl_clients_evicted_total", "", ""},
-    {"ctl_clients_timed_out", "rcnet_ctl_clients_timed_out_total", "", ""},
-    {"ctl_clients_timed_out_idle", "rcnet_ctl_clients_silent_timed_out_total", "", ""},
-    {"ctl_clients_dropped", "rcnet_ctl_clients_dropped_total", "", ""},
-    {"ctl_requests", "rcnet_ctl_requests_total", "", ""},
-    {"ctl_requests_refused", "rcnet_ctl_requests_refused_total", "", ""},
-    {"ctl_monitors", "rcnet_ctl_monitors_total", "", ""},
-    {"ctl_monitor_events", "rcnet_ctl_monitor_events_total", "", ""},
-    {"ctl_monitor_dropped", "rcnet_ctl_monitors_dropped_total", "", ""},
-};
-
-// The HELP of a family of several counters (one counter's family takes
-// that counter's help text).
-constexpr std::pair<std::string_view, std::string_view> kFamilyHelp[] = {
-    {"rcnet_rejs_sent_total", "REJs sent, by reason"},
-    {"rcnet_reaped_connections_total",
-     "connections torn down by the reaper or a limit: idle, dead peer, underlay link down, "
-     "LRU eviction"},
-    {"rcnet_events_ignored_total", "duplicate, late or unknown events ignored, by kind"},
-    {"rcnet_dropped_packets_total", "packets dropped, by reason"},
-    {"rcnet_failovers_total", "peers moved off a failed link to another rail, by cause"},
-    {"rcnet_ctl_clients_refused_total", "ctl clients refused (busy), by reason"},
+    {"link_scope_multicast", "rcnet_tun_link_scope_multicast_packets_total"},
+    {"drops_refused", "rcnet_tun_refused_packets_total"},
+    {"rx_uso_segmented", "rcnet_tun_uso_segmented_packets_total"},
+    {"read_pauses", "rcnet_tun_read_pauses_total"},
+    {"read_empty", "rcnet_tun_reads_empty_total"},
+    {"tx_via_gateway", "rcnet_tun_gateway_packets_total"},
+    {"icmp_unreachable_sent", kIcmpErrorsSent("unreachable")},
+    {"icmp_too_big_sent", kIcmpErrorsSent("too_big")},
+    {"icmp_rate_limited", "rcnet_icmp_errors_rate_limited_total"},
 };
 
 constexpr std::string_view kDropsPrefix = "drops_";
 
-// The row of `counter`, or the default one (row.counter empty).
-MetricRow metric_row(std::string_view counter) {
-  for (const MetricRow& r : kMetricRows) {
+// The series of a counter of "stats", by its name: its row's (the
+// manager's and rails' cm::Counters, the ctl server's, the TUN side's
+// above). A counter without one (a newer rcnetd's) is drops_<reason> of
+// rcnet_dropped_packets_total or else rcnet_<name>_total (metric "" here);
+// rcnetctl(8) METRICS lists every family.
+Series series_of(std::string_view counter) {
+  for (const std::span<const CounterRow> table :
+       {std::span<const CounterRow>(cm::Counters::kRows),
+        std::span<const CounterRow>(kServerCounterRows)}) {
+    for (const CounterRow& r : table) {
+      if (r.name == counter)
+        return r.series;
+    }
+  }
+  for (const NamedSeries& r : kTunSeries) {
     if (r.counter == counter)
-      return r;
+      return r.series;
   }
   if (counter.starts_with(kDropsPrefix))
-    return {"", kDropped, "reason", counter.substr(kDropsPrefix.size())};
-  return {"", "", "", ""};
+    return cm::kDropped(counter.substr(kDropsPrefix.size()));
+  return "";
 }
 
 // Every counter of a stats reply, grouped into its family (families in the
@@ -234,7 +124,6 @@ MetricRow metric_row(std::string_view counter) {
 void counter_metrics(std::string& out, const json& stats) {
   struct Family {
     std::string name, help, samples;
-    bool labelled = false;
   };
   std::vector<Family> families;
   for (const json& c : array_of(stats, "counters")) {
@@ -242,25 +131,23 @@ void counter_metrics(std::string& out, const json& stats) {
     if (!v)
       continue;
     const std::string name = text(c, "name");
-    const MetricRow row = metric_row(name);
+    const Series series = series_of(name);
     const std::string metric =
-        row.metric.empty() ? "rcnet_" + prom_name(name) + "_total" : std::string(row.metric);
+        series.metric.empty() ? "rcnet_" + prom_name(name) + "_total" : std::string(series.metric);
     auto it = std::find_if(families.begin(), families.end(),
                            [&](const Family& f) { return f.name == metric; });
     if (it == families.end()) {
-      families.push_back({metric, text(c, "help"), "", !row.label.empty()});
+      families.push_back(
+          {metric, series.family_help.empty() ? text(c, "help") : std::string(series.family_help),
+           ""});
       it = families.end() - 1;
     }
     it->samples += metric;
-    if (!row.label.empty())
-      it->samples += "{" + std::string(row.label) + "=\"" + prom_label(row.value) + "\"}";
+    if (!series.label.empty())
+      it->samples += "{" + std::string(series.label) + "=\"" + prom_label(series.value) + "\"}";
     it->samples += " " + std::to_string(*v) + "\n";
   }
-  for (Family& f : families) {
-    for (const auto& [name, help] : kFamilyHelp) {
-      if (name == f.name)
-        f.help = help;
-    }
+  for (const Family& f : families) {
     prom_metric(out, f.name, "counter", f.help);
     out += f.samples;
   }

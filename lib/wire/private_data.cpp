@@ -62,22 +62,11 @@ std::string_view to_string(RejectReason r) {
   switch (r) {
     case RejectReason::kNone:
       return "none";
-    case RejectReason::kCollision:
-      return "collision";
-    case RejectReason::kDuplicate:
-      return "duplicate";
-    case RejectReason::kFull:
-      return "full";
-    case RejectReason::kVersion:
-      return "version";
-    case RejectReason::kNotAllowed:
-      return "not_allowed";
-    case RejectReason::kShuttingDown:
-      return "shutting_down";
-    case RejectReason::kMalformed:
-      return "malformed";
-    case RejectReason::kBusy:
-      return "busy";
+#define RCNET_X(ctx, enumerator, code, name, help) \
+  case RejectReason::enumerator:                   \
+    return #name;
+      RCNET_REJECT_REASONS(RCNET_X, )
+#undef RCNET_X
   }
   return "unknown";
 }

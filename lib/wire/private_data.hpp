@@ -120,19 +120,55 @@ inline constexpr std::uint8_t kCapHeaderOk = 0x20;
 inline constexpr std::uint8_t kKnownCaps =
     kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk | kCapUso;
 
-// Why a connection request was refused. Carried in REJ private data.
+// Why a connection request was refused, carried in REJ private data: one
+// row per reason, X(ctx, enumerator, code, name, help). code is the byte on
+// the wire (dense from 1: decode() refuses the others, and the counter table
+// cm::kRejectsSent is indexed by it); name is what to_string() gives (logs,
+// the monitor, the counter rejects_sent_<name> and its series
+// rcnet_rejs_sent_total{reason="<name>"}, cm/snapshot.hpp); help is that
+// counter's help. A new reason is one row here plus the code that sends it.
+// ctx goes to X untouched (cm/snapshot.hpp passes its counter table's X).
+#define RCNET_REJECT_REASONS(X, ctx)                                             \
+  /* simultaneous open: the other attempt wins */                                \
+  X(ctx, kCollision, 1, collision, "REJ sent: collision")                        \
+  /* already ESTABLISHED with this incarnation */                                \
+  X(ctx, kDuplicate, 2, duplicate, "REJ sent: duplicate")                        \
+  /* max_connections reached and nothing evictable */                            \
+  X(ctx, kFull, 3, full, "REJ sent: full")                                       \
+  /* unknown private-data version */                                             \
+  X(ctx, kVersion, 4, version, "REJ sent: version")                              \
+  /* peer outside allowed subnets */                                             \
+  X(ctx, kNotAllowed, 5, not_allowed, "REJ sent: not_allowed")                   \
+  /* daemon stopping or underlay link down */                                    \
+  X(ctx, kShuttingDown, 6, shutting_down, "REJ sent: shutting_down")             \
+  /* private data failed validation */                                           \
+  X(ctx, kMalformed, 7, malformed, "REJ sent: malformed")                        \
+  /* limits.max_pending_setups setups in progress: retry after retry_after_ms */ \
+  X(ctx, kBusy, 8, busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")
+
 enum class RejectReason : std::uint8_t {
   kNone = 0,
-  kCollision = 1,     // simultaneous open: the other attempt wins
-  kDuplicate = 2,     // already ESTABLISHED with this incarnation
-  kFull = 3,          // max_connections reached and nothing evictable
-  kVersion = 4,       // unknown private-data version
-  kNotAllowed = 5,    // peer outside allowed subnets
-  kShuttingDown = 6,  // daemon stopping or underlay link down
-  kMalformed = 7,     // private data failed validation
-  kBusy = 8,          // limits.max_pending_setups setups in progress: retry after retry_after_ms
+#define RCNET_X(ctx, enumerator, code, name, help) enumerator = code,
+  RCNET_REJECT_REASONS(RCNET_X, )
+#undef RCNET_X
 };
-inline constexpr RejectReason kMaxRejectReason = RejectReason::kBusy;
+namespace detail {
+inline constexpr std::uint8_t kRejectCodes[] = {
+#define RCNET_X(ctx, enumerator, code, name, help) code,
+    RCNET_REJECT_REASONS(RCNET_X, )
+#undef RCNET_X
+};
+constexpr bool reject_codes_dense() {
+  for (std::size_t i = 0; i < std::size(kRejectCodes); ++i) {
+    if (kRejectCodes[i] != i + 1)
+      return false;
+  }
+  return true;
+}
+static_assert(reject_codes_dense(), "RCNET_REJECT_REASONS: codes 1, 2, ... in row order");
+}  // namespace detail
+inline constexpr RejectReason kMaxRejectReason =
+    static_cast<RejectReason>(std::size(detail::kRejectCodes));
 std::string_view to_string(RejectReason r);  // "collision", "duplicate", ...
 
 struct PrivateData {
