@@ -41,6 +41,7 @@
 
 #include "cm/manager.hpp"
 #include "cm/packet_port.hpp"
+#include "ctl/tun_counters.hpp"
 #include "event_loop.hpp"
 #include "icmp_limit.hpp"
 #include "util/address.hpp"
@@ -49,40 +50,8 @@
 
 namespace rcnet::daemon {
 
-// Daemon-side counters of the data path (the manager counts its own).
-#define RCNETD_TUN_COUNTERS(X)                                                 \
-  X(tun_rx_packets, "packets read from the TUN device")                        \
-  X(tun_rx_bytes, "bytes read from the TUN device")                            \
-  X(tun_tx_packets, "packets written to the TUN device")                       \
-  X(tun_tx_bytes, "bytes written to the TUN device")                           \
-  X(drops_unmapped, "packets dropped: no peer maps to the IP destination")     \
-  X(link_scope_multicast,                                                      \
-    "the kernel's own link-scope multicast (RS, MLD, DAD, IGMP): for no peer") \
-  X(drops_too_big, "packets dropped: larger than the peer's MTU")              \
-  X(drops_source, "received packets dropped: source not the peer's own")       \
-  X(tx_via_gateway, "packets sent to the peer a route names as gateway")       \
-  X(icmp_unreachable_sent, "ICMP host unreachable written to the TUN")         \
-  X(icmp_too_big_sent, "ICMP frag needed / packet too big written")            \
-  X(icmp_rate_limited, "ICMP host unreachable not sent: rate limit")           \
-  X(drops_not_ip, "packets dropped: not IPv4/IPv6 or shorter than its header") \
-  X(drops_refused, "packets the manager did not take (oversize, refused)")     \
-  X(drops_tun_write, "received packets the TUN device did not accept")         \
-  X(drops_not_attached, "received packets before the TUN device existed")      \
-  X(rx_uso_segmented, "UDP super-packets received, cut here: TUN lacks USO")   \
-  X(read_pauses, "times TUN reading stopped for want of send slots")           \
-  X(read_empty, "TUN reads that found the queue empty (EAGAIN)")
-
-struct TunCounters {
-#define RCNET_X(name, help) std::uint64_t name = 0;
-  RCNETD_TUN_COUNTERS(RCNET_X)
-#undef RCNET_X
-  template <class F>
-  void for_each(F&& f) const {
-#define RCNET_X(name, help) f(std::string_view(#name), name, std::string_view(help));
-    RCNETD_TUN_COUNTERS(RCNET_X)
-#undef RCNET_X
-  }
-};
+// The TUN side's counters: one row each in ctl/tun_counters.hpp.
+using ctl::TunCounters;
 
 class TunPath final : public cm::PacketSink {
  public:

@@ -13,6 +13,7 @@
 #include "ctl/json_fields.hpp"
 #include "ctl/render.hpp"
 #include "ctl/server_counters.hpp"
+#include "ctl/tun_counters.hpp"
 #include "util/counter_row.hpp"
 
 namespace rcnet::ctl {
@@ -66,53 +67,21 @@ void prom_metric(std::string& out, const std::string& name, const char* type,
   out += "# TYPE " + name + " " + type + "\n";
 }
 
-// The series of the TUN side's counters (daemon/tun_path.hpp
-// RCNETD_TUN_COUNTERS, whose rows carry no series of their own yet): the
-// one table of counters written twice. drops_refused counts the packets the
-// manager refused, which it counted itself (drops_oversize, ...): not a
-// drop reason of its own, or sum() would count them twice. A TUN counter
-// named drops_<reason> needs no row here (series_of's default).
-struct NamedSeries {
-  std::string_view counter;
-  Series series;
-};
-constexpr SeriesFamily kIcmpErrorsSent{"rcnet_icmp_errors_sent_total", "type", ""};
-constexpr NamedSeries kTunSeries[] = {
-    {"tun_rx_packets", "rcnet_tun_read_packets_total"},
-    {"tun_rx_bytes", "rcnet_tun_read_bytes_total"},
-    {"tun_tx_packets", "rcnet_tun_written_packets_total"},
-    {"tun_tx_bytes", "rcnet_tun_written_bytes_total"},
-    // Not a drop: the kernel's own RS, MLD, DAD, IGMP, for no peer.
-    {"link_scope_multicast", "rcnet_tun_link_scope_multicast_packets_total"},
-    {"drops_refused", "rcnet_tun_refused_packets_total"},
-    {"rx_uso_segmented", "rcnet_tun_uso_segmented_packets_total"},
-    {"read_pauses", "rcnet_tun_read_pauses_total"},
-    {"read_empty", "rcnet_tun_reads_empty_total"},
-    {"tx_via_gateway", "rcnet_tun_gateway_packets_total"},
-    {"icmp_unreachable_sent", kIcmpErrorsSent("unreachable")},
-    {"icmp_too_big_sent", kIcmpErrorsSent("too_big")},
-    {"icmp_rate_limited", "rcnet_icmp_errors_rate_limited_total"},
-};
-
 constexpr std::string_view kDropsPrefix = "drops_";
 
 // The series of a counter of "stats", by its name: its row's (the
-// manager's and rails' cm::Counters, the ctl server's, the TUN side's
-// above). A counter without one (a newer rcnetd's) is drops_<reason> of
-// rcnet_dropped_packets_total or else rcnet_<name>_total (metric "" here);
-// rcnetctl(8) METRICS lists every family.
+// manager's and rails' cm::Counters, the ctl server's, the TUN side's). A counter without one (a
+// newer rcnetd's) is drops_<reason> of rcnet_dropped_packets_total or else rcnet_<name>_total
+// (metric "" here); rcnetctl(8) METRICS lists every family.
 Series series_of(std::string_view counter) {
   for (const std::span<const CounterRow> table :
        {std::span<const CounterRow>(cm::Counters::kRows),
-        std::span<const CounterRow>(kServerCounterRows)}) {
+        std::span<const CounterRow>(kServerCounterRows),
+        std::span<const CounterRow>(TunCounters::kRows)}) {
     for (const CounterRow& r : table) {
       if (r.name == counter)
         return r.series;
     }
-  }
-  for (const NamedSeries& r : kTunSeries) {
-    if (r.counter == counter)
-      return r.series;
   }
   if (counter.starts_with(kDropsPrefix))
     return cm::kDropped(counter.substr(kDropsPrefix.size()));
