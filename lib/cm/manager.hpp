@@ -80,7 +80,7 @@ struct ManagerConfig {
   // carries frames whole, one SEND each; any other gets plain packets
   // (super-packets cut in software, checksums completed). Receive buffers
   // and send slots are then 2 * kVnetHdrLen + max(mtu, kGsoMaxPacket) bytes
-  // (one header of headroom, see datapath.cpp). False: plain packets of at
+  // (one header of headroom, see datapath_recv.cpp). False: plain packets of at
   // most mtu in buffers of mtu bytes.
   // Defaults to false here (config's transport.offload defaults to true).
   bool offload = false;
