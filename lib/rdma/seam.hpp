@@ -183,7 +183,8 @@ struct DeviceInfo {
   std::uint32_t max_srq_wr = 0;
   std::uint32_t max_cqe = 0;
   std::uint32_t vendor_id = 0;  // ibv_device_attr.vendor_id (siw: 0x626d74, "bmt")
-  // What the device can do (rdma/provider.hpp), from its transport type.
+  // What the device can do: its provider row (rdma/provider.hpp), chosen
+  // once at open by transport, vendor id and driver.
   ProviderProfile profile;
 };
 

@@ -16,6 +16,7 @@
 
 #include "rdma/verbs_map.hpp"
 #include "rdma/verbs_seam.hpp"
+#include "rdma/verbs_util.hpp"
 
 namespace rcnet::rdma {
 
@@ -87,11 +88,19 @@ CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info) {
   return CqPtr(guard);
 }
 
+DeviceIdentity identity_of(ibv_device* device, const ibv_device_attr& attr) {
+  return DeviceIdentity{.transport = device->transport_type == IBV_TRANSPORT_IWARP
+                                         ? Transport::kIwarp
+                                         : Transport::kInfiniband,
+                        .vendor_id = attr.vendor_id,
+                        .driver = driver_of(ibv_get_device_name(device))};
+}
+
 Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(ibv_context* verbs, std::uint32_t srq_size,
                                                          const DeviceInfo& info) {
   std::shared_ptr<VerbsDevice> d(new VerbsDevice(verbs));
   d->name_ = info.name;
-  if (info.vendor_id == kSiwVendorId)
+  if (info.profile.mmap_key_guard)
     d->key_guard_ = siw_key_guard(verbs, info);
   auto pd = check_ibv_ptr(ibv_alloc_pd(verbs), "ibv_alloc_pd");
   if (!pd)
@@ -110,9 +119,8 @@ Result<std::shared_ptr<VerbsDevice>> VerbsDevice::create(ibv_context* verbs, std
     d->srq_.reset(*srq);
   }
   d->srq_size_ = srq_size;
-  const int flags = fcntl(verbs->async_fd, F_GETFL);
-  if (flags < 0 || fcntl(verbs->async_fd, F_SETFL, flags | O_NONBLOCK) < 0)
-    return Error::from_errno(errno, "fcntl O_NONBLOCK on the device async fd");
+  if (auto r = set_nonblocking(verbs->async_fd, "the device async fd"); !r)
+    return r.error();
   return d;
 }
 

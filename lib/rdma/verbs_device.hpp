@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "rdma/provider.hpp"
 #include "rdma/raii.hpp"
 #include "rdma/seam.hpp"
 
@@ -47,8 +48,11 @@ namespace rcnet::rdma {
 
 class VerbsSeam;
 
-// ibv_device_attr.vendor_id of Soft-iWARP (siw), "bmt".
-inline constexpr std::uint32_t kSiwVendorId = 0x626d74;
+// What choose_provider() (rdma/provider.hpp) matches `device` by: its
+// transport_type, the vendor id of `attr` (ibv_query_device(3)) and the
+// driver part of ibv_get_device_name(3). The string in it is the device's:
+// valid while `device` is.
+DeviceIdentity identity_of(ibv_device* device, const ibv_device_attr& attr);
 
 // On a siw context whose mmap space is still empty (nothing created on it
 // yet), places the CQ that keeps libsiw from ever being handed the one mmap
@@ -64,8 +68,9 @@ CqPtr siw_key_guard(ibv_context* verbs, const DeviceInfo& info);
 class VerbsDevice {
  public:
   // `verbs` is librdmacm's context (borrowed: kept open by the seams'
-  // listeners). On siw, first places a small CQ over the one mmap key
-  // libsiw cannot use (siw_key_guard()). Allocates the
+  // listeners). Where the provider row asks for it (mmap_key_guard: siw),
+  // first places a small CQ over the one mmap key libsiw cannot use
+  // (siw_key_guard()). Allocates the
   // PD and, when srq_size > 0, the SRQ of
   // srq_size WRs clamped to info.max_srq_wr (logged); sets the async fd
   // O_NONBLOCK. Errors: those of ibv_alloc_pd(3), ibv_create_srq(3), fcntl(2).

@@ -82,32 +82,12 @@
 #include <vector>
 
 #include "rdma/seam.hpp"
+#include "sim/profiles.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
 #include "util/timer_service.hpp"
 
 namespace rcnet::sim {
-
-// Device quirk profiles (docs/design.md "Components").
-enum class Profile : std::uint8_t {
-  kMlx,    // delivers Last WQE Reached for an SRQ QP entering ERR
-  kEhca,   // never delivers Last WQE Reached for an SRQ QP in ERR with an empty RQ
-  kRxe,    // Soft-RoCE as measured in docs/lab.md: no async events at all, passive QP
-           // stays RTS after DISCONNECTED, retry_count 7 is infinite, drain CQE
-           // after 2-3 ms, flushed receives reported as SEND with byte_len 0
-  kIwarp,  // an iWARP device as Soft-iWARP behaves (docs/lab.md; the kernel's
-           // drivers/infiniband/sw/siw): the profile says iwarp
-           // (rdma/provider.hpp); a SEND with immediate is refused at post
-           // (EINVAL, as libsiw); no RNR: a SEND that finds no receive WR
-           // terminates the connection (both QPs to ERR, the sender's SEND
-           // fails with REM_OP_ERR, the receiver gets QP FATAL); data from
-           // the passive side before the active side sent anything
-           // terminates it likewise (siw's initiator); no Last WQE Reached;
-           // a drain WR on a QP in ERR never completes; rdma_disconnect
-           // leaves the QP out of ERR (SQD), and a QP moved to ERR closes
-           // the stream: the peer sees DISCONNECTED.
-};
-std::string_view to_string(Profile p);
 
 // The hardware QP state (ibv_qp_state), as the simulated HCA sees it.
 enum class QpStateSim : std::uint8_t { kReset, kInit, kRtr, kRts, kErr };

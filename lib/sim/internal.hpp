@@ -291,6 +291,10 @@ struct SimNode::Impl final : public rdma::Seam, public TimerService {
   IpAddr addr;
   Profile profile;
   std::size_t index;
+  // What this node's device does: its row (sim/profiles.hpp) and the
+  // provider row it reports (rdma/provider.hpp).
+  const SimCaps& caps() const { return caps_of(profile); }
+  const rdma::ProviderProfile& provider() const { return caps().provider; }
 
   std::uint64_t life = 1;
   bool up = true;

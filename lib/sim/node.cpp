@@ -14,17 +14,7 @@
 namespace rcnet::sim {
 
 std::string_view to_string(Profile p) {
-  switch (p) {
-    case Profile::kMlx:
-      return "mlx";
-    case Profile::kEhca:
-      return "ehca";
-    case Profile::kRxe:
-      return "rxe";
-    case Profile::kIwarp:
-      return "iwarp";
-  }
-  return "?";
+  return caps_of(p).name;
 }
 
 std::string_view to_string(QpStateSim s) {
@@ -202,9 +192,7 @@ SimNode::Impl::Impl(Fabric& f, SimNode& s, const IpAddr& a, Profile p, std::size
       handle_base((static_cast<rdma::CmIdHandle>(idx) + 1) << 32),
       next_handle(handle_base),
       first_handle_of_life(handle_base),
-      max_qp(p == Profile::kRxe   ? 1048560
-             : p == Profile::kMlx ? 262144
-                                  : 16384) {
+      max_qp(caps_of(p).max_qp) {
   if (!device) {
     device = std::make_shared<SimDevice>();
     device->index = idx;

@@ -73,13 +73,13 @@ Result<rdma::DeviceInfo> SimNode::Impl::open(const Endpoint& local, const rdma::
   if (opened)
     return Error::from_errno(EADDRINUSE, "sim rdma_bind_addr: already open");
   rdma::DeviceInfo info;
-  info.name = fmt::format("sim{}-{}", dev->index, to_string(profile));
+  info.name = fmt::format("sim{}-{}", dev->index, caps().name);
   info.port = port_num;
   info.max_qp = max_qp;
-  info.max_qp_wr = profile == Profile::kEhca ? 16384 : 32768;
-  info.max_srq_wr = profile == Profile::kRxe ? 1048576 : 32767;
-  info.max_cqe = profile == Profile::kRxe ? 32767 : 4194303;
-  info.profile = profile == Profile::kIwarp ? rdma::iwarp_profile() : rdma::infiniband_profile();
+  info.max_qp_wr = caps().max_qp_wr;
+  info.max_srq_wr = caps().max_srq_wr;
+  info.max_cqe = caps().max_cqe;
+  info.profile = provider();
   if (c.cq_size == 0 || c.cq_size > info.max_cqe)
     return fail(EINVAL, "ibv_create_cq: cq_size");
   if (c.srq_size > info.max_srq_wr)
@@ -462,7 +462,7 @@ void SimNode::Impl::on_dreq(rdma::CmIdHandle h, const PeerRef& from) {
       if (id.state != IdState::kDisconnecting)
         id.state = IdState::kDisconnected;
       // docs/lab.md: on rxe nothing moves the passive QP to ERR; IB providers do.
-      if (profile != Profile::kRxe && id.qpn && qps.contains(*id.qpn)) {
+      if (caps().disconnected_errors_qp && id.qpn && qps.contains(*id.qpn)) {
         qp_to_error(qps.at(*id.qpn));
       }
       report_disconnected(id);
@@ -504,7 +504,7 @@ Result<void> SimNode::Impl::disconnect(rdma::CmIdHandle h) {
   }
   // librdmacm moves an IB QP to ERR before it sends the DREQ; an iWARP
   // QP goes to SQD (its owner moves it to ERR later).
-  if (id.qpn && qps.contains(*id.qpn) && profile != Profile::kIwarp)
+  if (id.qpn && qps.contains(*id.qpn) && !provider().error_closes_stream)
     qp_to_error(qps.at(*id.qpn));
   switch (id.state) {
     case IdState::kConnected:

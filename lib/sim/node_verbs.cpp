@@ -103,7 +103,7 @@ Result<void> SimNode::Impl::modify_qp_to_error(rdma::CmIdHandle h) {
     return qp.error();
   qp_to_error(**qp);
   // iWARP: Error closes the TCP stream; the peer's CM reports DISCONNECTED.
-  if (profile == Profile::kIwarp) {
+  if (provider().error_closes_stream) {
     CmId& id = ids.at(h);
     if (id.state == IdState::kConnected) {
       id.state = IdState::kDisconnecting;
@@ -126,12 +126,12 @@ void SimNode::Impl::qp_to_error(SimQp& qp) {
   qp.sq.clear();
   if (!qp.use_srq) {
     // docs/lab.md: rxe reports flushed receives as SEND with byte_len 0.
-    const auto op = profile == Profile::kRxe ? rdma::WcOpcode::kSend : rdma::WcOpcode::kRecv;
+    const auto op = caps().flushed_recv_as_send ? rdma::WcOpcode::kSend : rdma::WcOpcode::kRecv;
     for (const RecvWr& wr : qp.rq) {
       push_cqe(rdma::WorkCompletion{wr.wr_id, rdma::WcStatus::kFlushErr, op, 0, false, 0, qp.qpn});
     }
     qp.rq.clear();
-  } else if (profile == Profile::kMlx) {
+  } else if (caps().last_wqe_on_srq_error) {
     // IB spec 11.6.3: an SRQ QP in ERR reports Last WQE Reached. ehca never
     // did (its RQ is always empty here), rxe never does (docs/lab.md).
     ++stats.last_wqe_events;
@@ -173,7 +173,7 @@ Result<void> SimNode::Impl::post_one_send(rdma::CmIdHandle h, std::uint64_t wr_i
   }
   if (qp.sq.size() >= qp.max_send_wr)
     return Error::from_errno(ENOMEM, "sim ibv_post_send: SQ full");
-  if (imm != 0 && profile == Profile::kIwarp) {
+  if (imm != 0 && !provider().send_imm) {
     // libsiw maps IBV_WR_SEND_WITH_IMM to an opcode the kernel refuses.
     ++stats.imm_refused;
     return fail(EINVAL, "ibv_post_send: SEND_WITH_IMM on an iWARP device");
@@ -256,7 +256,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   }
   if (rqp == nullptr) {
     // Nobody ACKs: the responder is gone, destroyed, or in ERR (drops silently).
-    if (profile == Profile::kRxe && qp.retry_count == kInfiniteRetry)
+    if (caps().retry_7_infinite && qp.retry_count == kInfiniteRetry)
       return;  // docs/lab.md
     const auto ack_time = rdma::ack_timeout_duration(qp.ack_timeout);
     if (!ack_time)
@@ -276,8 +276,8 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
   // protocol error to its MPA initiator; a SEND that finds no receive WR
   // is a DDP "no buffer" error. Either terminates the connection.
   const bool passive_first =
-      r->profile == Profile::kIwarp && qp.passive && !rqp->passive && !rqp->sent;
-  const bool no_buffer = r->profile == Profile::kIwarp && (r->starved || source.empty());
+      r->provider().active_sends_first && qp.passive && !rqp->passive && !rqp->sent;
+  const bool no_buffer = !r->provider().rnr && (r->starved || source.empty());
   if (passive_first || no_buffer) {
     if (passive_first)
       ++stats.passive_first_terminations;
@@ -346,7 +346,7 @@ void SimNode::Impl::attempt(rdma::Qpn qpn, std::uint64_t epoch) {
     // Data before the RTU: the HCA reports communication established
     // (ibv_get_async_event(3)); rxe reports no async events (docs/lab.md).
     rqp->comm_est_reported = true;
-    if (r->profile != Profile::kRxe)
+    if (r->caps().async_events)
       r->emit_async(fab.timing.async,
                     rdma::AsyncEvent{rdma::AsyncEventType::kCommEstablished, rqpn});
   }
@@ -381,11 +381,11 @@ Result<void> SimNode::Impl::post_drain(rdma::CmIdHandle h, std::uint64_t wr_id) 
     return fail(EINVAL, "drain WR on a QP not in ERR");
   if (qp.sq.size() >= qp.max_send_wr)
     return Error::from_errno(ENOMEM, "sim drain WR: SQ full");
-  if (drop_drain.contains(qp.qpn) || profile == Profile::kIwarp) {
+  if (drop_drain.contains(qp.qpn) || !provider().drain_after_error) {
     ++stats.drains_dropped;  // siw: a drain WR after Error never completed (docs/lab.md)
     return {};
   }
-  const Duration d = profile == Profile::kRxe
+  const Duration d = caps().drain_delay_rxe
                          ? fab.rng.uniform(fab.timing.drain_rxe_min, fab.timing.drain_rxe_max)
                          : fab.timing.drain;
   later(d, [this, qpn = qp.qpn, wr_id] {
@@ -433,7 +433,7 @@ Result<void> SimNode::Impl::post_qp_recv(rdma::CmIdHandle h, std::span<const std
   }
   for (std::size_t i = 0; i < wr_ids.size(); ++i) {
     if (qp.state == QpStateSim::kErr) {
-      const auto op = profile == Profile::kRxe ? rdma::WcOpcode::kSend : rdma::WcOpcode::kRecv;
+      const auto op = caps().flushed_recv_as_send ? rdma::WcOpcode::kSend : rdma::WcOpcode::kRecv;
       push_cqe(rdma::WorkCompletion{wr_ids[i], rdma::WcStatus::kFlushErr, op, 0, false, 0, qp.qpn});
     } else {
       qp.rq.push_back(RecvWr{wr_ids[i], sges[i]});
@@ -463,7 +463,7 @@ void SimNode::Impl::srq_consumed() {
     return;
   dev->srq_limit = 0;  // one event per arming (ibv_modify_srq(3))
   // rxe reports no async events at all (docs/lab.md).
-  if (profile == Profile::kRxe)
+  if (!caps().async_events)
     return;
   Impl* to = dev->srq_limit_port != nullptr ? dev->srq_limit_port : this;
   to->emit_async(fab.timing.async, rdma::AsyncEvent{rdma::AsyncEventType::kSrqLimitReached, 0});

@@ -27,7 +27,8 @@ extern "C" ibv_context* ibv_open_device(ibv_device* device) {
   if (ctx == nullptr)
     return nullptr;
   ibv_device_attr attr{};
-  if (ibv_query_device(ctx, &attr) == 0 && attr.vendor_id == rcnet::rdma::kSiwVendorId) {
+  if (ibv_query_device(ctx, &attr) == 0 &&
+      rcnet::rdma::choose_provider(rcnet::rdma::identity_of(device, attr)).mmap_key_guard) {
     rcnet::rdma::DeviceInfo info;
     info.name = ibv_get_device_name(device);
     info.vendor_id = attr.vendor_id;
