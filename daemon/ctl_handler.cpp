@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "ctl_handler.hpp"
 
-#include <fmt/format.h>
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -19,100 +18,6 @@ using ctl::json;
 
 // --- Request handling -------------------------------------------------------------
 
-namespace {
-
-json append_counters(json stats, const json& extra) {
-  if (!stats.contains("counters") || !stats["counters"].is_array() || !extra.is_array())
-    return stats;
-  for (const json& c : extra)
-    stats["counters"].push_back(c);
-  return stats;
-}
-
-HandledRequest dispatch(const ctl::Request& req, CtlBackend& b, const CtlCounters* ctl) {
-  using ctl::Command;
-  using ctl::ErrorCode;
-  switch (req.cmd) {
-    case Command::kStatus: {
-      json data = ctl::status_json(b.snapshot());
-      data["daemon"] = b.daemon_status();
-      return {ctl::ok_reply(data)};
-    }
-    case Command::kRails:
-      return {ctl::ok_reply(ctl::rails_json(b.snapshot()))};
-    case Command::kPeers:
-      return {ctl::ok_reply(ctl::peers_json(b.snapshot(), &b.config()))};
-    case Command::kConnections:
-      return {ctl::ok_reply(ctl::connections_json(b.snapshot(), &b.config()))};
-    case Command::kQps:
-      return {ctl::ok_reply(ctl::qps_json(b.snapshot()))};
-    case Command::kSrq:
-      return {ctl::ok_reply(ctl::srq_json(b.snapshot().srq))};
-    case Command::kStats: {
-      json data = append_counters(ctl::stats_json(b.snapshot()), b.daemon_counters());
-      if (ctl != nullptr)
-        data = append_counters(std::move(data), ctl::counters_json(*ctl));
-      return {ctl::ok_reply(data)};
-    }
-    case Command::kAudit: {
-      auto a = b.audit();
-      if (!a)
-        return {ctl::error_reply(ErrorCode::kFailed, "audit: " + a.error().message())};
-      return {ctl::ok_reply(*a)};
-    }
-    case Command::kConfig:
-      return {ctl::ok_reply(ctl::config_json(b.config()))};
-    case Command::kDisconnect: {
-      std::optional<NodeId> node = req.peer_node;
-      std::string name;
-      if (node) {
-        name = fmt::format("node {}", *node);
-      } else if (req.peer_addr) {
-        // The underlay address, or the overlay address operators ping.
-        const IpAddr& a = *req.peer_addr;
-        name = a.to_string();
-        for (const cm::PeerSnapshot& p : b.snapshot().peers) {
-          if (p.underlay.addr == a || (!p.overlay.empty() && p.overlay == a))
-            node = p.node;
-        }
-        // Not in the table: an overlay address maps to its peer's underlay
-        // (peers.static, peers.underlay_prefix), whose id is derived from it.
-        if (!node) {
-          const auto underlay = b.config().underlay_for(a);
-          node = node_id_for(underlay ? *underlay : a);
-        }
-      }
-      if (!node || !b.disconnect(*node, "rcnetctl disconnect"))
-        return {ctl::error_reply(ErrorCode::kFailed, "no peer " + name)};
-      return {ctl::ok_reply(ctl::disconnect_json(*node))};
-    }
-    case Command::kReap: {
-      const Duration idle = req.reap_idle.value_or(b.config().manager.idle_timeout);
-      return {ctl::ok_reply(ctl::reap_json(b.reap(idle)))};
-    }
-    case Command::kLogLevel: {
-      const config::LogLevel previous = b.log_level();
-      b.set_log_level(req.level);
-      return {ctl::ok_reply(ctl::log_level_json(previous, req.level))};
-    }
-    case Command::kMonitor:
-      return {ctl::ok_reply({{"monitor", true}}), false, true};
-    case Command::kReload: {
-      auto r = b.reload();
-      if (!r)
-        return {ctl::error_reply(ErrorCode::kFailed, r.error().context)};
-      return {ctl::ok_reply(ctl::reload_json(*r))};
-    }
-    case Command::kRoute:
-      if (!req.address)
-        return {ctl::error_reply(ErrorCode::kBadRequest, "route needs an address"), true};
-      return {ctl::ok_reply(ctl::route_json(*req.address, b.config(), b.snapshot()))};
-  }
-  return {ctl::error_reply(ErrorCode::kUnknownCommand, "unknown command"), true};
-}
-
-}  // namespace
-
 HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBackend& backend,
                               const CtlCounters* ctl) {
   try {
@@ -127,7 +32,10 @@ HandledRequest handle_request(std::string_view line, ctl::Access access, CtlBack
       return {ctl::error_reply(req.error()), true};
     if (auto why = ctl::authorize(req->cmd, access))
       return {ctl::error_reply(ctl::ErrorCode::kForbidden, *why), true};
-    return dispatch(*req, backend, ctl);
+    ctl::Context ctx{backend};
+    if (ctl != nullptr)
+      ctx.server_counters = [ctl] { return ctl::counters_json(*ctl); };
+    return ctl::info(req->cmd).handle(*req, ctx);
   } catch (const std::exception& e) {
     // Allocation or a JSON type error: answer, never unwind into the loop.
     return {ctl::error_reply(ctl::ErrorCode::kFailed, std::string("internal error: ") + e.what())};

@@ -3,13 +3,11 @@
 // The ctl server's request → reply step, without sockets: a request line and
 // the client's access in, one reply line out (lib/ctl/protocol.hpp), served
 // from a CtlBackend: the running daemon's (make_daemon_backend) or a unit
-// test's fake. Which commands exist, their names, args and who may run them:
-// the table in lib/ctl/commands.hpp; what each one does: dispatch() in
-// ctl_handler.cpp, a switch over ctl::Command.
+// test's fake. Which commands exist, their names, args and who may run them,
+// and the handler that answers each: the table in lib/ctl/commands.hpp (the
+// handlers are in lib/ctl/handlers.cpp).
 //
 // Thread: the loop's, always.
-#include <cerrno>
-#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,42 +17,17 @@
 #include "cm/manager.hpp"
 #include "config/config.hpp"
 #include "ctl/access.hpp"
+#include "ctl/handlers.hpp"
 #include "ctl/protocol.hpp"
 #include "rdma/verbs_seam.hpp"
 #include "tun_path.hpp"
 
 namespace rcnet::daemon {
 
-// What the request handler needs from the daemon: implemented over
-// CtlDaemonParts in ctl_handler.cpp (make_daemon_backend), and by fakes in
-// the unit tests. Loop thread only.
-class CtlBackend {
- public:
-  virtual ~CtlBackend() = default;
-  // The daemon began a graceful stop; "status" says so from now on.
-  virtual void stopping() {}
-  virtual cm::Snapshot snapshot() const = 0;
-  // Daemon facts for "status" beside the manager's snapshot: version, pid,
-  // uptime_ms, tun {name, address, netns}, stopping, log_level, status text.
-  virtual ctl::json daemon_status() const = 0;
-  // Daemon-side counters for "stats", as {name, value, help} objects.
-  virtual ctl::json daemon_counters() const = 0;
-  virtual const config::Config& config() const = 0;
-  // The "audit" data (ctl::audit_json plus details), or the error reading the
-  // kernel's QP table.
-  virtual Result<ctl::json> audit() = 0;
-  // false when there is no such peer.
-  virtual bool disconnect(NodeId node, std::string_view why) = 0;
-  virtual std::size_t reap(Duration idle) = 0;
-  virtual config::LogLevel log_level() const = 0;
-  virtual void set_log_level(config::LogLevel level) = 0;
-  // Re-reads the config file as SIGHUP does (Daemon::reload). The dotted
-  // keys whose running value changed, or the error: a parse error, or the
-  // keys that need a restart (nothing applied either way).
-  virtual Result<std::vector<std::string>> reload() {
-    return Error::from_errno(ENOTSUP, "reload is not available");
-  }
-};
+// What the handlers need from the daemon (lib/ctl/handlers.hpp): implemented
+// over CtlDaemonParts in ctl_handler.cpp (make_daemon_backend), and by fakes
+// in the unit tests.
+using CtlBackend = ctl::Backend;
 
 // The parts of rcnetd the ctl server serves from, lent by their owner (the
 // Daemon), which keeps each alive at the same address until the CtlServer is
@@ -88,11 +61,7 @@ std::unique_ptr<CtlBackend> make_daemon_backend(CtlDaemonParts parts);
 
 struct CtlCounters;  // ctl_server.hpp
 
-struct HandledRequest {
-  std::string reply;     // one '\n'-terminated reply line
-  bool refused = false;  // forbidden, unparsable or unknown command
-  bool monitor = false;  // an accepted "monitor": the client becomes a subscriber
-};
+using HandledRequest = ctl::Handled;
 
 // One request line (without or with its '\n') from a client with `access` →
 // its reply. Pure apart from the backend's calls; never throws (an internal

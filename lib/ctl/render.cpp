@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -444,53 +446,27 @@ std::string render_audit(const json& d) {
   return out;
 }
 
-std::string render_action(Command c, const json& d) {
-  switch (c) {
-    case Command::kDisconnect:
-      return "disconnecting peer " + text(d, "disconnected") + "\n";
-    case Command::kReap: {
-      const auto n = count(d, "reaped");
-      return "reaped " + text(d, "reaped") + (n && *n == 1 ? " connection\n" : " connections\n");
-    }
-    case Command::kLogLevel:
-      return "log level " + text(d, "previous") + " -> " + text(d, "level") + "\n";
-    default:
-      return d.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  }
+std::string render_disconnect(const json& d) {
+  return "disconnecting peer " + text(d, "disconnected") + "\n";
+}
+
+std::string render_reap(const json& d) {
+  const auto n = count(d, "reaped");
+  return "reaped " + text(d, "reaped") + (n && *n == 1 ? " connection\n" : " connections\n");
+}
+
+std::string render_log_level(const json& d) {
+  return "log level " + text(d, "previous") + " -> " + text(d, "level") + "\n";
+}
+
+std::string render_monitor(const json&) {
+  return "monitoring rcnetd's connection events\n";
 }
 
 std::string render(Command c, const json& data) {
-  switch (c) {
-    case Command::kStatus:
-      return render_status(data);
-    case Command::kRails:
-      return render_rails(data);
-    case Command::kPeers:
-      return render_peers(data);
-    case Command::kConnections:
-      return render_connections(data);
-    case Command::kQps:
-      return render_qps(data);
-    case Command::kSrq:
-      return render_srq(data);
-    case Command::kStats:
-      return render_stats(data);
-    case Command::kAudit:
-      return render_audit(data);
-    case Command::kConfig:
-      return render_config(data);
-    case Command::kDisconnect:
-    case Command::kReap:
-    case Command::kLogLevel:
-      return render_action(c, data);
-    case Command::kMonitor:
-      return "monitoring rcnetd's connection events\n";
-    case Command::kReload:
-      return render_reload(data);
-    case Command::kRoute:
-      return render_route(data);
-  }
-  return render_action(c, data);
+  if (static_cast<std::size_t>(c) < std::size(kCommands))
+    return info(c).render(data);
+  return data.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace {

@@ -19,7 +19,8 @@ std::string format_duration_ms(double ms);
 // Human sizes in IEC units: "512B", "1.5KiB", "1.5MiB", "2.0GiB", "1.0TiB".
 std::string format_bytes(std::uint64_t bytes);
 
-// One renderer per command; each returns '\n'-terminated lines.
+// One renderer per command, named by its row in kCommands (commands.hpp);
+// each returns '\n'-terminated lines.
 // status: a first line "rcnetd VERSION  pid N  up UPTIME  tun NAME ADDR
 // (netns NS)  log LEVEL [STOPPING]" when `data` has the daemon's "daemon"
 // object (the ctl server adds it), then the manager's counts, and a line
@@ -73,8 +74,13 @@ std::string render_audit(const json& data);
 // restart" (what a reload does with a change). An unset key is a comment
 // line, so the whole output parses as a config file.
 std::string render_config(const json& data);
-// disconnect, reap, log-level: one line saying what happened.
-std::string render_action(Command c, const json& data);
+// disconnect, reap, log-level: one line saying what happened
+// ("disconnecting peer N", "reaped N connections", "log level A -> B").
+std::string render_disconnect(const json& data);
+std::string render_reap(const json& data);
+std::string render_log_level(const json& data);
+// monitor's ok reply: "monitoring rcnetd's connection events".
+std::string render_monitor(const json& data);
 
 // monitor: one line per pushed event (protocol.hpp event_json), local time:
 //   "12:00:01.234 QPN 17 peer 10.99.0.2 ESTABLISHED -> DISCONNECTING (DREQ sent)"
@@ -91,7 +97,7 @@ std::string render_event(const json& event);
 // or "rcnetd closed the connection" when `message` is empty).
 std::string render_end(const std::string& message);
 
-// Dispatches on `c`.
+// The renderer of `c`'s row; for a value that is no enumerator, the JSON.
 std::string render(Command c, const json& data);
 
 }  // namespace rcnet::ctl
