@@ -26,11 +26,12 @@
 // TunDevice::configure() stops most of it at the source.
 //
 // Back-pressure has one channel, cm::PacketSink::send_capacity(): on false
-// (called from inside the manager's send()) the TUN io source is disabled at
-// once, so packets wait in the kernel's TUN queue (and the kernel drops there,
-// counted by the interface) instead of being read and dropped here; on true
-// it is enabled again. The io source's enabled state is the only record of
-// it here; the manager owns the capacity state.
+// (called from inside the port's send(); the port joins its rails' edges)
+// the TUN io source is disabled at once, so packets wait in the kernel's TUN
+// queue (and the kernel drops there, counted by the interface) instead of
+// being read and dropped here; on true it is enabled again. The io source's
+// enabled state is the only record of it here; the port owns the capacity
+// state.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -71,7 +72,8 @@ class TunPath final : public cm::PacketSink {
   using NextHop = std::function<std::optional<IpAddr>(const IpAddr& dst)>;
 
   // Our place on the overlay. Default (no address): every destination goes
-  // to route() as it is, no ICMP error is sent, no source is checked.
+  // to the port's route() as it is, no ICMP error is sent, no source is
+  // checked.
   struct Overlay {
     IpPrefix address;  // tun.address: ours, with the overlay prefix length
     // tun.address's IPv6 entry when it has two (address is then the IPv4 one).

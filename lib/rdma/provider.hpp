@@ -59,7 +59,7 @@ struct ProviderProfile {
   bool error_closes_stream = false;
   // Listening takes the TCP port of the same number on the address (iWARP
   // runs over TCP): a TCP listener there makes rdma_listen fail, reported
-  // as such (verbs_seam_open.cpp).
+  // as such (verbs_open.cpp).
   bool listen_takes_tcp_port = false;
   // libsiw mistakes one mmap key for "no mapping" (SIW_INVAL_UOBJ_KEY,
   // rdma/siw-abi.h): the device gets a small CQ over it before anything
@@ -95,31 +95,29 @@ struct ProviderRow {
   ProviderProfile profile;
 };
 
+// What every iWARP device is (the generic iWARP row), and siw: that, plus
+// libsiw's mmap key guard.
+inline constexpr ProviderProfile kIwarpProfile = {.name = "iwarp",
+                                                  .transport = "iwarp",
+                                                  .send_imm = false,
+                                                  .rnr = false,
+                                                  .last_wqe = false,
+                                                  .drain_after_error = false,
+                                                  .active_sends_first = true,
+                                                  .error_closes_stream = true,
+                                                  .listen_takes_tcp_port = true};
+constexpr ProviderProfile siw_profile() {
+  ProviderProfile p = kIwarpProfile;
+  p.name = "siw";
+  p.mmap_key_guard = true;
+  return p;
+}
+
 // The providers, first match wins: a driver's row above the generic row of
 // its transport, which comes last and matches every device of it.
 inline constexpr ProviderRow kProviderRows[] = {
-    {.transport = Transport::kIwarp,
-     .vendor_id = kSiwVendorId,
-     .profile = {.name = "siw",
-                 .transport = "iwarp",
-                 .send_imm = false,
-                 .rnr = false,
-                 .last_wqe = false,
-                 .drain_after_error = false,
-                 .active_sends_first = true,
-                 .error_closes_stream = true,
-                 .listen_takes_tcp_port = true,
-                 .mmap_key_guard = true}},
-    {.transport = Transport::kIwarp,
-     .profile = {.name = "iwarp",
-                 .transport = "iwarp",
-                 .send_imm = false,
-                 .rnr = false,
-                 .last_wqe = false,
-                 .drain_after_error = false,
-                 .active_sends_first = true,
-                 .error_closes_stream = true,
-                 .listen_takes_tcp_port = true}},
+    {.transport = Transport::kIwarp, .vendor_id = kSiwVendorId, .profile = siw_profile()},
+    {.transport = Transport::kIwarp, .profile = kIwarpProfile},
     {.transport = Transport::kInfiniband, .profile = {}},
 };
 

@@ -6,6 +6,7 @@
 
 #include "../wire/gso_packets.hpp"
 #include "cm/one_rail_port.hpp"
+#include "fake_port.hpp"
 #include "harness.hpp"
 #include "wire/vnet_hdr.hpp"
 
@@ -14,29 +15,6 @@ using namespace rcnet;
 using namespace rcnet::test;
 
 namespace {
-
-// The receive side alone: rail sinks reached as a Manager reaches its sink.
-struct TwoRails final : cm::PacketPort {
-  TwoRails() : cm::PacketPort(2) {}
-  using cm::PacketPort::rail_sink;
-  std::optional<Endpoint> route(const IpAddr&) override { return std::nullopt; }
-  cm::SendResult send(const Endpoint&, std::span<const std::byte>) override {
-    return cm::SendResult::kRefused;
-  }
-  std::span<std::byte> lend_send_buffer() override { return {}; }
-  cm::SendResult send_lent(const Endpoint&, std::size_t) override {
-    return cm::SendResult::kRefused;
-  }
-  void return_lent() override {}
-  void begin_send_batch() override {}
-  void end_send_batch() override {}
-  std::optional<std::uint32_t> peer_mtu(const Endpoint&) const override { return std::nullopt; }
-  std::optional<cm::PeerOverlays> peer_overlays(NodeId) const override { return std::nullopt; }
-  void set_observer(cm::EventObserver) override {}
-  cm::Snapshot snapshot() const override { return {}; }
-  void stopping() override {}
-  void reconfigure(Duration, Duration) override {}
-};
 
 // Node i's overlay address 10.100.0.i and back, as the config's prefix rule.
 cm::RailMap overlay_map(int self) {
@@ -60,7 +38,7 @@ IpAddr overlay(int i) {
 
 TEST_CASE("packet port: every rail delivers up, a packet before the upper sink is counted",
           "[cm][port]") {
-  TwoRails port;
+  FakePort port(2);  // its rail sinks reached as a Manager reaches its sink
   const auto p = packet(7);
   port.rail_sink(1).deliver(2, p);
   CHECK(port.dropped_early() == 1);
@@ -77,7 +55,7 @@ TEST_CASE("packet port: every rail delivers up, a packet before the upper sink i
 
 TEST_CASE("packet port: reading pauses when any rail lacks room, resumes when all have it",
           "[cm][port]") {
-  TwoRails port;
+  FakePort port(2);  // its rail sinks reached as a Manager reaches its sink
   RecordingSink up;
   port.set_upper(&up);
   port.rail_sink(0).send_capacity(false);

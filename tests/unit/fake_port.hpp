@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #pragma once
-// A packet port (cm/packet_port.hpp) for TunPath's tests: each call goes to
-// a std::function the test sets, with the answers of a port that has no
-// link (nothing mapped, no lending, no MTU known, no peer known) by default.
+// A packet port (cm/packet_port.hpp) for tests: each call goes to a
+// std::function the test sets, with the answers of a port that has no link
+// (nothing mapped, no lending, no MTU known, no peer known) by default; its
+// rails' sinks are open to the test (what a Manager delivers into).
 #include <functional>
 #include <optional>
 #include <span>
@@ -12,7 +13,8 @@
 namespace rcnet::test {
 
 struct FakePort final : cm::PacketPort {
-  FakePort() : cm::PacketPort(1) {}
+  explicit FakePort(std::size_t rails = 1) : cm::PacketPort(rails) {}
+  using cm::PacketPort::rail_sink;
   std::function<std::optional<Endpoint>(const IpAddr&)> on_route = [](const IpAddr&) {
     return std::optional<Endpoint>{};
   };
