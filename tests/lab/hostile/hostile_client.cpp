@@ -4,7 +4,7 @@
 // talks to librdmacm directly (rdma_cm(7)), not through rcnet's seam, so that
 // rcnetd meets bytes its own code never produces.
 //
-//   rcnet-hostile-client SRC DST PORT KIND
+//   rcnet-hostile-client SRC DST PORT KIND [OVERLAY]
 //     KIND: truncated | oversized | wrong-version | wrong-magic | spoofed-node |
 //           zero-incarnation | garbage | vanish | auth-replay | auth-proof
 //   auth-replay: a REQ that offers a proof (kCapAuth, key id 1) with the
@@ -12,6 +12,8 @@
 //   fresh nonce, then, once ESTABLISHED, a proof message (kImmAuth) that
 //   another handshake would have had: a recorded first message. It then
 //   waits up to 5 s for the peer to disconnect ("KIND: disconnected").
+//   OVERLAY: the overlay id whose tag the proof message carries (default
+//   ""), so that only its proof is wrong, as in a recorded one.
 //   Prints one line "KIND: rejected reason=<name> status=<n>" (REJ with
 //   rcnet private data), "KIND: rejected status=<n>" (without), "KIND:
 //   established" or "KIND: vanished", "KIND: error <what>". Exit 0 when the
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/proof.hpp"
 #include "util/address.hpp"
 #include "wire/auth_message.hpp"
 #include "wire/frame_header.hpp"
@@ -96,9 +99,10 @@ std::vector<std::uint8_t> crafted(const std::string& kind, const IpAddr& src) {
 // handshake: its bytes are fixed, so every run sends the same recorded one.
 // Framed as rcnet frames it: the immediate on InfiniBand and RoCE, the frame
 // header on iWARP (wire/frame_header.hpp).
-void send_stale_proof(rdma_cm_id* id) {
+void send_stale_proof(rdma_cm_id* id, const std::string& overlay) {
   wire::AuthMsg m;
   m.key_id = 1;
+  m.overlay_tag = auth::overlay_tag(auth::overlay_hash(overlay));
   m.proof.fill(0x5a);
   const auto msg = wire::encode_auth_msg(m);
   static std::byte buf[wire::kFrameHeaderLen + wire::kAuthMsgSize];
@@ -128,8 +132,8 @@ void send_stale_proof(rdma_cm_id* id) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s SRC DST PORT KIND\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr, "usage: %s SRC DST PORT KIND [OVERLAY]\n", argv[0]);
     return 2;
   }
   const std::string kind = argv[4];
@@ -202,7 +206,7 @@ int main(int argc, char** argv) {
     std::printf("%s: established\n", kind.c_str());
     rdma_ack_cm_event(ev);
     ev = nullptr;
-    send_stale_proof(id);
+    send_stale_proof(id, argc > 5 ? argv[5] : "");
     rdma_cm_event* end = next_event(ch);
     if (end != nullptr && end->event == RDMA_CM_EVENT_DISCONNECTED)
       std::printf("%s: disconnected\n", kind.c_str());
