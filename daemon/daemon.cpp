@@ -67,6 +67,22 @@ Result<std::unique_ptr<Daemon>> Daemon::create(config::Config cfg, DaemonOptions
 
 Result<void> Daemon::start() {
   incarnation_ = new_incarnation();
+  // The cluster keys (auth.keys): read now, re-read by each reload.
+  if (cfg_.auth.mode != config::AuthMode::kOff && !auth::ready())
+    return Error::invalid("auth.mode " + std::string(auth::to_string(cfg_.auth.mode)) +
+                          ": libsodium cannot start (no random source)");
+  auto keys = config::read_auth_keys(cfg_);
+  if (!keys)
+    return keys.error();
+  cfg_.manager.auth_keys = std::move(*keys);
+  if (cfg_.auth.mode != config::AuthMode::kOff) {
+    std::string ids;
+    for (const auth::Key& k : cfg_.manager.auth_keys)
+      ids += (ids.empty() ? "" : ", ") + std::to_string(k.id);
+    spdlog::info("peer proofs: auth.mode {}, overlay id \"{}\", keys {} (key {} proves)",
+                 auth::to_string(cfg_.auth.mode), cfg_.auth.overlay, ids,
+                 cfg_.manager.auth_keys.front().id);
+  }
 
   // Signals first, so a SIGTERM during a slow start is not lost.
   auto term = loop_.add_signal(SIGTERM, "SIGTERM",
@@ -564,12 +580,21 @@ Result<void> Daemon::reload() {
   }
   if (opts_.ctl_socket)
     next->ctl_socket = *opts_.ctl_socket;
+  // The key files are read before anything is applied: one that cannot be
+  // read keeps the running configuration, keys included.
+  auto auth_keys = config::read_auth_keys(*next);
+  if (!auth_keys) {
+    sd_notify(0, "READY=1");
+    return Error{auth_keys.error().code, "not applied, keeping the running configuration: " +
+                                             auth_keys.error().context};
+  }
   const auto keys = config::reload(cfg_, *next);
   if (!keys.empty()) {
     sd_notify(0, "READY=1");
     return Error::invalid("not applied, keeping the running configuration: " + join(keys) +
                           (keys.size() == 1 ? " needs" : " need") + " a restart");
   }
+  cfg_.manager.auth_keys = std::move(*auth_keys);
   for (std::size_t k = 0; k < rails_.size(); ++k) {
     cm::ManagerConfig mc = cfg_.manager_for_rail(k);
     mc.incarnation = incarnation_;

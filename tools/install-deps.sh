@@ -39,6 +39,8 @@ node=(
   meson ninja-build g++ pkg-config scdoc
   libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev libsystemd-dev
   libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+  # peer proofs (lib/auth): HMAC-SHA-256, BLAKE2b, randombytes, constant-time compare
+  libsodium-dev
   # tools/build-deb.sh: dpkg-buildpackage, debhelper's meson support, lintian
   # (build-essential: dpkg-buildpackage checks for it; --no-install-recommends
   # does not bring it on a minimal system)

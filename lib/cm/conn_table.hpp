@@ -8,6 +8,7 @@
 // every deadline and the reaper's two lists (idle, reclaim) in one place, so no
 // other file touches a map or a list.
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <memory>
 #include <set>
@@ -21,6 +22,7 @@
 #include "rdma/seam.hpp"
 #include "util/address.hpp"
 #include "util/time.hpp"
+#include "wire/auth_message.hpp"
 #include "wire/private_data.hpp"
 
 namespace rcnet::cm {
@@ -34,6 +36,26 @@ struct SendEntry {
 };
 
 struct Conn;
+
+// Where a connection stands with the peer proof (docs/design.md "Trust").
+enum class AuthState : std::uint8_t {
+  kOff,       // no proof on this connection: auth.mode off
+  kAwaiting,  // passive: the REP carried our proof, the peer's is due
+  kProven,    // the peer's proof verified (auth_key_id)
+  kUnproven,  // admitted without a proof (auth.mode optional)
+};
+std::string_view to_string(AuthState s);  // "off", "awaiting", "proven", "unproven"
+
+// What one handshake's proofs are made over (auth::Handshake), kept from
+// the REQ until the peer's proof verified, then freed.
+struct AuthPending {
+  wire::PrivateData req, rep;
+  IpAddr active_underlay, passive_underlay;
+  // Active, the REP's proof verified: our proof message, posted as the
+  // first SEND at ESTABLISHED (wire/auth_message.hpp).
+  std::array<std::byte, wire::kAuthMsgSize> msg{};
+  bool msg_due = false;
+};
 
 // Conn::tx_credits of a connection whose peer grants no credits.
 inline constexpr std::uint32_t kNoCreditLimit = 1u << 30;
@@ -102,6 +124,13 @@ struct Conn {
   bool peer_spoke = false;            // a SEND of the peer arrived on this QP
   bool sent_any = false;              // a SEND of ours was posted on this QP
   bool hold_first = false;  // passive, ESTABLISHED: waits for the active side's first SEND
+  // The peer proof: its state, the key it was proven with (0: none), the
+  // handshake while a proof is due, and whether packets wait for it
+  // (passive, awaiting: nothing is sent before the peer proved the key).
+  AuthState auth = AuthState::kOff;
+  std::uint8_t auth_key_id = 0;
+  bool hold_auth = false;
+  std::unique_ptr<AuthPending> auth_pending;
 
   bool has_qp() const { return qpn != 0; }
 };

@@ -36,8 +36,9 @@ SendResult DataPath::send(const Endpoint& dst, std::span<const std::byte> packet
     return SendResult::kRefused;
   Peer& p = table_.peer_for(node, dst);
   Conn* c = table_.conn_of(p);
-  if (c != nullptr && c->state == ConnState::kEstablished && c->hold_first) {
-    // The active side has not sent yet: the packet waits for it (receive()).
+  if (c != nullptr && c->state == ConnState::kEstablished && (c->hold_first || c->hold_auth)) {
+    // The active side has not sent yet, or not proved the cluster key: the
+    // packet waits for it (receive(), auth_released()).
     const bool dropped = enqueue(p, packet);
     return dropped ? SendResult::kDroppedOldest : SendResult::kQueued;
   }
@@ -366,6 +367,23 @@ bool DataPath::post_rail_message(Conn& c, std::span<const std::byte> msg) {
   std::memcpy(payload(slot), msg.data(), msg.size());
   post_slot(c, slot, msg.size(), wire::kImmRail);
   return true;
+}
+
+bool DataPath::post_auth_message(Conn& c, std::span<const std::byte> msg) {
+  if (!started_ || c.state != ConnState::kEstablished || msg.size() > payload_room() ||
+      !room_for(c, 1))
+    return false;
+  const std::uint32_t slot = *send_pool_.take();
+  std::memcpy(payload(slot), msg.data(), msg.size());
+  post_slot(c, slot, msg.size(), wire::kImmAuth);
+  return true;
+}
+
+void DataPath::auth_released(Conn& c) {
+  c.hold_auth = false;
+  released_.push_back(c.id);
+  if (!in_completions_)
+    release_held();
 }
 
 bool DataPath::post_control(Conn& c) {

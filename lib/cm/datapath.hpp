@@ -108,6 +108,12 @@ class DataPathHooks {
   virtual void send_failed(Conn& c, const rdma::WorkCompletion& wc) = 0;
   // A rail message arrived on `c` (kImmRail; `msg` valid during the call).
   virtual void rail_message(Conn& c, std::span<const std::byte> msg) = 0;
+  // The active side's proof arrived on `c` (kImmAuth; `msg` valid during
+  // the call): verify it; may tear `c` down (and erase it).
+  virtual void auth_message(Conn& c, std::span<const std::byte> msg) = 0;
+  // A data SEND (or rail message) arrived on `c` before the peer's proof
+  // verified: it was dropped (drops_unproven); refuse `c` (may erase it).
+  virtual void unproven_data(Conn& c) = 0;
   // The drain WR of `c` (DRAINING) completed: destroy its QP; erases `c`.
   virtual void destroy_qp(Conn& c, std::string_view why) = 0;
   // `c` waits in AWAIT_LAST_WQE and its own RQ has no WR left: post the
@@ -150,7 +156,7 @@ class DataPath {
   void established(Peer& p, Conn& c);
   // ESTABLISHED and allowed to send (not holding for the active side).
   static bool may_send(const Conn& c) {
-    return c.state == ConnState::kEstablished && !c.hold_first;
+    return c.state == ConnState::kEstablished && !c.hold_first && !c.hold_auth;
   }
 
   // --- set-up ------------------------------------------------------------------------
@@ -215,6 +221,8 @@ class DataPath {
   // Posts `p`'s queue on `c` (ESTABLISHED, p's conn) as one chain, until
   // slots or SQ room run short; then `p` waits, blocked, for completions.
   void flush_queue(Peer& p, Conn& c);
+  // Flushes the queues of released_'s conns that may send now.
+  void release_held();
   // After every entry point of the Manager: while back-pressure is on, gives
   // the blocked peers the room that came back, and sends the true edge once
   // none waits.
@@ -238,6 +246,14 @@ class DataPath {
   // traffic for failover: take_unsent() skips it). false when not started,
   // not ESTABLISHED, or no slot or SQ room (the caller tries again later).
   bool post_rail_message(Conn& c, std::span<const std::byte> msg);
+  // The active side's proof (kImmAuth, wire/auth_message.hpp) on `c`,
+  // ESTABLISHED: its first SEND, before the queued packets that
+  // established() then sends (RC keeps the order). false as for
+  // post_rail_message.
+  bool post_auth_message(Conn& c, std::span<const std::byte> msg);
+  // The passive side's `c` has the peer's proof: its queue may go (at the
+  // end of the completions being handled, or at once outside them).
+  void auth_released(Conn& c);
   // Failover (cm/rails.hpp): appends to `out`, in SQ order, a copy of every
   // data SEND of `c` not known complete (flushed, failed, or still in
   // flight on a QP about to be destroyed), in send()'s format (a frame
@@ -363,6 +379,7 @@ class DataPath {
   std::vector<std::uint64_t> credit_conns_;  // conns with credits_pending (credit_listed)
   std::vector<std::uint64_t> control_due_;   // conns with control_due
   std::vector<std::uint64_t> released_;      // passive conns whose active side spoke
+  bool in_completions_ = false;              // inside on_completions()' loop
 
   bool started_ = false;
   std::uint32_t buf_size_ = 0;  // bytes per receive buffer and send slot

@@ -95,23 +95,29 @@ void DataPath::arm_srq_limit() {
 }
 
 void DataPath::on_completions(std::span<const rdma::WorkCompletion> wcs) {
+  in_completions_ = true;
   for (const auto& wc : wcs)
     on_wc(wc);
+  in_completions_ = false;
   flush_srq_reposts();
   if (!credit_conns_.empty())
     return_credits();
-  if (!released_.empty()) {
-    // Passive connections whose active side has spoken: their queues go.
-    auto ids = std::move(released_);
-    released_.clear();
-    for (const std::uint64_t id : ids) {
-      Conn* c = table_.find(id);
-      Peer* p = c != nullptr ? table_.find_peer(c->peer) : nullptr;
-      if (p != nullptr && c->in_service && may_send(*c)) {
-        flush_queue(*p, *c);
-        if (c->grant != 0)
-          maybe_update_credits(*c);
-      }
+  if (!released_.empty())
+    release_held();
+}
+
+void DataPath::release_held() {
+  // Passive connections whose active side has spoken (and proved the key
+  // where a proof is due): their queues go.
+  auto ids = std::move(released_);
+  released_.clear();
+  for (const std::uint64_t id : ids) {
+    Conn* c = table_.find(id);
+    Peer* p = c != nullptr ? table_.find_peer(c->peer) : nullptr;
+    if (p != nullptr && c->in_service && may_send(*c)) {
+      flush_queue(*p, *c);
+      if (c->grant != 0)
+        maybe_update_credits(*c);
     }
   }
 }
@@ -276,6 +282,22 @@ void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) 
     // the header): connections with the immediate pay the one branch above.
     if (c != nullptr)
       header_received(*c, h->credits);
+  }
+  if (imm == wire::kImmAuth) {
+    if (c != nullptr)
+      hooks_.auth_message(*c, std::span<const std::byte>(data, len));
+    return;
+  }
+  // Before the peer proved the cluster key nothing of it is delivered, and
+  // a SEND that is not its proof ends the connection (docs/design.md
+  // "Trust"); with auth on, a SEND on no known QP is not delivered either.
+  if (cfg_.auth_mode != auth::Mode::kOff &&
+      (c == nullptr || c->auth == AuthState::kAwaiting) &&
+      (imm == wire::kImmData || imm == wire::kImmFrame || imm == wire::kImmRail)) {
+    ++ctr_.drops_unproven;
+    if (c != nullptr)
+      hooks_.unproven_data(*c);
+    return;
   }
   if (imm == wire::kImmRail && c != nullptr) {
     // Not traffic for the counters, but activity: a probed standby link is

@@ -70,10 +70,14 @@ void DataPath::negotiated(Conn& c, const wire::PrivateData& peer) {
 }
 
 void DataPath::established(Peer& p, Conn& c) {
-  if (!c.active && c.header && profile_.active_sends_first && !c.peer_spoke) {
+  // Passive, the active side's proof not verified yet: its queue waits
+  // (auth_released()), as it does for the active side's first SEND.
+  if (c.auth == AuthState::kAwaiting)
+    c.hold_auth = true;
+  if (!c.active && c.header && profile_.active_sends_first && !c.peer_spoke)
     c.hold_first = true;  // receive() lets the queue go
+  if (c.hold_auth || c.hold_first)
     return;
-  }
   // Queued packets first: the first of them is the active side's first
   // SEND, and a control SEND must not take the send slot they need.
   flush_queue(p, c);

@@ -225,7 +225,10 @@ void Manager::Impl::send_req(Conn& c) {
     attempt_failed(c, "create QP: " + r.error().message());
     return;
   }
-  const auto pd = wire::encode(my_pd(wire::Kind::kReq));
+  auto req = my_pd(wire::Kind::kReq);
+  if (auth_.on())
+    auth_.offer(c, req, cfg_.local.addr, c.peer_addr.addr);
+  const auto pd = wire::encode(req);
   if (auto r = seam_.connect(c.cm_id, params(pd)); !r) {
     attempt_failed(c, "rdma_connect: " + r.error().message());
     return;
@@ -254,6 +257,17 @@ void Manager::Impl::handle_rep(Conn& c, const rdma::CmEvent& ev) {
     p->incarnation = d.data.incarnation;
     p->overlay = d.data.overlay;
   }
+  if (c.auth_pending != nullptr) {
+    // The passive side's proof, before anything is sent or delivered.
+    if (auto r = auth_.check_rep(c, d.data)) {
+      auth_refused(c, *r, d.data.auth ? "the REP's proof" : "the REP offers no proof");
+      return;
+    }
+    if (c.auth == AuthState::kProven)
+      ++ctr_.auth_proven;
+    else
+      auth_unproven(c);
+  }
   established(c);
 }
 
@@ -280,6 +294,9 @@ void Manager::Impl::established(Conn& c) {
   p->attempts = 0;
   p->last_result = "ESTABLISHED";
   p->last_result_at = now();
+  if (!post_auth_proof(c))
+    return;
+  auth_established(c);
   dp_.established(*p, c);
   if (rail_hooks_ != nullptr)
     rail_hooks_->link_up(c.peer_addr, p->overlay, c.rails, c.peer_rail_count);
@@ -379,14 +396,18 @@ void Manager::Impl::handle_rej(Conn& c, const rdma::CmEvent& ev) {
     retry_later(*p, backoff(p->attempts));
     return;
   }
-  drop_queue(*p, ctr_.drops_connect_failed);
-  p->attempts = 0;
-  retry_later(*p, jitter(kRetryCap));
+  hold_down(*p);
+}
+
+void Manager::Impl::hold_down(Peer& p) {
+  drop_queue(p, ctr_.drops_connect_failed);
+  p.attempts = 0;
+  retry_later(p, jitter(kRetryCap));
 }
 
 void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
                            std::string_view detail, std::uint16_t retry_after_ms,
-                           bool peer_knows_busy) {
+                           bool peer_knows_busy, bool quiet) {
   const bool busy = reason == wire::RejectReason::kBusy;
   // A peer that does not know REJ busy would read it as a REJ without rcnet
   // private data; REJ full means the same to it (retry with backoff, keep
@@ -402,9 +423,10 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
   f.peer_port = from.port;
   f.reason = std::string(wire::to_string(reason));
   // Busy is logged at debug: a storm answers thousands of REQs so.
-  log::event(reason == wire::RejectReason::kMalformed ? spdlog::level::warn
-             : busy                                   ? spdlog::level::debug
-                                                      : spdlog::level::info,
+  log::event(quiet                                    ? spdlog::level::debug
+             : reason == wire::RejectReason::kMalformed ? spdlog::level::warn
+             : busy                                     ? spdlog::level::debug
+                                                        : spdlog::level::info,
              f, "REJ {} to REQ from {}: {}", wire::to_string(reason), from, detail);
   if (observer_) {
     Event e;
@@ -460,6 +482,21 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     reject(ev.id, wire::RejectReason::kMalformed, ev.src,
            fmt::format("node id {} does not match source address", node));
     return;
+  }
+  // The peer proof's checks of the REQ come before anything it could
+  // change here (admission, a merge, a stale connection replaced).
+  if (auth_.on()) {
+    if (auto r = auth_.check_req(d.data)) {
+      ++refused_counter(ctr_, *r);
+      // A peer that offers no proof may be a release before proofs: it
+      // gets not_allowed, which every release knows.
+      const auto rej = *r == Refusal::kUnknownKey ? wire::RejectReason::kUnknownKey
+                       : *r == Refusal::kReplay   ? wire::RejectReason::kReplay
+                                                  : wire::RejectReason::kNotAllowed;
+      reject(ev.id, rej, ev.src, fmt::format("auth: {}", to_string(*r)), 0, true,
+             !auth_.should_log(node, now()));
+      return;
+    }
   }
   // Admission: a REQ that meets our own attempt to its node starts no new
   // setup (the merge replaces ours, or REJ collision refuses it), so a
@@ -543,7 +580,12 @@ void Manager::Impl::handle_req(const rdma::CmEvent& ev) {
     attempt_failed(c, "create QP: " + r.error().message());
     return;
   }
-  const auto pd = wire::encode(my_pd(wire::Kind::kRep));
+  auto rep = my_pd(wire::Kind::kRep);
+  if (auth_.on() && d.data.auth)
+    auth_.answer(c, d.data, rep, ev.src.addr, cfg_.local.addr);
+  else if (auth_.on())
+    auth_unproven(c);
+  const auto pd = wire::encode(rep);
   if (auto r = seam_.accept(c.cm_id, params(pd)); !r) {
     attempt_failed(c, "rdma_accept: " + r.error().message());
     return;

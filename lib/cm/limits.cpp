@@ -232,6 +232,7 @@ void Manager::Impl::reconfigure(const ManagerConfig& n) {
   // Taken whole: only the live settings differ from cfg_ (manager.hpp), so
   // what start() sized stays as it is.
   cfg_ = with_defaults(n);
+  auth_reconfigured(auth_.configure(cfg_));
   // A lower depth applies to packets already queued: oldest dropped, counted.
   table_.for_each_peer([&](Peer& p) {
     while (p.queue.size() > cfg_.peer_queue_depth) {

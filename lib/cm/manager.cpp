@@ -19,6 +19,7 @@ Manager::Impl::Impl(ManagerConfig cfg, rdma::Seam& seam, TimerService& timers, P
       dp_(cfg_, ctr_, seam, timers, sink, table_, *this) {
   self_ = node_id_for(cfg_.local.addr);
   rng_ = cfg_.incarnation * 0x9e3779b97f4a7c15ull + self_;
+  (void)auth_.configure(cfg_);
 }
 
 std::string_view to_string(Framing f) {
@@ -199,6 +200,9 @@ void Manager::Impl::on_deadline(Conn& c) {
       drain_timed_out(c);
       break;
     case Expiry::kNone:
+      // ESTABLISHED's only bound: the peer's proof (auth_established()).
+      if (c.state == ConnState::kEstablished && c.auth == AuthState::kAwaiting)
+        auth_refused(c, Refusal::kNoProof, "no proof within timeouts.connect");
       break;
   }
 }
@@ -433,6 +437,8 @@ Snapshot Manager::Impl::snapshot() const {
     q.rx_packets = c.rx_packets;
     q.rx_bytes = c.rx_bytes;
     q.teardown_reason = c.teardown_reason;
+    q.auth = to_string(c.auth);
+    q.auth_key_id = c.auth == AuthState::kProven ? c.auth_key_id : 0;
     s.qps.push_back(std::move(q));
   });
   std::sort(s.qps.begin(), s.qps.end(), [](auto& a, auto& b) { return a.id < b.id; });

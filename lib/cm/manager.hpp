@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/proof.hpp"
 #include "cm/events.hpp"
 #include "cm/snapshot.hpp"
 #include "rdma/seam.hpp"
@@ -68,6 +69,13 @@ std::string_view to_string(Framing f);
 
 struct ManagerConfig {
   Endpoint local;                 // underlay address + port to bind and listen on
+  // Peer proofs (docs/design.md "Trust"; rcnetd.toml [auth]): the mode and
+  // overlay id from config::Config::auth (manager_for_rail), the keys read
+  // from their files by the daemon. Live: reconfigure() tears down each
+  // connection proven with a key no longer listed (or whose bytes changed).
+  auth::Mode auth_mode = auth::Mode::kOff;
+  std::string auth_overlay;
+  std::vector<auth::Key> auth_keys;  // the first proves; every one is accepted
   std::uint64_t incarnation = 0;  // nonzero; random per daemon start
   IpAddr overlay;                 // our TUN address, sent in private data
   std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size

@@ -32,6 +32,7 @@
 
 #include "cm/conn_table.hpp"
 #include "cm/datapath.hpp"
+#include "cm/peer_auth.hpp"
 #include "cm/manager.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
@@ -172,9 +173,13 @@ class Manager::Impl final : private DataPathHooks {
   // REJ `reason` to the REQ on `id`. kBusy carries `retry_after_ms` and goes
   // out as kFull to a peer whose REQ did not advertise kCapBusy
   // (`peer_knows_busy`), counted as busy either way.
+  // A peer whose answer was a considered no (a REJ that is not transient, a
+  // refused proof): its queue dropped (drops_connect_failed), one retry
+  // kRetryCap (jittered) later, for the packets that come meanwhile.
+  void hold_down(Peer& p);
   void reject(rdma::CmIdHandle id, wire::RejectReason reason, const Endpoint& from,
               std::string_view detail, std::uint16_t retry_after_ms = 0,
-              bool peer_knows_busy = true);
+              bool peer_knows_busy = true, bool quiet = false);
   bool allowed(const IpAddr& a) const;
   void handle_req(const rdma::CmEvent& ev);
   void ignore_cm(const Conn& c, const rdma::CmEvent& ev);
@@ -228,6 +233,25 @@ class Manager::Impl final : private DataPathHooks {
   // --- DataPathHooks ------------------------------------------------------------------
   bool sends_allowed() const override { return !shutting_down_ && link_up_ && !device_gone_; }
   void rail_message(Conn& c, std::span<const std::byte> msg) override;
+  void auth_message(Conn& c, std::span<const std::byte> msg) override;
+  void unproven_data(Conn& c) override;
+
+  // --- auth_link.cpp: the peer proof (cm/peer_auth.hpp) ----------------------------
+  // Counts `r`, logs it (once per peer and PeerAuth::kLogInterval, debug
+  // after), tears `c` down and, unless revoked, drops its peer's queue and
+  // holds the peer down as a REJ that is not transient does.
+  void auth_refused(Conn& c, Refusal r, std::string_view detail);
+  // auth.mode optional, a peer that offers no proof: admitted, counted, logged.
+  void auth_unproven(Conn& c);
+  // Passive, ESTABLISHED while the peer's proof is due: its bound.
+  void auth_established(Conn& c);
+  // Active, ESTABLISHED: posts our proof message first, before any packet;
+  // false when it could not (c torn down).
+  bool post_auth_proof(Conn& c);
+  // After reconfigure(): connections proven with a key in `gone` go
+  // (revoked); with auth.mode required, connections without a proof go.
+  void auth_reconfigured(const std::vector<std::uint8_t>& gone);
+  PeerAuth auth_;
 
   // --- rail_link.cpp ----------------------------------------------------------------
   // From teardown() and device_lost(): `c` was in service and goes down.

@@ -40,6 +40,27 @@ inline constexpr SeriesFamily kReadoptsNoticed{"rcnet_device_readopts_noticed_to
 inline constexpr SeriesFamily kFailovers{"rcnet_failovers_total", "cause",
                                          "peers moved off a failed link to another rail, by cause"};
 
+inline constexpr SeriesFamily kAuthRefused{
+    "rcnet_auth_refused_total", "reason",
+    "connections refused by the peer proof (docs/design.md \"Trust\"), by reason"};
+
+// Why the peer proof refused a connection (docs/design.md "Trust"): one row
+// per reason, X(ctx, enumerator, name, help). name is what to_string()
+// gives (logs, the teardown reason "auth: <name>"), the counter
+// auth_refused_<name> and its series rcnet_auth_refused_total{reason=...}.
+#define RCNET_AUTH_REFUSALS(X, ctx)                                                        \
+  X(ctx, kNoProof, no_proof,                                                              \
+    "refused: no proof (none offered in required mode, none in time, or data before it)") \
+  X(ctx, kBadProof, bad_proof, "refused: a proof that does not verify under its key")     \
+  X(ctx, kUnknownKey, unknown_key, "refused: a key id not among auth.keys")               \
+  X(ctx, kReplay, replay, "refused: a REQ nonce seen before (a replayed REQ)")            \
+  X(ctx, kOverlay, overlay, "refused: a peer of another overlay id")                      \
+  X(ctx, kRevoked, revoked, "torn down: proven with a key a reload removed")
+
+// An auth refusal's row as a counter row.
+#define RCNET_AUTH_REFUSED_ROW(X, enumerator, name, help) \
+  X(auth_refused_##name, kAuthRefused(#name), help)
+
 // A REJ reason's row (wire/private_data.hpp) as a counter row.
 #define RCNET_REJECT_SENT_ROW(X, enumerator, code, name, help) \
   X(rejects_sent_##name, kRejsSent(#name), help)
@@ -55,6 +76,12 @@ inline constexpr SeriesFamily kFailovers{"rcnet_failovers_total", "cause",
   X(connect_failures, "rcnet_connect_failures_total",                                           \
     "attempts that failed (addr/route/connect error, unreachable)")                             \
   X(accepts, "rcnet_reqs_accepted_total", "REQs accepted")                                      \
+  RCNET_AUTH_REFUSALS(RCNET_AUTH_REFUSED_ROW, X)                                                \
+  X(auth_proven, "rcnet_auth_proven_total", "connections whose peer's proof verified")         \
+  X(auth_unproven, "rcnet_auth_unproven_total",                                                 \
+    "connections admitted without a proof (auth.mode optional, a peer that offers none)")       \
+  X(drops_unproven, kDropped("unproven"),                                                       \
+    "packets dropped: received before the peer's proof verified")                               \
   RCNET_REJECT_REASONS(RCNET_REJECT_SENT_ROW, X)                                                \
   X(rejects_received, "rcnet_rejs_received_total", "REJ received")                              \
   X(rejects_received_busy, "rcnet_rejs_received_busy_total",                                    \
@@ -247,6 +274,11 @@ struct QpSnapshot {
   std::uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   std::string teardown_reason;  // empty until teardown starts
   std::uint32_t rail = 0;       // the rail (index into Snapshot::rails) this QP is on
+  // The peer proof (docs/design.md "Trust"): "off" (auth.mode off, or a
+  // peer this node asked nothing of), "awaiting", "proven", "unproven";
+  // auth_key_id: the key it was proven with (0 when not proven).
+  std::string_view auth = "off";
+  std::uint8_t auth_key_id = 0;
 };
 
 struct PeerSnapshot {

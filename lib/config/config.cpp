@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "config/config.hpp"
 
+#include <sodium.h>
+
 #include <fmt/format.h>
 #include <toml++/toml.h>
 #include <algorithm>
@@ -151,6 +153,11 @@ void cross_check(Reader& r, Config& c) {
   if (m.idle_timeout <= m.reaper_interval) {
     return r.fail_key("timeouts.idle", "must be longer than timeouts.reaper_interval");
   }
+  if (c.auth.mode != AuthMode::kOff && c.auth.keys.empty()) {
+    return r.fail_key(r.present("auth.keys") ? "auth.keys" : "auth.mode",
+                      "auth.mode " + std::string(auth::to_string(c.auth.mode)) +
+                          " needs a key: auth.keys = [{id = 1, file = \"/etc/rcnet/cluster.key\"}]");
+  }
   // The checks below need this node's addresses: they run once node.interface
   // has them (the daemon's load at start, --check-config on the node).
   if (!c.unresolved.empty())
@@ -244,6 +251,8 @@ cm::ManagerConfig Config::manager_for_rail(std::size_t rail) const {
   if (rail != 0 && rail < rails.size())
     out.local = rails[rail].local;
   out.rail_count = static_cast<std::uint8_t>(std::max<std::size_t>(rails.size(), 1));
+  out.auth_mode = auth.mode;
+  out.auth_overlay = auth.overlay;
   return out;
 }
 
@@ -492,6 +501,23 @@ std::vector<std::string> reload(Config& running, const Config& next) {
       k.copy(next, running);
   }
   return {};
+}
+
+Result<std::vector<auth::Key>> read_auth_keys(const Config& cfg) {
+  std::vector<auth::Key> out;
+  if (cfg.auth.mode == AuthMode::kOff)
+    return out;
+  for (std::size_t i = 0; i < cfg.auth.keys.size(); ++i) {
+    const AuthKeyRef& k = cfg.auth.keys[i];
+    auto bytes = auth::read_key_file(k.file);
+    if (!bytes) {
+      return Error{bytes.error().code, "auth.keys[" + std::to_string(i) + "] (id " +
+                                           std::to_string(k.id) + "): " + bytes.error().context};
+    }
+    out.emplace_back(k.id, *bytes);
+    sodium_memzero(bytes->data(), bytes->size());
+  }
+  return out;
 }
 
 }  // namespace rcnet::config

@@ -52,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/proof.hpp"
 #include "cm/manager.hpp"
 #include "config/log_level.hpp"
 #include "util/address.hpp"
@@ -95,6 +96,27 @@ struct StaticPeer {
   // In tun_address6's family when tun.address has both families; else empty.
   IpAddr overlay6{};
   bool operator==(const StaticPeer&) const = default;
+};
+
+// [auth] (docs/design.md "Trust"): auth.mode, the overlay id and the key
+// files. The keys' bytes are not here: the daemon reads the files
+// (config::read_auth_keys) at start and at each reload.
+using AuthMode = auth::Mode;
+// The names auth.mode takes, indexed by AuthMode.
+inline constexpr std::array<std::string_view, 3> kAuthModeNames = {"off", "optional", "required"};
+static_assert(static_cast<std::size_t>(AuthMode::kRequired) + 1 == kAuthModeNames.size(),
+              "kAuthModeNames: one name per AuthMode, in order");
+// One auth.keys entry: a key's id (1..255) and its file (auth/key_file.hpp).
+struct AuthKeyRef {
+  std::uint8_t id = 0;
+  std::string file;
+  bool operator==(const AuthKeyRef&) const = default;
+};
+struct AuthConfig {
+  AuthMode mode = AuthMode::kOff;  // auth.mode (live)
+  std::string overlay;             // auth.overlay (restart): the overlay id
+  std::vector<AuthKeyRef> keys;    // auth.keys (live): the first proves, all are accepted
+  bool operator==(const AuthConfig&) const = default;
 };
 
 // Where a key's value came from: the file (the config or a drop-in) and the
@@ -175,6 +197,8 @@ struct Config {
 
   LogLevel log_level = LogLevel::kInfo;
   LogTarget log_target = LogTarget::kAuto;
+
+  AuthConfig auth;
 
   std::string ctl_socket = "/run/rcnet/rcnetd.sock";
   std::string ctl_group = "rcnet";
@@ -269,5 +293,11 @@ std::vector<std::string> restart_required(const Config& running, const Config& n
 // Fields no key names (manager.incarnation, manager.signal_every) keep
 // their running values.
 std::vector<std::string> reload(Config& running, const Config& next);
+
+// The keys of cfg.auth.keys, read from their files (auth::read_key_file),
+// in the file's order: the first proves. Empty with auth.mode off. Errors:
+// the first file that cannot be read or is not a key, named with its
+// auth.keys entry.
+Result<std::vector<auth::Key>> read_auth_keys(const Config& cfg);
 
 }  // namespace rcnet::config

@@ -315,6 +315,48 @@ Value get_static_peers(const Config& c) {
   return out;
 }
 
+void read_auth_keys(Field& f, Config& c) {
+  const toml::array* arr = f.node.as_array();
+  if (arr == nullptr || (!arr->empty() && !arr->is_array_of_tables()))
+    return f.fail("expected a list of tables {id = 1..255, file = \"PATH\"}");
+  static constexpr std::array<std::string_view, 2> kFields = {"id", "file"};
+  c.auth.keys.clear();
+  for (std::size_t i = 0; i < arr->size() && !f.r.failed(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    const std::string sec = f.full + "[" + std::to_string(i) + "]";
+    f.r.only_keys(*t, sec, kFields);
+    AuthKeyRef k;
+    const std::string id = sec + ".id";
+    if (const toml::node* n = f.r.find(t, id, "id")) {
+      const auto v = n->value<std::int64_t>();
+      if (!v || *v < 1 || *v > 255)
+        return f.r.fail_key(id, "expected an integer 1..255");
+      k.id = static_cast<std::uint8_t>(*v);
+      for (const AuthKeyRef& before : c.auth.keys) {
+        if (before.id == k.id)
+          return f.r.fail_key(id, "key id " + std::to_string(*v) + " listed twice");
+      }
+    }
+    const std::string file = sec + ".file";
+    if (const toml::node* n = f.r.find(t, file, "file")) {
+      const auto v = n->value<std::string>();
+      if (!v || v->empty())
+        return f.r.fail_key(file, "expected the key file's path (or a credential's name)");
+      k.file = *v;
+    }
+    for (std::string_view name : kFields)
+      f.r.require(sec + "." + std::string(name), t);
+    c.auth.keys.push_back(std::move(k));
+  }
+}
+
+Value get_auth_keys(const Config& c) {
+  std::vector<InlineTable> out;
+  for (const AuthKeyRef& k : c.auth.keys)
+    out.push_back({{"id", std::to_string(k.id)}, {"file", k.file}});
+  return out;
+}
+
 void read_rail_addresses(Field& f, Config& c) {
   std::vector<RailConfig> rails;
   for (const auto& [node, name] : per_rail(f.r, f.node, f.full, "address")) {

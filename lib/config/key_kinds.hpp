@@ -39,6 +39,7 @@ const char* ifname(const std::string& s);       // tun.name: a Linux interface n
 const char* netns_name(const std::string& s);   // tun.netns: a name under /run/netns
 const char* socket_path(const std::string& s);  // ctl.socket: fits sockaddr_un
 const char* group_name(const std::string& s);   // ctl.group: not empty
+const char* overlay_id(const std::string& s);   // auth.overlay: printable ASCII, at most 64
 
 // "10s", "500ms", "2m", "1h", "1.5s" → Duration (duration.cpp). nullopt for
 // anything else, including negative values; the caller checks the range.
@@ -83,6 +84,8 @@ Value get_tun_addresses(const Config& c);
 // underlay is an address or a list of 1..kMaxRails (rail 0 first).
 void read_static_peers(Field& f, Config& c);
 Value get_static_peers(const Config& c);
+void read_auth_keys(Field& f, Config& c);  // auth.keys: [{id, file}, ...]
+Value get_auth_keys(const Config& c);
 
 // node.address: an address or a list of 1..kMaxRails (rail 0 first), each
 // through own_address; sets c.rails (one per entry, node.port filled in by
@@ -311,6 +314,10 @@ constexpr Kind prefix_list() {
 
 constexpr Kind tun_addresses() {
   return {&get_tun_addresses, &read_tun_addresses, nullptr, kRequired};
+}
+
+constexpr Kind auth_keys() {
+  return {&get_auth_keys, &read_auth_keys, &copy_field<&Config::auth, &AuthConfig::keys>};
 }
 
 constexpr Kind static_peers() {

@@ -148,6 +148,18 @@ constexpr Key kKeys[] = {
         "busy-poll: after handling events, keep polling (TUN, CQ, every source) this long "
         "before sleeping; trades a core's time for wakeup latency; 0 = off"),
 
+    key("auth.mode", kLive,
+        enumeration<kAuthModeNames, &Config::auth, &AuthConfig::mode>(),
+        "peer proofs: off, optional (a peer that offers no proof is admitted, counted and "
+        "logged; a wrong proof is refused) or required (no packet without a good proof)"),
+    key("auth.overlay", kRestart, string<overlay_id, &Config::auth, &AuthConfig::overlay>(),
+        "the overlay id every proof binds: nodes of another overlay are refused (reason "
+        "overlay) even with the same key"),
+    key("auth.keys", kLive, auth_keys(),
+        "cluster keys {id = 1..255, file = PATH}: the first proves, all are accepted; a file "
+        "without '/' is a systemd credential ($CREDENTIALS_DIRECTORY); a reload re-reads them "
+        "and tears down connections proven with a key no longer listed"),
+
     key("log.level", kLive, enumeration<kLevelNames, &Config::log_level>(),
         "log level; rcnetctl log-level changes it until the next reload"),
     key("log.target", kRestart, enumeration<kLogTargets, &Config::log_target>(),

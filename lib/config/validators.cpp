@@ -104,4 +104,14 @@ const char* group_name(const std::string& s) {
   return s.empty() ? "expected a group name" : nullptr;
 }
 
+const char* overlay_id(const std::string& s) {
+  if (s.size() > 64)
+    return "expected an overlay id of at most 64 characters";
+  for (const char ch : s) {
+    if (ch < 0x21 || ch > 0x7e)
+      return "expected an overlay id of printable ASCII characters without spaces";
+  }
+  return nullptr;
+}
+
 }  // namespace rcnet::config::detail

@@ -11,7 +11,7 @@
 // Layout, 4 bytes, then the payload (an IP packet, a frame, a rail message,
 // or nothing):
 //   off len field
-//     0   1 kind      (kind_of(imm): 1 data, 2 control, 3 frame, 4 rail;
+//     0   1 kind      (kind_of(imm): 1 data, 2 control, 3 frame, 4 rail, 5 auth;
 //                     the low byte of the immediate that would say the same)
 //     1   1 reserved  (sent as 0, ignored on receipt)
 //     2   2 credits   (big-endian: receive buffers the sender reposted for
@@ -37,7 +37,7 @@ struct FrameHeader {
   std::uint16_t credits = 0;
 };
 
-// The header's kind byte of an immediate (kImmData ... kImmRail).
+// The header's kind byte of an immediate (kImmData ... kImmAuth).
 constexpr std::uint8_t kind_of(std::uint32_t imm) {
   return static_cast<std::uint8_t>(imm & 0xff);
 }
@@ -54,7 +54,7 @@ inline std::optional<FrameHeader> parse_frame_header(std::span<const std::byte> 
   if (in.size() < kFrameHeaderLen)
     return std::nullopt;
   const auto kind = std::to_integer<std::uint8_t>(in[0]);
-  if (kind < kind_of(kImmData) || kind > kind_of(kImmRail))
+  if (kind < kind_of(kImmData) || kind > kind_of(kImmAuth))
     return std::nullopt;
   FrameHeader h;
   h.imm = (kImmData & 0xffffff00u) | kind;

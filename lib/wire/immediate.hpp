@@ -25,5 +25,9 @@ inline constexpr std::uint32_t kImmFrame = 0x52430003;
 // connection whose peer advertised kCapRails (wire/private_data.hpp); an
 // older peer would ignore it anyway, as any unknown immediate.
 inline constexpr std::uint32_t kImmRail = 0x52430004;
+// The active side's proof (wire/auth_message.hpp): its first SEND on a
+// connection whose REP carried the passive side's proof (kCapAuth). Sent
+// only then; an older peer never negotiates kCapAuth, so never sees it.
+inline constexpr std::uint32_t kImmAuth = 0x52430005;
 
 }  // namespace rcnet::wire

@@ -29,6 +29,14 @@ static_assert(kOffRetryAfter + 2 == kOffRailCount);
 static_assert(kOffRailCount + 1 == kOffCredits);
 static_assert(kOffCredits + 2 == kEncodedSize);
 static_assert(kEncodedSize <= kMaxReqSize);
+// With kCapAuth (REQ and REP).
+constexpr std::size_t kOffKeyId = kEncodedSize;
+constexpr std::size_t kOffReqNonce = kOffKeyId + 1;
+constexpr std::size_t kOffRepTag = kOffKeyId + 1;
+constexpr std::size_t kOffRepNonce = kOffRepTag + kOverlayTagLen;
+constexpr std::size_t kOffRepProof = kOffRepNonce + kRepNonceLen;
+static_assert(kOffReqNonce + kReqNonceLen == kAuthReqSize);
+static_assert(kOffRepProof + kProofLen == kAuthRepSize);
 
 constexpr std::uint8_t kMagic0 = 0x52;  // 'R'
 constexpr std::uint8_t kMagic1 = 0x43;  // 'C'
@@ -95,12 +103,17 @@ std::string_view to_string(DecodeError e) {
       return "bad_family";
     case DecodeError::kBadReason:
       return "bad_reason";
+    case DecodeError::kShortAuth:
+      return "short_auth";
   }
   return "unknown";
 }
 
-std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
-  std::array<std::uint8_t, kEncodedSize> out{};
+std::vector<std::uint8_t> encode(const PrivateData& pd) {
+  const bool auth = pd.auth && pd.kind != Kind::kRej;
+  std::vector<std::uint8_t> out(!auth                 ? kEncodedSize
+                                : pd.kind == Kind::kReq ? kAuthReqSize
+                                                        : kAuthRepSize);
   out[kOffVersion] = kVersion;
   out[kOffKind] = static_cast<std::uint8_t>(pd.kind);
   out[kOffMagic] = kMagic0;
@@ -124,6 +137,17 @@ std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd) {
       (pd.header ? kCapHeader : 0) | (pd.header_ok ? kCapHeaderOk : 0));
   if (pd.uso)
     out[kOffCaps] = static_cast<std::uint8_t>(out[kOffCaps] | kCapUso);
+  if (auth) {
+    out[kOffCaps] = static_cast<std::uint8_t>(out[kOffCaps] | kCapAuth);
+    out[kOffKeyId] = pd.key_id;
+    if (pd.kind == Kind::kReq) {
+      std::copy_n(pd.nonce.begin(), kReqNonceLen, &out[kOffReqNonce]);
+    } else {
+      std::copy(pd.overlay_tag.begin(), pd.overlay_tag.end(), &out[kOffRepTag]);
+      std::copy(pd.nonce.begin(), pd.nonce.end(), &out[kOffRepNonce]);
+      std::copy(pd.proof.begin(), pd.proof.end(), &out[kOffRepProof]);
+    }
+  }
   if (pd.kind == Kind::kRej && pd.reason == RejectReason::kBusy)
     put_be<std::uint16_t>(std::span(out), kOffRetryAfter, pd.retry_after_ms);
   if (pd.kind != Kind::kRej) {
@@ -229,6 +253,22 @@ Decoded decode(std::span<const std::uint8_t> bytes, Kind expected) {
   // prefix padded with zeros decodes to the same value.
   if (pd.kind != Kind::kRej)
     pd.credits = static_cast<std::uint16_t>(at(kOffCredits) << 8 | at(kOffCredits + 1));
+  // The proof's fields: all of them, or the REQ/REP is refused (a receiver
+  // that asks for proofs must not read a cut one as zeros).
+  if ((caps & kCapAuth) != 0 && pd.kind != Kind::kRej) {
+    const std::size_t need = pd.kind == Kind::kReq ? kAuthReqSize : kAuthRepSize;
+    if (bytes.size() < need || bytes[kOffKeyId] == 0)
+      return fail(DecodeError::kShortAuth);
+    pd.auth = true;
+    pd.key_id = bytes[kOffKeyId];
+    if (pd.kind == Kind::kReq) {
+      std::copy_n(&bytes[kOffReqNonce], kReqNonceLen, pd.nonce.begin());
+    } else {
+      std::copy_n(&bytes[kOffRepTag], kOverlayTagLen, pd.overlay_tag.begin());
+      std::copy_n(&bytes[kOffRepNonce], kRepNonceLen, pd.nonce.begin());
+      std::copy_n(&bytes[kOffRepProof], kProofLen, pd.proof.begin());
+    }
+  }
   d.ok = true;
   return d;
 }

@@ -39,7 +39,21 @@
 //                            credit flow: its device has RNR retry and the
 //                            peer may send freely. Sent as 0 in a REJ;
 //                            absent = 0)
-//    49     = kEncodedSize
+//    49     = kEncodedSize: without kCapAuth, encode() ends here
+//
+// With kCapAuth (docs/design.md "Trust"; cm/auth.hpp makes and checks the
+// proofs), REQ and REP go on:
+//   REQ  49   1 key id         (1..255: the key the sender proves with)
+//        50   6 nonce          (the active side's, random per REQ)
+//        56     = kAuthReqSize (kMaxReqSize: the REQ is full)
+//   REP  49   1 key id         (the REQ's, echoed)
+//        50   8 overlay tag    (auth::overlay_tag of the sender's overlay id)
+//        58  16 nonce          (the passive side's, random per REP)
+//        74  32 proof          (HMAC-SHA-256, auth::passive_proof)
+//       106     = kAuthRepSize
+// A receiver that does not know kCapAuth (bit 7, reserved before it) ignores
+// the bit and every byte past kEncodedSize; one that knows it refuses a REQ
+// or REP that sets it and is too short for the fields (kShortAuth).
 //
 // iWARP carries private data in the MPA request and reply (siw adds 4
 // bytes of its own: 49 sent, 53 received, within kMaxReqSize).
@@ -117,8 +131,22 @@ inline constexpr std::uint8_t kCapHeader = 0x10;
 // (transport.framing = header on a device with immediates) uses the
 // immediate toward it.
 inline constexpr std::uint8_t kCapHeaderOk = 0x20;
+// kCapAuth: the sender proves a cluster key (docs/design.md "Trust"): a
+// REQ carries its key id and nonce, a REP the passive side's proof, and the
+// active side's first SEND on the connection is its proof (kImmAuth,
+// wire/auth_message.hpp). A peer without it offers no proof.
+inline constexpr std::uint8_t kCapAuth = 0x80;
 inline constexpr std::uint8_t kKnownCaps =
-    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk | kCapUso;
+    kCapGso | kCapRails | kCapBusy | kCapHeader | kCapHeaderOk | kCapUso | kCapAuth;
+
+inline constexpr std::size_t kReqNonceLen = 6;
+inline constexpr std::size_t kRepNonceLen = 16;
+inline constexpr std::size_t kOverlayTagLen = 8;
+inline constexpr std::size_t kProofLen = 32;  // HMAC-SHA-256
+inline constexpr std::size_t kAuthReqSize = kEncodedSize + 1 + kReqNonceLen;
+inline constexpr std::size_t kAuthRepSize =
+    kEncodedSize + 1 + kOverlayTagLen + kRepNonceLen + kProofLen;
+static_assert(kAuthReqSize <= kMaxReqSize && kAuthRepSize <= kMaxRepSize);
 
 // Why a connection request was refused, carried in REJ private data: one
 // row per reason, X(ctx, enumerator, code, name, help). code is the byte on
@@ -144,7 +172,11 @@ inline constexpr std::uint8_t kKnownCaps =
   /* private data failed validation */                                           \
   X(ctx, kMalformed, 7, malformed, "REJ sent: malformed")                        \
   /* limits.max_pending_setups setups in progress: retry after retry_after_ms */ \
-  X(ctx, kBusy, 8, busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")
+  X(ctx, kBusy, 8, busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")    \
+  /* kCapAuth only: the REQ's key id is not among auth.keys */                   \
+  X(ctx, kUnknownKey, 9, unknown_key, "REJ sent: unknown_key (auth)")            \
+  /* kCapAuth only: the REQ's nonce was seen before (a replayed REQ) */          \
+  X(ctx, kReplay, 10, replay, "REJ sent: replay (auth)")
 
 enum class RejectReason : std::uint8_t {
   kNone = 0,
@@ -196,6 +228,13 @@ struct PrivateData {
   bool header_ok = false;  // kCapHeaderOk (meaningful in REQ and REP)
   // REQ/REP: receive credits granted (bytes 47..48); 0 = no credit flow.
   std::uint16_t credits = 0;
+  // REQ/REP: kCapAuth and its fields (meaningless without it). A REQ's
+  // nonce is its first kReqNonceLen bytes; overlay_tag and proof are a REP's.
+  bool auth = false;
+  std::uint8_t key_id = 0;
+  std::array<std::uint8_t, kRepNonceLen> nonce{};
+  std::array<std::uint8_t, kOverlayTagLen> overlay_tag{};
+  std::array<std::uint8_t, kProofLen> proof{};
   bool operator==(const PrivateData&) const = default;
 };
 
@@ -212,12 +251,15 @@ enum class DecodeError : std::uint8_t {
   kBadFamily,  // overlay family not 0/4/6, or unused overlay bytes nonzero
                // (IPv4: bytes 4..15; none: all 16)
   kBadReason,  // REJ with kNone or unknown reason; REQ/REP with a reason
+  kShortAuth,  // REQ/REP with kCapAuth, too short for its fields (or key id 0)
 };
 std::string_view to_string(DecodeError e);
 
-// Encodes `pd` into exactly kEncodedSize bytes (always within every limit).
-// retry_after_ms is written only for a REJ busy (zeros otherwise).
-std::array<std::uint8_t, kEncodedSize> encode(const PrivateData& pd);
+// Encodes `pd`: kEncodedSize bytes, or with pd.auth (REQ, REP) kAuthReqSize
+// or kAuthRepSize (always within the kind's limit). retry_after_ms is
+// written only for a REJ busy (zeros otherwise); a REJ carries no auth
+// fields.
+std::vector<std::uint8_t> encode(const PrivateData& pd);
 
 struct Decoded {
   bool ok = false;

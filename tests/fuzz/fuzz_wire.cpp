@@ -14,6 +14,8 @@
 //     padding and, as private_data.hpp documents, not interpreted: the same
 //     prefix padded with zeros to the kind's limit decodes to the same value;
 //   - decode(encode(decode(in))) == decode(in).
+// The same input after byte 0 as the active side's proof message
+// (wire/auth_message.hpp): an accepted one re-encodes to itself.
 // Encode side: the same bytes read as fields build a PrivateData x; if x is
 // valid by the header's rules, decode(encode(x)) == x; if not, decode refuses
 // encode(x) (encode never produces accepted bytes for an invalid value).
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "wire/auth_message.hpp"
 #include "wire/private_data.hpp"
 
 using namespace rcnet;
@@ -62,7 +65,17 @@ void decode_side(Kind expected, std::span<const std::uint8_t> in) {
   const auto enc = encode(d.data);
   FUZZ_CHECK(std::memcmp(enc.data(), in.data(), kBaseSize) == 0);
   const std::uint8_t caps = in.size() > kBaseSize ? in[kBaseSize] : 0;
-  FUZZ_CHECK(enc[kBaseSize] == (caps & kKnownCaps));
+  // kCapAuth means nothing in a REJ (its fields are a REQ's and a REP's).
+  const std::uint8_t known = expected == Kind::kRej ? kKnownCaps & ~kCapAuth : kKnownCaps;
+  FUZZ_CHECK(enc[kBaseSize] == (caps & known));
+  // With kCapAuth the proof's fields follow, byte for byte.
+  FUZZ_CHECK(d.data.auth == ((caps & known & kCapAuth) != 0));
+  if (d.data.auth) {
+    FUZZ_CHECK(enc.size() <= in.size());
+    FUZZ_CHECK(d.data.key_id != 0);
+    FUZZ_CHECK(std::memcmp(enc.data() + kEncodedSize, in.data() + kEncodedSize,
+                           enc.size() - kEncodedSize) == 0);
+  }
   // The retry-after (bytes kBaseSize + 1, + 2) is interpreted in a REJ busy
   // only, the rail count (kBaseSize + 3) and the credits granted (kBaseSize
   // + 4, + 5) in a REQ or REP only; missing bytes read as rdma_cm's zero
@@ -78,7 +91,7 @@ void decode_side(Kind expected, std::span<const std::uint8_t> in) {
   FUZZ_CHECK(again.data == d.data);
 
   std::vector<std::uint8_t> padded(limit_of(expected), 0);
-  std::memcpy(padded.data(), in.data(), std::min(in.size(), kEncodedSize));
+  std::memcpy(padded.data(), in.data(), std::min(in.size(), enc.size()));
   const Decoded pad = decode(padded, expected);
   FUZZ_CHECK(pad.ok);
   FUZZ_CHECK(pad.data == d.data);
@@ -134,12 +147,27 @@ void encode_side(std::span<const std::uint8_t> in) {
   // A rail count exists in a REQ or REP only.
   if (x.kind != Kind::kRej)
     x.rail_count = b.u8();
+  // So do the proof's fields (a REQ's nonce is its first kReqNonceLen bytes,
+  // its tag and proof zero).
+  if (x.kind != Kind::kRej && (bits & 16) != 0) {
+    x.auth = true;
+    x.key_id = b.u8();
+    const std::size_t nonce_len = x.kind == Kind::kReq ? kReqNonceLen : kRepNonceLen;
+    for (std::size_t i = 0; i < nonce_len; ++i)
+      x.nonce[i] = b.u8();
+    if (x.kind == Kind::kRep) {
+      for (auto& t : x.overlay_tag)
+        t = b.u8();
+      for (auto& p : x.proof)
+        p = b.u8();
+    }
+  }
 
   const bool valid_reason = x.kind == Kind::kRej
                                 ? (x.reason != RejectReason::kNone && x.reason <= kMaxRejectReason)
                                 : x.reason == RejectReason::kNone;
-  const bool valid =
-      x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu && x.mtu <= kMaxMtu && valid_reason;
+  const bool valid = x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu &&
+                     x.mtu <= kMaxMtu && valid_reason && (!x.auth || x.key_id != 0);
 
   const auto enc = encode(x);
   const Decoded d = decode(enc, x.kind);
@@ -156,11 +184,27 @@ void encode_side(std::span<const std::uint8_t> in) {
 
 }  // namespace
 
+// The active side's proof message (wire/auth_message.hpp): an accepted one
+// is re-encoded to the same bytes, but for the reserved byte 3.
+void auth_msg_side(std::span<const std::uint8_t> in) {
+  const auto b = std::as_bytes(in);
+  const auto m = decode_auth_msg(b);
+  if (!m)
+    return;
+  FUZZ_CHECK(in.size() >= kAuthMsgSize);
+  FUZZ_CHECK(m->key_id != 0);
+  const auto enc = encode_auth_msg(*m);
+  FUZZ_CHECK(std::memcmp(enc.data(), b.data(), 3) == 0);
+  FUZZ_CHECK(std::memcmp(enc.data() + 4, b.data() + 4, kAuthMsgSize - 4) == 0);
+  FUZZ_CHECK(decode_auth_msg(enc) == m);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0)
     return 0;
   const std::span<const std::uint8_t> all(data, size);
   decode_side(kind_from(data[0]), all.subspan(1));
   encode_side(all);
+  auth_msg_side(all.subspan(1));
   return 0;
 }

@@ -128,8 +128,11 @@ struct Hooks final : DataPathHooks {
   void rail_message(Conn& c, std::span<const std::byte> m) override {
     rail_msgs.emplace_back(c.id, std::vector<std::byte>(m.begin(), m.end()));
   }
+  void auth_message(Conn& c, std::span<const std::byte>) override { auth_msgs.push_back(c.id); }
+  void unproven_data(Conn& c) override { unproven.push_back(c.id); }
   log::Fields fields(const Conn&) const override { return {}; }
   std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> rail_msgs;
+  std::vector<std::uint64_t> auth_msgs, unproven;
 };
 
 std::vector<std::byte> bytes(std::uint32_t seq, std::size_t size = 100) {

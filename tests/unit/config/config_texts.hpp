@@ -74,6 +74,10 @@ framing = "header"
 credits = 24
 offload = false
 poll_us = 50
+[auth]
+mode = "optional"
+overlay = "lab-a"
+keys = [{id = 1, file = "/etc/rcnet/k1.key"}, {id = 2, file = "k2.key"}]
 [log]
 level = "debug"
 target = "journal"
@@ -169,6 +173,9 @@ inline constexpr Change kChanges[] = {
     {"transport.credits", "\ncredits = 24", "\ncredits = 32"},
     {"transport.offload", "\noffload = false", "\noffload = true"},
     {"transport.poll_us", "\npoll_us = 50", "\npoll_us = 0"},
+    {"auth.mode", "\nmode = \"optional\"", "\nmode = \"required\""},
+    {"auth.overlay", "\noverlay = \"lab-a\"", "\noverlay = \"lab-b\""},
+    {"auth.keys", "file = \"k2.key\"", "file = \"k3.key\""},
     {"log.level", "\nlevel = \"debug\"", "\nlevel = \"trace\""},
     {"log.target", "\ntarget = \"journal\"", "\ntarget = \"stderr\""},
     {"ctl.socket", "\nsocket = \"/run/rcnet/test.sock\"", "\nsocket = \"/run/rcnet/t2.sock\""},

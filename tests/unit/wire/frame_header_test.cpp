@@ -21,7 +21,7 @@ TEST_CASE("wire: frame header bytes and round trip", "[wire][iwarp]") {
   CHECK(b[1] == std::byte{0});
   CHECK(b[2] == std::byte{0x12});
   CHECK(b[3] == std::byte{0x34});
-  for (std::uint32_t imm : {kImmData, kImmControl, kImmFrame, kImmRail}) {
+  for (std::uint32_t imm : {kImmData, kImmControl, kImmFrame, kImmRail, kImmAuth}) {
     for (std::uint16_t credits : {std::uint16_t{0}, std::uint16_t{1}, std::uint16_t{0xffff}}) {
       put_frame_header({imm, credits}, b);
       const auto h = parse_frame_header(b);
@@ -35,7 +35,7 @@ TEST_CASE("wire: frame header bytes and round trip", "[wire][iwarp]") {
 TEST_CASE("wire: frame header refuses short input and unknown kinds", "[wire][iwarp]") {
   std::array<std::byte, kFrameHeaderLen> b{};
   CHECK_FALSE(parse_frame_header(std::span<const std::byte>(b.data(), 3)));
-  for (unsigned kind : {0u, 5u, 0x52u, 0xffu}) {
+  for (unsigned kind : {0u, 6u, 0x52u, 0xffu}) {
     b[0] = std::byte{static_cast<std::uint8_t>(kind)};
     CHECK_FALSE(parse_frame_header(b));
   }

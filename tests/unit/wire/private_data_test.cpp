@@ -255,7 +255,12 @@ TEST_CASE("wire: random bytes never crash and only valid encodings decode", "[wi
     const auto again = encode(d.data);
     REQUIRE(std::equal(again.begin(), again.begin() + kBaseSize, b.begin()));
     if (b.size() > kBaseSize)
-      REQUIRE(again[kBaseSize] == (b[kBaseSize] & kKnownCaps));
+      REQUIRE(again[kBaseSize] ==
+              (b[kBaseSize] & kKnownCaps & (kind == Kind::kRej ? ~kCapAuth : 0xff)));
+    if (d.data.auth) {  // the proof's fields come back byte for byte
+      REQUIRE(again.size() <= b.size());
+      REQUIRE(std::equal(again.begin() + kEncodedSize, again.end(), b.begin() + kEncodedSize));
+    }
     REQUIRE(d.data.node_id != 0);
     REQUIRE(d.data.incarnation != 0);
     REQUIRE(d.data.mtu >= kMinMtu);
@@ -320,7 +325,8 @@ TEST_CASE("wire: a first-version peer without capabilities is understood both wa
 
 TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso]") {
   auto b = bytes_of(sample(Kind::kReq));
-  b[kBaseSize] = static_cast<std::uint8_t>(~kCapGso);  // a later version's bits, without ours
+  // A later version's bits, without ours (kCapAuth asks for its fields).
+  b[kBaseSize] = static_cast<std::uint8_t>(~(kCapGso | kCapAuth));
   Decoded d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK_FALSE(d.data.gso);
@@ -330,12 +336,58 @@ TEST_CASE("wire: reserved capability bits are ignored, not refused", "[wire][gso
   d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK_FALSE(d.data.gso);
+  // Every bit: kCapAuth asks for its fields, which a 49-byte REQ lacks.
   b[kBaseSize] = 0xFF;
+  d = decode(b, Kind::kReq);
+  REQUIRE_FALSE(d.ok);
+  CHECK(d.error == DecodeError::kShortAuth);
+  b.resize(kAuthReqSize, 0);
+  b[kEncodedSize] = 1;  // key id 1
   d = decode(b, Kind::kReq);
   REQUIRE(d.ok);
   CHECK(d.data.gso);
   CHECK(d.data.rails);
+  CHECK(d.data.auth);
   CHECK(encode(d.data)[kBaseSize] == kKnownCaps);
+}
+
+TEST_CASE("wire: kCapAuth's fields round-trip and fit the REQ; a v1 reader sees the same REQ",
+          "[wire][auth]") {
+  for (const Kind kind : {Kind::kReq, Kind::kRep}) {
+    PrivateData pd = sample(kind);
+    pd.auth = true;
+    pd.key_id = 7;
+    for (std::size_t i = 0; i < pd.nonce.size(); ++i)
+      pd.nonce[i] = static_cast<std::uint8_t>(0xa0 + i);
+    if (kind == Kind::kReq) {
+      for (std::size_t i = kReqNonceLen; i < pd.nonce.size(); ++i)
+        pd.nonce[i] = 0;  // a REQ carries the first kReqNonceLen bytes only
+    } else {
+      pd.overlay_tag = {1, 2, 3, 4, 5, 6, 7, 8};
+      pd.proof.fill(0x5a);
+    }
+    const auto b = encode(pd);
+    CHECK(b.size() == (kind == Kind::kReq ? kAuthReqSize : kAuthRepSize));
+    CHECK(b.size() <= limit_of(kind));
+    CHECK((b[kBaseSize] & kCapAuth) != 0);
+    const Decoded d = decode(b, kind);
+    REQUIRE(d.ok);
+    CHECK(d.data == pd);
+    // What a release before kCapAuth reads: the first kEncodedSize bytes,
+    // bit 7 unknown to it: the same REQ/REP without the proof.
+    PrivateData v1 = pd;
+    v1.auth = false;
+    const auto without = encode(v1);
+    CHECK(without[kBaseSize] == (b[kBaseSize] & ~kCapAuth));
+    CHECK(std::equal(without.begin(), without.begin() + kBaseSize, b.begin()));
+    CHECK(std::equal(without.begin() + kBaseSize + 1, without.end(), b.begin() + kBaseSize + 1));
+    // Cut short: refused, never read as zeros.
+    for (std::size_t n = kEncodedSize; n < b.size(); ++n) {
+      const Decoded cut = decode(std::span(b.data(), n), kind);
+      REQUIRE_FALSE(cut.ok);
+      CHECK(cut.error == DecodeError::kShortAuth);
+    }
+  }
 }
 
 TEST_CASE("wire: kCapRails round-trips on its own bit, apart from kCapGso", "[wire][rails]") {
