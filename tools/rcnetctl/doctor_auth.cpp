@@ -228,11 +228,15 @@ void Doctor::check_auth_key(const config::AuthKeyRef& k, bool first, const std::
       st.st_uid == 0 || st.st_uid == ::geteuid() ? auth::read_key_file(file) : read_key_copy(file);
   if (!key) {
     const Error& e = key.error();
+    // read_key_file's text names the file first; `what` has named it.
+    std::string why = error_text(e);
+    if (const std::string named = "key file " + file + ": "; why.starts_with(named))
+      why.erase(0, named.size());
     if (e.code == std::errc::permission_denied) {
-      add(kAuthKey, Status::kWarn, what + ": " + error_text(e), "run rcnetctl doctor as root");
+      add(kAuthKey, Status::kWarn, what + ": " + why, "run rcnetctl doctor as root");
       return;
     }
-    add(kAuthKey, Status::kFail, what + ": " + error_text(e),
+    add(kAuthKey, Status::kFail, what + ": " + why,
         "a key file holds one line, the base64 of 32 random bytes: copy the cluster's key from "
         "another node (scp -p), or make a new one for every node with " +
             make_key(file));
