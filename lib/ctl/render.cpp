@@ -244,6 +244,21 @@ std::string render_status(const json& d) {
   return out;
 }
 
+namespace {
+
+// The AUTH column: "proven:<key id>", "awaiting", "unproven", or "-"
+// (auth.mode off, or no connection).
+std::string auth_cell(const json& o) {
+  const std::string a = text(o, "auth");
+  if (a == "off")
+    return "-";
+  if (a == "proven" && number(o, "key_id"))
+    return a + ":" + text(o, "key_id");
+  return a;
+}
+
+}  // namespace
+
 std::string render_peers(const json& d) {
   Table t({{"NODE", true},
            {"RAIL", true},
@@ -251,6 +266,7 @@ std::string render_peers(const json& d) {
            {"OVERLAY"},
            {"INCARNATION"},
            {"STATE"},
+           {"AUTH"},
            {"QUEUED", true},
            {"CONN", true},
            {"LAST-TRY", true},
@@ -270,7 +286,8 @@ std::string render_peers(const json& d) {
     const std::string retry =
         number(p, "next_retry_ms") ? "in " + duration(p, "next_retry_ms") : "-";
     t.add({text(p, "node"), text(p, "rail"), text(p, "underlay"), overlays(p),
-           text(p, "incarnation"), text(p, "state"), text(p, "queue_depth"), text(p, "conn_id"),
+           text(p, "incarnation"), text(p, "state"), auth_cell(p), text(p, "queue_depth"),
+           text(p, "conn_id"),
            number(p, "last_attempt_ms") ? duration(p, "last_attempt_ms") + " ago" : "-", result,
            retry, yes ? "*" : ""});
   }
@@ -340,6 +357,7 @@ std::string render_connections(const json& d) {
            {"QPN", true},
            {"RQPN", true},
            {"STATE"},
+           {"AUTH"},
            {"GSO"},
            {"IN-STATE", true},
            {"AGE", true},
@@ -348,7 +366,7 @@ std::string render_connections(const json& d) {
            {"RX", true}});
   for (const json& q : array_of(d, "connections")) {
     t.add({text(q, "peer_node"), text(q, "rail"), text(q, "peer_addr"), overlays(q), text(q, "qpn"),
-           text(q, "remote_qpn"), text(q, "state"), text(q, "offload"),
+           text(q, "remote_qpn"), text(q, "state"), auth_cell(q), text(q, "offload"),
            duration(q, "time_in_state_ms"), duration(q, "age_ms"), duration(q, "idle_ms"),
            traffic(q, "tx_packets", "tx_bytes"), traffic(q, "rx_packets", "rx_bytes")});
   }

@@ -168,10 +168,15 @@ json peers_json(const cm::Snapshot& s, const config::Config* c) {
   json arr = json::array();
   for (const cm::PeerSnapshot& p : s.peers) {
     json state = nullptr;
+    json auth = nullptr;
+    json key_id = nullptr;
     for (const cm::QpSnapshot& q : s.qps) {
       // Connection ids are unique per rail only.
-      if (p.conn_id != 0 && q.id == p.conn_id && q.rail == p.rail)
+      if (p.conn_id != 0 && q.id == p.conn_id && q.rail == p.rail) {
         state = std::string(cm::to_string(q.state));
+        auth = std::string(q.auth);
+        key_id = q.auth_key_id == 0 ? json(nullptr) : json(q.auth_key_id);
+      }
     }
     arr.push_back({
         {"node", p.node},
@@ -183,6 +188,8 @@ json peers_json(const cm::Snapshot& s, const config::Config* c) {
         {"queue_depth", p.queue_depth},
         {"conn_id", p.conn_id},
         {"state", std::move(state)},
+        {"auth", std::move(auth)},
+        {"key_id", std::move(key_id)},
         // Without rails (a bare Manager) its one link carries whatever it has.
         {"carries", s.rails.empty() ? p.conn_id != 0 : p.carries},
         {"attempts", p.attempts},
@@ -219,6 +226,9 @@ json qp_json(const cm::QpSnapshot& q) {
       {"rx_packets", q.rx_packets},
       {"rx_bytes", q.rx_bytes},
       {"teardown_reason", q.teardown_reason},
+      // The peer proof (docs/design.md "Trust"): off, awaiting, proven, unproven.
+      {"auth", std::string(q.auth)},
+      {"key_id", q.auth_key_id == 0 ? json(nullptr) : json(q.auth_key_id)},
   };
 }
 

@@ -6,7 +6,12 @@
 //
 //   rcnet-hostile-client SRC DST PORT KIND
 //     KIND: truncated | oversized | wrong-version | wrong-magic | spoofed-node |
-//           zero-incarnation | garbage | vanish
+//           zero-incarnation | garbage | vanish | auth-replay | auth-proof
+//   auth-replay: a REQ that offers a proof (kCapAuth, key id 1) with the
+//   same nonce on every run: a recorded REQ. auth-proof: such a REQ with a
+//   fresh nonce, then, once ESTABLISHED, a proof message (kImmAuth) that
+//   another handshake would have had: a recorded first message. It then
+//   waits up to 5 s for the peer to disconnect ("KIND: disconnected").
 //   Prints one line "KIND: rejected reason=<name> status=<n>" (REJ with
 //   rcnet private data), "KIND: rejected status=<n>" (without), "KIND:
 //   established" or "KIND: vanished", "KIND: error <what>". Exit 0 when the
@@ -23,6 +28,8 @@
 #include <vector>
 
 #include "util/address.hpp"
+#include "wire/auth_message.hpp"
+#include "wire/frame_header.hpp"
 #include "wire/private_data.hpp"
 
 using namespace rcnet;
@@ -49,8 +56,7 @@ std::vector<std::uint8_t> crafted(const std::string& kind, const IpAddr& src) {
   pd.node_id = node_id_for(src);
   pd.incarnation = 0x5eed5eed5eed5eedull;
   pd.mtu = 1500;
-  auto enc = wire::encode(pd);
-  std::vector<std::uint8_t> v(enc.begin(), enc.end());
+  std::vector<std::uint8_t> v = wire::encode(pd);
   if (kind == "truncated")
     v.resize(20);  // rdma_cm zero-pads a REQ to 56 bytes: fields read as zero
   else if (kind == "oversized")
@@ -67,11 +73,56 @@ std::vector<std::uint8_t> crafted(const std::string& kind, const IpAddr& src) {
     pd.incarnation = 0;
     auto e2 = wire::encode(pd);
     v.assign(e2.begin(), e2.end());
+  } else if (kind == "auth-replay" || kind == "auth-proof") {
+    pd.auth = true;
+    pd.key_id = 1;
+    pd.busy = true;
+    for (std::size_t i = 0; i < wire::kReqNonceLen; ++i)
+      pd.nonce[i] = static_cast<std::uint8_t>(0x52 + i);
+    if (kind == "auth-proof") {
+      const unsigned seed = static_cast<unsigned>(getpid());
+      for (std::size_t i = 0; i < wire::kReqNonceLen; ++i)
+        pd.nonce[i] = static_cast<std::uint8_t>(seed >> (i % 4 * 8));
+    }
+    v = wire::encode(pd);
   } else if (kind == "garbage") {
     for (std::size_t i = 0; i < v.size(); ++i)
       v[i] = static_cast<std::uint8_t>(i * 37 + 11);
   }
   return v;
+}
+
+// A proof message (wire/auth_message.hpp) whose proof was made for another
+// handshake: its bytes are fixed, so every run sends the same recorded one.
+// Framed as rcnet frames it: the immediate on InfiniBand and RoCE, the frame
+// header on iWARP (wire/frame_header.hpp).
+void send_stale_proof(rdma_cm_id* id) {
+  wire::AuthMsg m;
+  m.key_id = 1;
+  m.proof.fill(0x5a);
+  const auto msg = wire::encode_auth_msg(m);
+  static std::byte buf[wire::kFrameHeaderLen + wire::kAuthMsgSize];
+  const bool iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+  std::size_t len = 0;
+  if (iwarp) {
+    wire::put_frame_header({wire::kImmAuth, 0},
+                           std::span<std::byte, wire::kFrameHeaderLen>(buf, wire::kFrameHeaderLen));
+    len = wire::kFrameHeaderLen;
+  }
+  std::memcpy(buf + len, msg.data(), msg.size());
+  len += msg.size();
+  ibv_mr* mr = ibv_reg_mr(id->pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  if (mr == nullptr)
+    return;
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(len), mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = iwarp ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(wire::kImmAuth);
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  (void)ibv_post_send(id->qp, &wr, &bad);
 }
 
 }  // namespace
@@ -147,6 +198,19 @@ int main(int argc, char** argv) {
                   std::string(wire::to_string(d2.data.reason)).c_str(), ev->status);
     else
       std::printf("%s: rejected status=%d\n", kind.c_str(), ev->status);
+  } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED && kind == "auth-proof") {
+    std::printf("%s: established\n", kind.c_str());
+    rdma_ack_cm_event(ev);
+    ev = nullptr;
+    send_stale_proof(id);
+    rdma_cm_event* end = next_event(ch);
+    if (end != nullptr && end->event == RDMA_CM_EVENT_DISCONNECTED)
+      std::printf("%s: disconnected\n", kind.c_str());
+    else
+      std::printf("%s: still connected after 5 s\n", kind.c_str());
+    if (end != nullptr)
+      rdma_ack_cm_event(end);
+    rdma_disconnect(id);
   } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
     std::printf("%s: established\n", kind.c_str());
     rdma_ack_cm_event(ev);

@@ -64,6 +64,8 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
   live.static_peers.clear();
   live.underlay_prefix.reset();
   live.log_level = LogLevel::kTrace;
+  live.auth.mode = AuthMode::kRequired;  // the keys are re-read, the mode applied
+  live.auth.keys.pop_back();
   CHECK(restart_required(a, live).empty());
 
   // Everything else is named, in file order.
@@ -85,6 +87,7 @@ TEST_CASE("config: restart_required lists only keys that cannot change live", "[
                                          "transport.credits",
                                          "transport.offload",
                                          "transport.poll_us",
+                                         "auth.overlay",
                                          "log.target",
                                          "ctl.socket",
                                          "ctl.group"};

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "columns.hpp"
 #include "test_helpers.hpp"
 
 #include "config/config.hpp"
@@ -350,9 +351,7 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
 
   const auto peers = lines(render_peers(peers_json(s)));
   REQUIRE(peers.size() == 3);
-  CHECK(words(peers[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",
-                                                    "INCARNATION", "STATE", "QUEUED", "CONN",
-                                                    "LAST-TRY", "RESULT", "RETRY", "CARRIES"});
+  CHECK(words(peers[0]) == test::kPeersColumns);
   CHECK(words(peers[1])[3] == "10.100.0.2");
   CHECK(words(peers[2])[3] == "-");
 
@@ -376,8 +375,20 @@ TEST_CASE("ctl: other renderers", "[ctl]") {
   const auto conns = lines(render_connections(connections_json(s)));
   REQUIRE(conns.size() == 2);
   CHECK(words(conns[1])[3] == "10.100.0.2");
-  CHECK(words(conns[1])[7] == "yes");  // GSO: offload negotiated
-  CHECK(words(conns[1])[11] == "10/1.5MiB");
+  CHECK(words(conns[1])[7] == "-");    // AUTH: auth.mode off
+  CHECK(words(conns[1])[8] == "yes");  // GSO: offload negotiated
+  CHECK(words(conns[1])[12] == "10/1.5MiB");
+  // The peer proof's column: the key a connection was proven with.
+  cm::Snapshot proven = s;
+  proven.qps[0].auth = "proven";
+  proven.qps[0].auth_key_id = 2;
+  const json pj = connections_json(proven);
+  CHECK(pj["connections"][0]["auth"] == "proven");
+  CHECK(pj["connections"][0]["key_id"] == 2);
+  CHECK(words(lines(render_connections(pj))[1])[7] == "proven:2");
+  proven.qps[0].auth = "awaiting";
+  proven.qps[0].auth_key_id = 0;
+  CHECK(words(lines(render_connections(connections_json(proven)))[1])[7] == "awaiting");
 
   const auto srq = lines(render_srq(srq_json(s.srq)));
   REQUIRE(srq.size() == 2);

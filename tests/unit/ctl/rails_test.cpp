@@ -17,6 +17,7 @@
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
+#include "columns.hpp"
 #include "test_helpers.hpp"
 
 namespace ctl_rails_test {
@@ -280,15 +281,13 @@ TEST_CASE("ctl rails: peers, connections and QPs name their rail", "[ctl][rails]
 
   const auto pt = lines(render_peers(peers_json(s)));
   REQUIRE(pt.size() == 4);
-  CHECK(words(pt[0]) == std::vector<std::string>{"NODE", "RAIL", "UNDERLAY", "OVERLAY",
-                                                 "INCARNATION", "STATE", "QUEUED", "CONN",
-                                                 "LAST-TRY", "RESULT", "RETRY", "CARRIES"});
+  CHECK(words(pt[0]) == test::kPeersColumns);
   CHECK(words(pt[1]) == std::vector<std::string>{std::to_string(kPeerA), "0", "10.99.0.2:7471",
-                                                 "10.100.0.2", "-", "ESTABLISHED", "0", "1", "-",
-                                                 "-", "-", "*"});
+                                                 "10.100.0.2", "-", "ESTABLISHED", "-", "0", "1",
+                                                 "-", "-", "-", "*"});
   CHECK(words(pt[2]) == std::vector<std::string>{std::to_string(kPeerA), "1", "10.99.1.2:7471",
-                                                 "10.100.0.2", "-", "CONNECTING", "0", "1", "-",
-                                                 "-", "-"});
+                                                 "10.100.0.2", "-", "CONNECTING", "-", "0", "1",
+                                                 "-", "-", "-"});
   CHECK(pt[1].find('*') == pt[0].find("CARRIES"));
 
   const json qps = qps_json(s)["qps"];
