@@ -136,7 +136,9 @@ void Doctor::check_auth_key(const config::AuthKeyRef& k, bool first, const std::
     if (!src) {
       add(kAuthKey, Status::kWarn,
           id + ": \"" + k.file + "\" is a systemd credential, and which file " + unit +
-              " loads for it is unknown: " + src.error().message(),
+              " loads for it is unknown: " +
+              (src.error().code == std::errc::function_not_supported ? src.error().context
+                                                                     : src.error().message()),
           "systemctl show -p LoadCredential " + unit + " should name " + k.file +
               "; doctor then checks that file");
       return;
