@@ -55,6 +55,7 @@ for path in \
     ./usr/share/rcnet/prometheus/rcnet-alerts.yml \
     ./usr/share/bash-completion/completions/rcnetctl \
     ./usr/share/doc/rcnet/rcnetd-netns.conf \
+    ./usr/share/doc/rcnet/rcnetd-auth.conf \
     ./usr/share/doc/rcnet/rcnetd.example.toml \
     ./usr/share/doc/rcnet/copyright \
     ./etc/rcnet/rcnetd.toml; do

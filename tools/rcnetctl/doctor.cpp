@@ -38,6 +38,7 @@ std::string unit_for(const std::string& config_path) {
 
 std::vector<Finding> Doctor::run() {
   check_config();
+  check_auth();
   for (const char* m : {"rdma_ucm", "ib_uverbs"})
     check_module(m, "");
   load_addresses();

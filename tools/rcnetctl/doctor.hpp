@@ -94,10 +94,20 @@ struct Host {
   // The unit's limit when systemd runs (`unit`: "rcnetd.service",
   // "rcnetd@NAME.service"), else this process's. Errors: sd-bus's.
   std::function<Result<Memlock>(const std::string& unit)> memlock;
+  // The file the unit's LoadCredential= named `id` loads (`unit` as for
+  // memlock): its path, a relative one looked up in the credential stores
+  // (/etc/credstore, /run/credstore, /usr/lib/credstore) as systemd does;
+  // nullopt when the unit has no such line. Errors: sd-bus's, or ENOSYS
+  // when systemd is not running.
+  std::function<Result<std::optional<std::string>>(const std::string& unit, const std::string& id)>
+      credential_source;
+  // The user the unit runs rcnetd as (User= of the shipped units): a key
+  // file rcnetd opens itself must be this user's.
+  std::string unit_user = "rcnet";
 };
 
 // The real host: "/", getifaddrs(3), librdmacm, a TCP socket, libnl-route-3,
-// sd-bus (LimitMEMLOCK of the unit) or getrlimit(2).
+// sd-bus (LimitMEMLOCK and LoadCredential of the unit) or getrlimit(2).
 Host system_host();
 
 // The unit that runs `config_path`: rcnetd@NAME.service for

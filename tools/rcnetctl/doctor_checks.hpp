@@ -5,7 +5,8 @@
 // checks after them. The checks are split by subject: a rail's RDMA stack
 // (doctor_rail.cpp), the kernel's IP settings and routes (doctor_ip.cpp),
 // the system around rcnetd (doctor_system.cpp: modules, daemons, limits,
-// device nodes); doctor.cpp runs them in order and reports.
+// device nodes), the cluster key files (doctor_auth.cpp); doctor.cpp runs
+// them in order and reports.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ namespace rcnet::rcnetctl::doctor {
 
 // The checks' names (rcnetctl(8) DOCTOR lists them in this order).
 inline constexpr const char* kConfig = "config";
+inline constexpr const char* kAuthKey = "auth-key";
 inline constexpr const char* kModule = "module";
 inline constexpr const char* kAddress = "address";
 inline constexpr const char* kDevice = "device";
@@ -62,6 +64,10 @@ class Doctor {
   std::string where(const std::string& key) const;
 
   void check_config();
+
+  // doctor_auth.cpp
+  void check_auth();
+  void check_auth_key(const config::AuthKeyRef& k, bool first, const std::string& unit);
 
   // doctor_rail.cpp
   void load_addresses();

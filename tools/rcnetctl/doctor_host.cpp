@@ -254,6 +254,56 @@ Result<Memlock> system_memlock(const std::string& unit) {
   return m;
 }
 
+// The unit's LoadCredential= entries (a(ss): id, path) over sd-bus, the
+// path of the one named `id`. A relative path is a name in the credential
+// stores, searched in systemd's order.
+Result<std::optional<std::string>> system_credential_source(const std::string& unit,
+                                                            const std::string& id) {
+  if (sd_booted() <= 0)
+    return Error::from_errno(ENOSYS, "LoadCredential of " + unit + ": systemd is not running");
+  sd_bus* raw = nullptr;
+  if (int r = sd_bus_open_system(&raw); r < 0)
+    return Error::from_errno(-r, "sd_bus_open_system");
+  std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> bus(raw, &sd_bus_flush_close_unref);
+  char* path_raw = nullptr;
+  if (int r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit.c_str(), &path_raw); r < 0)
+    return Error::from_errno(-r, "sd_bus_path_encode " + unit);
+  std::unique_ptr<char, decltype(&::free)> path(path_raw, &::free);
+  sd_bus_error e = SD_BUS_ERROR_NULL;
+  sd_bus_message* reply_raw = nullptr;
+  const int r = sd_bus_get_property(bus.get(), "org.freedesktop.systemd1", path.get(),
+                                    "org.freedesktop.systemd1.Service", "LoadCredential", &e,
+                                    &reply_raw, "a(ss)");
+  const std::string msg = e.message != nullptr ? e.message : "";
+  sd_bus_error_free(&e);
+  if (r < 0)
+    return Error::from_errno(-r, "LoadCredential of " + unit + (msg.empty() ? "" : ": " + msg));
+  std::unique_ptr<sd_bus_message, decltype(&sd_bus_message_unref)> reply(reply_raw,
+                                                                         &sd_bus_message_unref);
+  if (int q = sd_bus_message_enter_container(reply.get(), 'a', "(ss)"); q < 0)
+    return Error::from_errno(-q, "LoadCredential of " + unit);
+  std::optional<std::string> found;
+  for (;;) {
+    const char* cid = nullptr;
+    const char* cpath = nullptr;
+    const int q = sd_bus_message_read(reply.get(), "(ss)", &cid, &cpath);
+    if (q < 0)
+      return Error::from_errno(-q, "LoadCredential of " + unit);
+    if (q == 0)
+      break;
+    if (cid != nullptr && id == cid)
+      found = cpath != nullptr && *cpath != '\0' ? std::string(cpath) : id;
+  }
+  if (found && found->front() != '/') {
+    for (const char* store : {"/etc/credstore/", "/run/credstore/", "/usr/lib/credstore/"}) {
+      if (::access((store + *found).c_str(), F_OK) == 0)
+        return std::optional<std::string>(store + *found);
+    }
+    return std::optional<std::string>("/etc/credstore/" + *found);
+  }
+  return found;
+}
+
 }  // namespace
 
 Host system_host() {
@@ -264,6 +314,7 @@ Host system_host() {
   h.tcp_bind = system_tcp_bind;
   h.routes = system_routes;
   h.memlock = system_memlock;
+  h.credential_source = system_credential_source;
   return h;
 }
 

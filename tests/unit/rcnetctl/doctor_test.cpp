@@ -3,6 +3,7 @@
 // directory as /sys, /proc and /dev, and fake rdma_cm, socket, netlink and
 // rlimit answers. Each check's PASS on a good node, then its WARN or FAIL
 // with the advice an operator acts on.
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include "catch2_compat.hpp"
 
@@ -39,6 +41,8 @@ struct FakeNode {
   std::string routes_netns = "unset";
   std::optional<std::uint64_t> memlock;  // nullopt: unlimited
   std::string unit;
+  std::map<std::string, std::string> credentials;  // the unit's LoadCredential=: id -> source
+  std::string unit_user = "rcnet";
 
   FakeNode() {
     char tmpl[] = "/tmp/rcnet-doctor-XXXXXX";
@@ -111,6 +115,13 @@ struct FakeNode {
       unit = u;
       return doctor::Memlock{memlock, "this shell's ulimit -l"};
     };
+    h.credential_source = [this](const std::string& u,
+                                 const std::string& id) -> Result<std::optional<std::string>> {
+      unit = u;
+      const auto it = credentials.find(id);
+      return it == credentials.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    h.unit_user = unit_user;
     return h;
   }
 };
@@ -139,6 +150,27 @@ std::string text_of(const std::vector<doctor::Finding>& fs) {
   std::ostringstream out;
   doctor::render_text(fs, out);
   return out.str();
+}
+
+// A key file's line: the base64 of the bytes 0..31.
+constexpr const char* kKeyText = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n";
+
+// The checks with [auth] set as given (the config itself holds no auth, so
+// that what the loader checks of key files does not stand in the way).
+std::vector<doctor::Finding> check_auth(FakeNode& n, config::AuthMode mode,
+                                        std::vector<config::AuthKeyRef> keys) {
+  config::Config c = cfg_of();
+  c.auth.mode = mode;
+  c.auth.keys = std::move(keys);
+  const doctor::Host h = n.host();
+  return doctor::run_checks(c, "/etc/rcnet/rcnetd.toml", h);
+}
+
+// The name of the user running the test.
+std::string self_user() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  REQUIRE(pw != nullptr);
+  return pw->pw_name;
 }
 
 // The findings of check `name` with status `s`.
@@ -460,6 +492,123 @@ TEST_CASE("doctor: routes that collide with the overlay", "[rcnetctl][doctor]") 
   SECTION("an overlay address on another netdev (table local)") {
     n.routes.push_back({*IpPrefix::parse("10.100.0.7/32"), "eth0", "local", "local"});
     CHECK(with(check(n), "route", doctor::Status::kFail).size() == 1);
+  }
+}
+
+TEST_CASE("doctor: the cluster key files of [auth]", "[rcnetctl][doctor]") {
+  using config::AuthMode;
+  FakeNode n;
+  ::unsetenv("CREDENTIALS_DIRECTORY");
+  n.write("cluster.key", kKeyText, 0600);
+  const std::string key = n.root + "cluster.key";
+  const auto no_key_bytes = [](const std::vector<doctor::Finding>& fs) {
+    std::ostringstream json;
+    doctor::render_json(fs, "/etc/rcnet/rcnetd.toml", false, json);
+    CHECK(text_of(fs).find("AAECAwQF") == std::string::npos);
+    CHECK(json.str().find("AAECAwQF") == std::string::npos);
+  };
+  SECTION("auth.mode off: nothing to check") {
+    const auto fs = check_auth(n, AuthMode::kOff, {{1, n.root + "missing.key"}});
+    for (auto s : {doctor::Status::kPass, doctor::Status::kWarn, doctor::Status::kFail})
+      CHECK(with(fs, "auth-key", s).empty());
+  }
+  SECTION("a file of rcnetd's user: PASS, the id and the path, no byte of the key") {
+    n.unit_user = self_user();
+    const auto fs = check_auth(n, AuthMode::kRequired, {{1, key}, {2, key}});
+    INFO(text_of(fs));
+    CHECK(none_failed(fs));
+    const auto p = with(fs, "auth-key", doctor::Status::kPass);
+    REQUIRE(p.size() == 2);
+    CHECK_THAT(p[0].found, Catch::Contains("key id 1: " + key));
+    CHECK_THAT(p[0].found, Catch::Contains("mode 0600, 32 bytes; this node proves with it"));
+    CHECK_THAT(p[1].found, Catch::Contains("key id 2: " + key));
+    CHECK_THAT(p[1].found, Catch::Contains("accepted from peers"));
+    no_key_bytes(fs);
+  }
+  SECTION("missing: the command that makes a key") {
+    n.unit_user = self_user();
+    const auto f = only(check_auth(n, AuthMode::kRequired, {{1, n.root + "none.key"}}), "auth-key",
+                        doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("key id 1: " + n.root + "none.key does not exist"));
+    CHECK_THAT(f.advice, Catch::Contains("(umask 077; head -c 32 /dev/urandom | base64 > " +
+                                         n.root + "none.key)"));
+  }
+  SECTION("readable by group") {
+    n.unit_user = self_user();
+    ::chmod(key.c_str(), 0640);
+    const auto fs = check_auth(n, AuthMode::kRequired, {{1, key}});
+    const auto f = only(fs, "auth-key", doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("is mode 0640: readable by group or others"));
+    CHECK(f.advice == "chmod 0600 " + key);
+    no_key_bytes(fs);
+  }
+  SECTION("not the base64 of 32 bytes") {
+    n.unit_user = self_user();
+    n.write("cluster.key", "AAECAwQFBgcICQoLDA0ODw==\n", 0600);  // 16 bytes
+    const auto f =
+        only(check_auth(n, AuthMode::kRequired, {{1, key}}), "auth-key", doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("key id 1: " + key));
+    CHECK_THAT(f.advice, Catch::Contains("the base64 of 32 random bytes"));
+  }
+  SECTION("a file rcnetd's user cannot open") {
+    // The unit's user: one that does not own the file the test writes.
+    const std::string other = ::geteuid() == 0 ? "nobody" : "root";
+    REQUIRE(::getpwnam(other.c_str()) != nullptr);
+    n.unit_user = other;
+    const auto f =
+        only(check_auth(n, AuthMode::kRequired, {{1, key}}), "auth-key", doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("rcnetd"));
+    CHECK_THAT(f.advice, Catch::Contains("chown " + other + ":" + other + " " + key));
+    if (::geteuid() == 0) {
+      CHECK_THAT(f.found, Catch::Contains("is root's, mode 0600: rcnetd.service runs rcnetd as "
+                                          "user nobody, which cannot open it"));
+      CHECK_THAT(f.advice, Catch::Contains("LoadCredential=cluster.key:" + key));
+    }
+  }
+  SECTION("root reads a file of rcnetd's user as rcnetd would") {
+    const passwd* pw = ::getpwnam("nobody");
+    if (::geteuid() != 0 || pw == nullptr)
+      return;  // chown needs root
+    n.unit_user = "nobody";
+    REQUIRE(::chown(key.c_str(), pw->pw_uid, pw->pw_gid) == 0);
+    auto fs = check_auth(n, AuthMode::kRequired, {{1, key}});
+    INFO(text_of(fs));
+    const auto p = with(fs, "auth-key", doctor::Status::kPass);
+    REQUIRE(p.size() == 1);
+    CHECK_THAT(p[0].found, Catch::Contains("owner nobody, mode 0600, 32 bytes"));
+    n.write("cluster.key", "not a key\n", 0600);
+    REQUIRE(::chown(key.c_str(), pw->pw_uid, pw->pw_gid) == 0);
+    fs = check_auth(n, AuthMode::kRequired, {{1, key}});
+    const auto f = only(fs, "auth-key", doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains(key));
+    CHECK(f.found.find("/tmp/rcnetctl-key-") == std::string::npos);
+  }
+  SECTION("a credential: the source of the unit's LoadCredential=") {
+    n.credentials["cluster.key"] = key;
+    const auto fs = check_auth(n, AuthMode::kRequired, {{1, "cluster.key"}});
+    INFO(text_of(fs));
+    CHECK(n.unit == "rcnetd.service");
+    const auto p = with(fs, "auth-key", doctor::Status::kPass);
+    REQUIRE(p.size() == 1);
+    CHECK_THAT(p[0].found,
+               Catch::Contains("key id 1: credential cluster.key of rcnetd.service, from " + key));
+    no_key_bytes(fs);
+  }
+  SECTION("a credential the unit does not load") {
+    const auto f = only(check_auth(n, AuthMode::kRequired, {{1, "cluster.key"}}), "auth-key",
+                        doctor::Status::kFail);
+    CHECK_THAT(f.found, Catch::Contains("rcnetd.service loads none of that name"));
+    CHECK_THAT(f.advice, Catch::Contains("LoadCredential=cluster.key:/etc/rcnet/cluster.key"));
+  }
+  SECTION("two keys with one id, and optional mode") {
+    n.unit_user = self_user();
+    const auto fs = check_auth(n, AuthMode::kOptional, {{1, key}, {1, key}});
+    CHECK_THAT(only(fs, "auth-key", doctor::Status::kFail).found,
+               Catch::Contains("key id 1 is listed 2 times in auth.keys"));
+    const auto w = only(fs, "auth-key", doctor::Status::kWarn);
+    CHECK_THAT(w.found, Catch::Contains("unproven peers are admitted"));
+    CHECK_THAT(w.advice, Catch::Contains("switch to required once every node has the key"));
+    CHECK(with(fs, "auth-key", doctor::Status::kPass).size() == 2);
   }
 }
 
