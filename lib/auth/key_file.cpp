@@ -44,16 +44,23 @@ Result<KeyBytes> read_key_file(const std::string& file) {
     ::close(fd);
     return Error::invalid(fmt::format("key file {}: not a regular file", path));
   }
-  if ((st.st_mode & 077) != 0) {
+  // A systemd credential is the service manager's copy in a directory
+  // only the unit reads; on a tmpfs with ACLs it shows group bits (0440):
+  // there only others' bits count.
+  const bool credential = path != file;
+  const mode_t forbidden = credential ? 007 : 077;
+  if ((st.st_mode & forbidden) != 0) {
     ::close(fd);
-    return Error::invalid(
-        fmt::format("key file {}: mode {:04o} lets group or others at it (chmod 600 {})", path,
-                    st.st_mode & 07777, path));
+    return Error::invalid(fmt::format("key file {}: mode {:04o} lets {} at it (chmod 600 {})", path,
+                                      st.st_mode & 07777,
+                                      credential ? "others" : "group or others", path));
   }
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
     ::close(fd);
-    return Error::invalid(fmt::format("key file {}: owned by uid {}, not root (chown root {})",
-                                      path, st.st_uid, path));
+    return Error::invalid(
+        fmt::format("key file {}: owned by uid {}, neither root nor rcnetd's user (uid {}): "
+                    "chown it to the user rcnetd runs as",
+                    path, st.st_uid, ::geteuid()));
   }
   std::array<char, kMaxFile + 1> text{};
   std::size_t len = 0;

@@ -27,7 +27,9 @@ std::string resolve_key_path(const std::string& file);
 // Reads and checks the key file `file` (resolved as above). Errors (EINVAL
 // unless the open or stat failed, then its errno), each naming the path:
 // missing or unreadable; not a regular file; readable or writable by group
-// or others (mode & 077); owned by a user other than root or the caller;
+// or others (mode & 077; for a credential, resolved from
+// $CREDENTIALS_DIRECTORY, by others only: systemd shows the unit's access as
+// group bits there); owned by a user other than root or the caller;
 // not the base64 of exactly kKeyBytes bytes. The bytes read are wiped
 // (sodium_memzero) on every path.
 Result<KeyBytes> read_key_file(const std::string& file);
