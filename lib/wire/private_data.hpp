@@ -56,7 +56,8 @@
 // or REP that sets it and is too short for the fields (kShortAuth).
 //
 // iWARP carries private data in the MPA request and reply (siw adds 4
-// bytes of its own: 49 sent, 53 received, within kMaxReqSize).
+// bytes of its own: 49 sent, 53 received, within kMaxReqSize). A REQ with
+// kCapAuth (56 bytes) decodes on siw too: lab-siw-auth's handshakes.
 //
 // Capabilities sit in a byte of their own because v1 receivers refuse any
 // unknown bit in the flags byte (kBadFlags, REJ malformed), while they do not

@@ -213,6 +213,16 @@ for i in 1 2; do wait "${BPID[$i]}" 2>/dev/null; done
 
 "$CTL" -s /run/rcnet/node1.sock stats >"$OUT/stats-node1.txt" 2>&1
 rcd_stop_all
+# A daemon that logged its exit but is still there: what it waits on.
+for i in 1 2; do
+  if kill -0 "${RCD_PID[$i]}" 2>/dev/null; then
+    lab_log "node$i rcnetd still present: $(grep -E '^(State|Threads)' "/proc/${RCD_PID[$i]}/status" | tr '\n' ' ')"
+    lab_log "node$i kernel stack: $(tr '\n' ' ' <"/proc/${RCD_PID[$i]}/stack" 2>/dev/null | head -c 600)"
+    for t in /proc/"${RCD_PID[$i]}"/task/*; do
+      lab_log "node$i task ${t##*/}: $(grep State "$t/status") wchan $(cat "$t/wchan" 2>/dev/null)"
+    done
+  fi
+done
 for k in k1 k2 kx kb; do
   lab_expect "key $k is in no daemon's log" lacks "$(cat "$OUT"/rcnetd-*.log)" "$(cat "$KEYS/$k")"
 done
