@@ -585,7 +585,7 @@ lab_setup_nodes() {
       for key in "${missing[@]}"; do
         echo "neigh replace ${key% *} dev ${key#* } nud none use"
       done >"$batch.arp"
-      ip -batch "$batch.arp" >/dev/null 2>&1
+      ip -force -batch "$batch.arp" >/dev/null 2>&1
     fi
     sleep 0.05
     have=()
