@@ -30,9 +30,11 @@
 #                             as for IPv4, permanent neighbour entries, no
 #                             DAD; rxe_I then also holds RoCEv2 GIDs of them
 #   lab_setup_nodes N --static-arp  IPv4 neighbour entries written (permanent;
-#                             the MACs are fixed) instead of warmed by one
-#                             ping per pair: N x (N - 1) execs, 47 s of a
-#                             16-node setup under TCG
+#                             the MACs are fixed) instead of resolved by the
+#                             kernel (ip neigh ... use) and waited for
+#   A second call in the same boot (tests/lab/parts.sh: several scenarios
+#   in one boot) finds the topology up (LAB_NODES_UP, exported) and returns
+#   0 if it asks for the same nodes, rails and IPv6, else fails.
 #   lab_node_addr I [R]       the node's underlay/rdma_cm address on rail R
 #                             (default 0): 10.99.0.I, rail 1 10.98.0.I
 #   lab_node_addr6 I [R]      its IPv6 underlay address (with --ipv6):
@@ -405,6 +407,16 @@ lab_setup_nodes() {
   fi
   if ! [[ $rails =~ ^[12]$ ]]; then
     lab_fail "lab_setup_nodes: --rails must be 1 or 2, got '$rails'"
+    return 1
+  fi
+  if [[ -n ${LAB_NODES_UP:-} ]]; then
+    # Set up already in this boot: by tests/lab/parts.sh, which runs several
+    # scenarios in one boot on one topology. The same one is reused.
+    if [[ $LAB_NODES_UP == "$n" && ${LAB_RAILS_UP:-1} == "$rails" && ${LAB_IPV6_UP:-0} == "$v6" ]]; then
+      lab_log "$n nodes, $rails rail(s) each, IPv6 $v6: up already in this boot (tests/lab/parts.sh)"
+      return 0
+    fi
+    lab_fail "lab_setup_nodes $n (rails $rails, IPv6 $v6): this boot's topology is $LAB_NODES_UP nodes (rails ${LAB_RAILS_UP:-1}, IPv6 ${LAB_IPV6_UP:-0})"
     return 1
   fi
   lab_log "setting up $n nodes, $rails rail(s) each$( ((v6 == 1)) && echo ", IPv6 too")"
