@@ -40,11 +40,16 @@ lab_setup_nodes "${setup[@]}" || lab_die "node setup (${setup[*]})"
 # down after it exited, and a listener's cm_id can outlive its process for
 # a moment): "" once clean, else what is left after SECS.
 _parts_left() { # secs
-  local deadline=$((${EPOCHREALTIME/[.,]/} + $1 * 1000000)) qps ids
+  local t0=${EPOCHREALTIME/[.,]/} n=0 qps ids
+  local deadline=$((t0 + $1 * 1000000))
   while :; do
     qps=$(lab_qp_count)
     ids=$(rdma res show cm_id 2>/dev/null | grep -c '^link')
-    ((qps == 0 && ids == 0)) && return 0
+    if ((qps == 0 && ids == 0)); then
+      ((n == 0)) || lab_log "the kernel's RC QPs and rdma_cm ids gone $(((${EPOCHREALTIME/[.,]/} - t0) / 1000)) ms after the part" >&2
+      return 0
+    fi
+    n=$((n + 1))
     if ((${EPOCHREALTIME/[.,]/} > deadline)); then
       echo "$qps RC QPs, $ids rdma_cm ids"
       return 1
