@@ -30,9 +30,11 @@
 #                             as for IPv4, permanent neighbour entries, no
 #                             DAD; rxe_I then also holds RoCEv2 GIDs of them
 #   lab_setup_nodes N --static-arp  IPv4 neighbour entries written (permanent;
-#                             the MACs are fixed) instead of warmed by one
-#                             ping per pair: N x (N - 1) execs, 47 s of a
-#                             16-node setup under TCG
+#                             the MACs are fixed) instead of resolved by the
+#                             kernel (ip neigh ... use) and waited for
+#   A second call in the same boot (tests/lab/parts.sh: several scenarios
+#   in one boot) finds the topology up (LAB_NODES_UP, exported) and returns
+#   0 if it asks for the same nodes, rails and IPv6, else fails.
 #   lab_node_addr I [R]       the node's underlay/rdma_cm address on rail R
 #                             (default 0): 10.99.0.I, rail 1 10.98.0.I
 #   lab_node_addr6 I [R]      its IPv6 underlay address (with --ipv6):
@@ -284,6 +286,25 @@ lab_node_dev() { ((${2:-0} == 0)) && echo "v_$1" || echo "w_$1"; }
 lab_node_port() { ((${2:-0} == 0)) && echo "b_$1" || echo "c_$1"; }
 lab_node_rdma_dev() { ((${2:-0} == 0)) && echo "${RCNET_LAB_PROVIDER:-rxe}_$1" || echo "${RCNET_LAB_PROVIDER:-rxe}_$1_r1"; }
 lab_node_netns() { echo "node$1"; }
+# The same names without a process: lab_setup_nodes builds its batches in
+# loops, and each $(...) above is a fork, 20-30 ms of the guest's CPU under
+# TCG (a 3-node, 2-rail setup made about a hundred). _lab_names I [R] sets
+# _LN_NET _LN_DEV _LN_PORT _LN_ADDR _LN_ADDR6 _LN_MAC _LN_TABLE _LN_PREF
+# _LN_BRIDGE _LN_RDMA for node I on rail R, as the functions above print them.
+_lab_names() {
+  local i=$1 r=${2:-0}
+  if ((r == 0)); then
+    _LN_NET=10.99.0 _LN_DEV=v_$i _LN_PORT=b_$i _LN_BRIDGE=$LAB_BRIDGE
+    _LN_RDMA=${RCNET_LAB_PROVIDER:-rxe}_$i _LN_TABLE=$((100 + i)) _LN_PREF=$((10 + i))
+    printf -v _LN_ADDR6 'fd99::%x' "$i"
+  else
+    _LN_NET=10.98.0 _LN_DEV=w_$i _LN_PORT=c_$i _LN_BRIDGE=rcbr1
+    _LN_RDMA=${RCNET_LAB_PROVIDER:-rxe}_${i}_r1 _LN_TABLE=$((200 + i)) _LN_PREF=$((50 + i))
+    printf -v _LN_ADDR6 'fd98::%x' "$i"
+  fi
+  _LN_ADDR=$_LN_NET.$i
+  printf -v _LN_MAC '02:%02d:00:00:%02x:%02x' $((99 - r)) $((i / 256)) $((i % 256))
+}
 # LAB_TOOL_ENV: the words to put before a tool that creates many queues
 # through librdmacm without rcnet's VerbsDevice (rdma-core's ucmatose, the
 # benchmark's rcnet-bench-symload): on siw, env(1) with rcnetd's mmap key
@@ -314,23 +335,25 @@ _lab_node_mac() { printf '02:%02d:00:00:%02x:%02x' $((99 - ${2:-0})) $(($1 / 256
 # The /32 routes of node i's table on rail r: one per other node, leaving
 # through the node's own veth with its own source address.
 _lab_rail_route_cmds() {
-  local i=$1 r=$2 n=$3 j net dev
-  net=$(_lab_rail_net "$r")
-  dev=$(lab_node_dev "$i" "$r")
+  local i=$1 r=$2 n=$3 j dev src table
+  _lab_names "$i" "$r"
+  dev=$_LN_DEV src=$_LN_ADDR table=$_LN_TABLE
   for ((j = 1; j <= n; j++)); do
     ((i == j)) && continue
-    echo "route replace $net.$j/32 dev $dev src $net.$i table $(_lab_rail_table "$i" "$r")"
+    echo "route replace $_LN_NET.$j/32 dev $dev src $src table $table"
   done
 }
 
 # The same for IPv6 (lab_setup_nodes --ipv6): /128 routes, in tables of
 # their own family with the same numbers.
 _lab_rail_route6_cmds() {
-  local i=$1 r=$2 n=$3 j dev
-  dev=$(lab_node_dev "$i" "$r")
+  local i=$1 r=$2 n=$3 j dev src table
+  _lab_names "$i" "$r"
+  dev=$_LN_DEV src=$_LN_ADDR6 table=$_LN_TABLE
   for ((j = 1; j <= n; j++)); do
     ((i == j)) && continue
-    echo "route replace $(lab_node_addr6 "$j" "$r")/128 dev $dev src $(lab_node_addr6 "$i" "$r") table $(_lab_rail_table "$i" "$r")"
+    _lab_names "$j" "$r"
+    echo "route replace $_LN_ADDR6/128 dev $dev src $src table $table"
   done
 }
 
@@ -386,6 +409,16 @@ lab_setup_nodes() {
     lab_fail "lab_setup_nodes: --rails must be 1 or 2, got '$rails'"
     return 1
   fi
+  if [[ -n ${LAB_NODES_UP:-} ]]; then
+    # Set up already in this boot: by tests/lab/parts.sh, which runs several
+    # scenarios in one boot on one topology. The same one is reused.
+    if [[ $LAB_NODES_UP == "$n" && ${LAB_RAILS_UP:-1} == "$rails" && ${LAB_IPV6_UP:-0} == "$v6" ]]; then
+      lab_log "$n nodes, $rails rail(s) each, IPv6 $v6: up already in this boot (tests/lab/parts.sh)"
+      return 0
+    fi
+    lab_fail "lab_setup_nodes $n (rails $rails, IPv6 $v6): this boot's topology is $LAB_NODES_UP nodes (rails ${LAB_RAILS_UP:-1}, IPv6 ${LAB_IPV6_UP:-0})"
+    return 1
+  fi
   lab_log "setting up $n nodes, $rails rail(s) each$( ((v6 == 1)) && echo ", IPv6 too")"
   if ((v6 == 1)); then
     # IPv6 on the lab links, without what only slows TCG down: no DAD (the
@@ -414,21 +447,24 @@ lab_setup_nodes() {
     # exchange, ctl sockets) is delivered locally over lo.
     echo "link set lo up"
     for ((r = 0; r < rails; r++)); do
-      echo "link add $(_lab_rail_bridge "$r") type bridge forward_delay 0 stp_state 0"
-      echo "link set $(_lab_rail_bridge "$r") up"
+      _lab_names 1 "$r"
+      echo "link add $_LN_BRIDGE type bridge forward_delay 0 stp_state 0"
+      echo "link set $_LN_BRIDGE up"
       for ((i = 1; i <= n; i++)); do
-        echo "link add $(lab_node_dev "$i" "$r") address $(_lab_node_mac "$i" "$r") type veth peer name $(lab_node_port "$i" "$r")"
-        echo "link set $(lab_node_port "$i" "$r") master $(_lab_rail_bridge "$r")"
-        echo "link set $(lab_node_port "$i" "$r") up"
-        echo "addr add $(lab_node_addr "$i" "$r")/24 dev $(lab_node_dev "$i" "$r")"
-        echo "link set $(lab_node_dev "$i" "$r") up"
+        _lab_names "$i" "$r"
+        echo "link add $_LN_DEV address $_LN_MAC type veth peer name $_LN_PORT"
+        echo "link set $_LN_PORT master $_LN_BRIDGE"
+        echo "link set $_LN_PORT up"
+        echo "addr add $_LN_ADDR/24 dev $_LN_DEV"
+        echo "link set $_LN_DEV up"
       done
     done
     echo "rule add pref 100 lookup local"
     echo "rule del pref 0 lookup local"
     for ((r = 0; r < rails; r++)); do
       for ((i = 1; i <= n; i++)); do
-        echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $(lab_node_dev "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
+        _lab_names "$i" "$r"
+        echo "rule add pref $_LN_PREF oif $_LN_DEV lookup $_LN_TABLE"
         # siw's connections are kernel TCP sockets bound to the address but
         # not to the device: without a rule by source they matched no oif
         # rule and went over lo, never through v_i and the bridge (lab,
@@ -438,15 +474,15 @@ lab_setup_nodes() {
         # the peer's address must still find the local table, or ARP
         # requests between nodes go unanswered.
         [[ $provider == siw ]] &&
-          echo "rule add pref $(_lab_rail_pref "$i" "$r") iif lo from $(lab_node_addr "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
+          echo "rule add pref $_LN_PREF iif lo from $_LN_ADDR lookup $_LN_TABLE"
         _lab_rail_route_cmds "$i" "$r" "$n"
       done
       ((static_arp)) || continue
-      # Without a command substitution per entry: each is a fork, tens of
-      # ms under TCG, and a 32-node lab has 992 entries.
+      # A 32-node lab has 992 entries.
       local -a addrs=() macs=() devs=()
       for ((i = 1; i <= n; i++)); do
-        addrs[i]=$(lab_node_addr "$i" "$r") macs[i]=$(_lab_node_mac "$i" "$r") devs[i]=$(lab_node_dev "$i" "$r")
+        _lab_names "$i" "$r"
+        addrs[i]=$_LN_ADDR macs[i]=$_LN_MAC devs[i]=$_LN_DEV
       done
       for ((i = 1; i <= n; i++)); do
         for ((j = 1; j <= n; j++)); do
@@ -463,6 +499,13 @@ lab_setup_nodes() {
     lab_fail "ip -batch of the lab topology failed ($batch.ip)"
     return 1
   fi
+  # lo up in every node's namespace: one ip each (a namespace per process),
+  # at once, beside the rest of the setup; waited for before the end.
+  local -a lo_pids=()
+  for ((i = 1; i <= n; i++)); do
+    ip -n "node$i" link set lo up &
+    lo_pids[i]=$!
+  done
   if ((v6 == 1)); then
     # IPv6 mirrors IPv4's policy routing (the local rule after the per-node
     # rules, a table per node and rail), in the same table numbers. The
@@ -475,15 +518,17 @@ lab_setup_nodes() {
       echo "rule del pref 0 lookup local"
       for ((r = 0; r < rails; r++)); do
         for ((i = 1; i <= n; i++)); do
-          dev=$(lab_node_dev "$i" "$r")
-          echo "addr add $(lab_node_addr6 "$i" "$r")/64 dev $dev nodad"
-          echo "rule add pref $(_lab_rail_pref "$i" "$r") oif $dev lookup $(_lab_rail_table "$i" "$r")"
+          _lab_names "$i" "$r"
+          dev=$_LN_DEV
+          echo "addr add $_LN_ADDR6/64 dev $dev nodad"
+          echo "rule add pref $_LN_PREF oif $dev lookup $_LN_TABLE"
           [[ $provider == siw ]] &&
-            echo "rule add pref $(_lab_rail_pref "$i" "$r") iif lo from $(lab_node_addr6 "$i" "$r") lookup $(_lab_rail_table "$i" "$r")"
+            echo "rule add pref $_LN_PREF iif lo from $_LN_ADDR6 lookup $_LN_TABLE"
           _lab_rail_route6_cmds "$i" "$r" "$n"
           for ((j = 1; j <= n; j++)); do
             ((i == j)) && continue
-            echo "neigh replace $(lab_node_addr6 "$j" "$r") lladdr $(_lab_node_mac "$j" "$r") dev $dev nud permanent"
+            _lab_names "$j" "$r"
+            echo "neigh replace $_LN_ADDR6 lladdr $_LN_MAC dev $dev nud permanent"
           done
         done
       done
@@ -495,8 +540,9 @@ lab_setup_nodes() {
   fi
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
+      _lab_names "$i" "$r"
       for key in accept_local=1 rp_filter=0 arp_ignore=1 arp_announce=2; do
-        _lab_sysctl "net.ipv4.conf.$(lab_node_dev "$i" "$r").${key%=*}" "${key#*=}"
+        _lab_sysctl "net.ipv4.conf.$_LN_DEV.${key%=*}" "${key#*=}"
       done
     done
   done
@@ -515,67 +561,85 @@ lab_setup_nodes() {
   ulimit -l unlimited
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
-      echo "link add $(lab_node_rdma_dev "$i" "$r") type $provider netdev $(lab_node_dev "$i" "$r")"
+      _lab_names "$i" "$r"
+      echo "link add $_LN_RDMA type $provider netdev $_LN_DEV"
     done
   done >"$batch.rdma"
   if ! rdma -b "$batch.rdma"; then
     lab_fail "rdma -batch (rdma link add ${provider}_i) failed ($batch.rdma)"
     return 1
   fi
-  for ((i = 1; i <= n; i++)); do
-    ip -n "node$i" link set lo up || {
-      lab_fail "cannot set lo up in netns node$i"
-      return 1
-    }
-  done
   lab_log "$provider devices up; warming ARP"
   # Warm ARP: with a cold entry the first rdma_resolve_addr only finishes at
-  # its timeout. Only the neighbour entry matters, not the echo reply (which
-  # the local rule may swallow), so stop waiting once every entry resolved.
-  local pids=() missing=() neigh tries net
+  # its timeout. The kernel resolves each entry itself: `ip neigh replace
+  # ADDR dev DEV nud none use` (NTF_USE) sends DEV's ARP request for ADDR as
+  # a packet to ADDR would, and the target learns the sender's entry from
+  # that request. One ip process for every pair, where a ping per directed
+  # pair was N x (N - 1) processes of 0.1-0.25 s each under TCG. Every
+  # entry is then looked up in /proc/net/arp (no process) until each has an
+  # address (flag ATF_COM: reachable, stale, delay, probe or permanent);
+  # those still missing are asked for again every second, 30 s at most.
+  local -a missing=() want=()
+  local tries ip flags ndev key
+  local -A have=()
   for ((r = 0; r < rails; r++)); do
     for ((i = 1; i <= n; i++)); do
+      _lab_names "$i" "$r"
+      dev=$_LN_DEV
       for ((j = 1; j <= n; j++)); do
-        ((i == j || static_arp)) && continue
-        timeout 30 ping -q -n -c 10 -i 0.5 -W 5 -I "$(lab_node_dev "$i" "$r")" "$(lab_node_addr "$j" "$r")" >/dev/null 2>&1 &
-        pids+=($!)
+        ((i == j)) || want+=("$_LN_NET.$j $dev")
       done
     done
   done
-  for ((tries = 0; tries < 120; tries++)); do
-    neigh=$(ip neigh show)
+  missing=("${want[@]}")
+  for ((tries = 0; tries < 600; tries++)); do
+    if ((!static_arp && tries % 20 == 0)); then
+      for key in "${missing[@]}"; do
+        echo "neigh replace ${key% *} dev ${key#* } nud none use"
+      done >"$batch.arp"
+      ip -force -batch "$batch.arp" >/dev/null 2>&1
+    fi
+    sleep 0.05
+    have=()
+    while read -r ip _ flags _ _ ndev; do
+      [[ $flags == 0x* ]] && ((flags & 2)) && have["$ip $ndev"]=1
+    done </proc/net/arp
     missing=()
-    for ((r = 0; r < rails; r++)); do
-      net=$(_lab_rail_net "$r")
-      for ((i = 1; i <= n; i++)); do
-        dev=$(lab_node_dev "$i" "$r")
-        for ((j = 1; j <= n; j++)); do
-          ((i == j)) && continue
-          [[ $neigh =~ ${net//./\\.}\.$j\ dev\ $dev\ lladdr\ [^$'\n']*(REACHABLE|STALE|DELAY|PROBE|PERMANENT) ]] ||
-            missing+=("$dev->$net.$j")
-        done
-      done
+    for key in "${want[@]}"; do
+      [[ -n ${have[$key]:-} ]] || missing+=("$key")
     done
     ((${#missing[@]} == 0)) && break
-    sleep 0.25
   done
-  if ((${#pids[@]})); then
-    kill "${pids[@]}" 2>/dev/null
-    wait "${pids[@]}" 2>/dev/null
-  fi
-  if ((${#missing[@]})); then
-    lab_fail "ARP not resolved: ${missing[*]}"
-    echo "$neigh"
+  local lo_rc=0
+  for ((i = 1; i <= n; i++)); do
+    wait "${lo_pids[i]}" || lo_rc=$i
+  done
+  if ((lo_rc)); then
+    lab_fail "cannot set lo up in netns node$lo_rc"
     return 1
   fi
-  local devs
-  devs=$(ls /dev/infiniband/ 2>/dev/null | tr '\n' ' ')
-  if [[ $devs != *uverbs* || ! -c /dev/net/tun ]]; then
-    lab_fail "device nodes missing: /dev/infiniband has '$devs'; /dev/net/tun $([[ -c /dev/net/tun ]] && echo present || echo missing)"
+  if ((${#missing[@]})); then
+    lab_fail "ARP not resolved (address device): $(printf '%s; ' "${missing[@]}")"
+    ip neigh show
+    return 1
+  fi
+  local ibdevs="" d
+  for d in /dev/infiniband/*; do
+    [[ -e $d ]] && ibdevs+="${d##*/} "
+  done
+  if [[ $ibdevs != *uverbs* || ! -c /dev/net/tun ]]; then
+    lab_fail "device nodes missing: /dev/infiniband has '$ibdevs'; /dev/net/tun $([[ -c /dev/net/tun ]] && echo present || echo missing)"
     return 1
   fi
   export LAB_NODES_UP=$n LAB_RAILS_UP=$rails LAB_IPV6_UP=$v6
-  lab_log "$n nodes up: $(rdma link show | awk '{ print $2 "/" $NF }' | tr '\n' ' ')"
+  # `rdma link show` lines: "link rxe_1/1 state ACTIVE ... netdev v_1".
+  local up="" l
+  local -a w
+  while read -r l; do
+    read -ra w <<<"$l"
+    ((${#w[@]} > 1)) && up+="${w[1]}/${w[-1]} "
+  done < <(rdma link show)
+  lab_log "$n nodes up: $up"
 }
 
 lab_release_static_keys() {

@@ -5,8 +5,8 @@
 # busybox's where its options allow and GNU grep otherwise, with the same
 # answers, and lab_wait_line finds a line written in two pieces, honours
 # FROM, and gives up after SECS; lab_error_counters picks the devices'
-# error counters out of `rdma statistic show`. Exits 1 on the first wrong
-# answer.
+# error counters out of `rdma statistic show`; _lab_names names nodes as
+# the lab_node_* functions do. Exits 1 on the first wrong answer.
 # shellcheck disable=SC2317 # the stand-ins below are called through grep()
 set -u -o pipefail
 RCNET_RESULTS=$(mktemp -d)
@@ -84,6 +84,27 @@ check "lab_error_counters: the nonzero ones of each device" \
   "rxe_1/1 duplicate_request=4 rxe_1/1 completer_retry_err=2 " "$(lab_error_counters "$st")"
 printf '%s\n' 'link rxe_2/1 sent_pkts 12 ack_deferred 1 send_err 0' >"$st"
 check "lab_error_counters: none" "" "$(lab_error_counters "$st")"
+
+# _lab_names (lab_setup_nodes's names without a fork) names what the public
+# functions print, on both rails and both providers.
+for prov in rxe siw; do
+  for r in 0 1; do
+    for i in 1 2 10 17 32; do
+      got=$(
+        RCNET_LAB_PROVIDER=$prov
+        _lab_names "$i" "$r"
+        echo "$_LN_ADDR $_LN_ADDR6 $_LN_DEV $_LN_PORT $_LN_RDMA $_LN_MAC $_LN_TABLE $_LN_PREF $_LN_BRIDGE"
+      )
+      want=$(
+        RCNET_LAB_PROVIDER=$prov
+        echo "$(lab_node_addr "$i" "$r") $(lab_node_addr6 "$i" "$r") $(lab_node_dev "$i" "$r")" \
+          "$(lab_node_port "$i" "$r") $(lab_node_rdma_dev "$i" "$r") $(_lab_node_mac "$i" "$r")" \
+          "$(_lab_rail_table "$i" "$r") $(_lab_rail_pref "$i" "$r") $(_lab_rail_bridge "$r")"
+      )
+      check "_lab_names $i $r ($prov) as the lab_node_* functions" "$want" "$got"
+    done
+  done
+done
 
 ((fails == 0)) || {
   echo "$fails failed"

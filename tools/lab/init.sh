@@ -199,12 +199,14 @@ if [ -d $R/lib/modules ]; then
   mount --bind "/mnt$RCNET_LAB_MODTREE/lib/modules" $R/lib/modules ||
     echo "rcnet-lab init: cannot bind the module tree over /lib/modules"
 fi
-stage modprobe "modprobe -a $RCNET_LAB_GUEST_MODULES"
-# One modprobe for all (each exec over 9p is slow under TCG); -a loads them
-# in the order given, crc32_generic first.
-# shellcheck disable=SC2086
-chroot $R /sbin/modprobe -a -d "$RCNET_LAB_MODTREE" $RCNET_LAB_GUEST_MODULES ||
-  fail "modprobe -a $RCNET_LAB_GUEST_MODULES"
+stage modprobe "insmod $RCNET_LAB_GUEST_MODULES and their dependencies"
+# From this initramfs (rcnet-lab put them in guest-modules.order, in
+# modprobe's load order, crc32_generic first): no module read over 9p and no
+# modprobe, a dynamic program that reads the module tree's indexes over 9p
+# (2.2-2.8 s of the stage under TCG beside a build, 2026-12-07).
+while read -r m; do
+  insmod "/modules/$m" || fail "insmod $m"
+done </guest-modules.order
 for d in $R/dev/infiniband/rdma_cm $R/dev/net/tun; do
   [ -c "$d" ] || fail "$d missing after loading modules"
 done

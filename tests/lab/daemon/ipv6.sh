@@ -346,7 +346,7 @@ reap_and_reconnect() {
 
 # The first packets of a phase, both ways. With SIMOPEN=1 both nodes send at
 # once: whether the two REQs cross depends on the guest's scheduling
-# (lab-daemon-simultaneous-open proves the merge itself); either way both
+# (simultaneous_open.sh proves the merge itself); either way both
 # pings must pass and exactly one connection remain.
 first_pings() {
   local tag=$1 o1=$2 o2=$3 p1 p2 r1=0 r2=0
