@@ -585,8 +585,8 @@ Result<void> Daemon::reload() {
   auto auth_keys = config::read_auth_keys(*next);
   if (!auth_keys) {
     sd_notify(0, "READY=1");
-    return Error{auth_keys.error().code, "not applied, keeping the running configuration: " +
-                                             auth_keys.error().context};
+    return Error{auth_keys.error().code,
+                 "not applied, keeping the running configuration: " + auth_keys.error().context};
   }
   const auto keys = config::reload(cfg_, *next);
   if (!keys.empty()) {

@@ -52,8 +52,8 @@ Result<KeyBytes> read_key_file(const std::string& file) {
   if ((st.st_mode & forbidden) != 0) {
     ::close(fd);
     return Error::invalid(fmt::format("key file {}: mode {:04o} lets {} at it (chmod 600 {})", path,
-                                      st.st_mode & 07777,
-                                      credential ? "others" : "group or others", path));
+                                      st.st_mode & 07777, credential ? "others" : "group or others",
+                                      path));
   }
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
     ::close(fd);
@@ -79,18 +79,17 @@ Result<KeyBytes> read_key_file(const std::string& file) {
   KeyBytes key{};
   std::size_t key_len = 0;
   const char* end = nullptr;
-  const bool decoded =
-      len <= kMaxFile &&
-      sodium_base642bin(key.data(), key.size(), text.data(), len, nullptr, &key_len, &end,
-                        sodium_base64_VARIANT_ORIGINAL) == 0 &&
-      key_len == kKeyBytes && end == text.data() + len;
+  const bool decoded = len <= kMaxFile &&
+                       sodium_base642bin(key.data(), key.size(), text.data(), len, nullptr,
+                                         &key_len, &end, sodium_base64_VARIANT_ORIGINAL) == 0 &&
+                       key_len == kKeyBytes && end == text.data() + len;
   sodium_memzero(text.data(), text.size());
   if (!decoded) {
     sodium_memzero(key.data(), key.size());
-    return Error::invalid(fmt::format(
-        "key file {}: not one line of base64 of {} bytes (make one with: head -c {} "
-        "/dev/urandom | base64 > {})",
-        path, kKeyBytes, kKeyBytes, path));
+    return Error::invalid(
+        fmt::format("key file {}: not one line of base64 of {} bytes (make one with: head -c {} "
+                    "/dev/urandom | base64 > {})",
+                    path, kKeyBytes, kKeyBytes, path));
   }
   return key;
 }

@@ -71,7 +71,8 @@ enum class Role : std::uint8_t { kPassive, kActive };
 // The proof of `role` under `key` over `h`.
 Proof make_proof(const Key& key, Role role, const Handshake& h);
 // Whether `proof` is `role`'s proof under `key` over `h` (constant time).
-bool check_proof(const Key& key, Role role, const Handshake& h, std::span<const std::uint8_t> proof);
+bool check_proof(const Key& key, Role role, const Handshake& h,
+                 std::span<const std::uint8_t> proof);
 
 // Fills `out` from the kernel's CSPRNG (randombytes_buf).
 void random_bytes(std::span<std::uint8_t> out);

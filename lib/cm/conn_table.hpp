@@ -7,8 +7,8 @@
 // ConnTable owns both and keeps every index (by conn id, QPN, rdma_cm id, node),
 // every deadline and the reaper's two lists (idle, reclaim) in one place, so no
 // other file touches a map or a list.
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <set>

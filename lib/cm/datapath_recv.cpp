@@ -291,8 +291,7 @@ void DataPath::receive(Conn* c, const rdma::WorkCompletion& wc, std::byte* buf) 
   // Before the peer proved the cluster key nothing of it is delivered, and
   // a SEND that is not its proof ends the connection (docs/design.md
   // "Trust"); with auth on, a SEND on no known QP is not delivered either.
-  if (cfg_.auth_mode != auth::Mode::kOff &&
-      (c == nullptr || c->auth == AuthState::kAwaiting) &&
+  if (cfg_.auth_mode != auth::Mode::kOff && (c == nullptr || c->auth == AuthState::kAwaiting) &&
       (imm == wire::kImmData || imm == wire::kImmFrame || imm == wire::kImmRail)) {
     ++ctr_.drops_unproven;
     if (c != nullptr)

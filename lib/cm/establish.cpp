@@ -423,7 +423,7 @@ void Manager::Impl::reject(rdma::CmIdHandle id, wire::RejectReason reason, const
   f.peer_port = from.port;
   f.reason = std::string(wire::to_string(reason));
   // Busy is logged at debug: a storm answers thousands of REQs so.
-  log::event(quiet                                    ? spdlog::level::debug
+  log::event(quiet                                      ? spdlog::level::debug
              : reason == wire::RejectReason::kMalformed ? spdlog::level::warn
              : busy                                     ? spdlog::level::debug
                                                         : spdlog::level::info,

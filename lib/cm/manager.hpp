@@ -68,7 +68,7 @@ enum class Framing : std::uint8_t { kAuto, kImmediate, kHeader };
 std::string_view to_string(Framing f);
 
 struct ManagerConfig {
-  Endpoint local;                 // underlay address + port to bind and listen on
+  Endpoint local;  // underlay address + port to bind and listen on
   // Peer proofs (docs/design.md "Trust"; rcnetd.toml [auth]): the mode and
   // overlay id from config::Config::auth (manager_for_rail), the keys read
   // from their files by the daemon. Live: reconfigure() tears down each
@@ -76,9 +76,9 @@ struct ManagerConfig {
   auth::Mode auth_mode = auth::Mode::kOff;
   std::string auth_overlay;
   std::vector<auth::Key> auth_keys;  // the first proves; every one is accepted
-  std::uint64_t incarnation = 0;  // nonzero; random per daemon start
-  IpAddr overlay;                 // our TUN address, sent in private data
-  std::uint32_t mtu = 65520;      // bytes of IP packet; receive buffers are this size
+  std::uint64_t incarnation = 0;     // nonzero; random per daemon start
+  IpAddr overlay;                    // our TUN address, sent in private data
+  std::uint32_t mtu = 65520;         // bytes of IP packet; receive buffers are this size
   // GSO frames (docs/design.md "Offloads"; the decision: wire/gso.hpp). When
   // true, every packet handed to send() and to PacketSink::deliver() is a
   // frame, a virtio_net_hdr (wire/vnet_hdr.hpp, 10 bytes, little-endian) then

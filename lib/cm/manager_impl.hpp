@@ -32,8 +32,8 @@
 
 #include "cm/conn_table.hpp"
 #include "cm/datapath.hpp"
-#include "cm/peer_auth.hpp"
 #include "cm/manager.hpp"
+#include "cm/peer_auth.hpp"
 #include "util/log.hpp"
 #include "wire/private_data.hpp"
 

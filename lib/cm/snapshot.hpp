@@ -48,7 +48,7 @@ inline constexpr SeriesFamily kAuthRefused{
 // per reason, X(ctx, enumerator, name, help). name is what to_string()
 // gives (logs, the teardown reason "auth: <name>"), the counter
 // auth_refused_<name> and its series rcnet_auth_refused_total{reason=...}.
-#define RCNET_AUTH_REFUSALS(X, ctx)                                                        \
+#define RCNET_AUTH_REFUSALS(X, ctx)                                                       \
   X(ctx, kNoProof, no_proof,                                                              \
     "refused: no proof (none offered in required mode, none in time, or data before it)") \
   X(ctx, kBadProof, bad_proof, "refused: a proof that does not verify under its key")     \
@@ -77,7 +77,7 @@ inline constexpr SeriesFamily kAuthRefused{
     "attempts that failed (addr/route/connect error, unreachable)")                             \
   X(accepts, "rcnet_reqs_accepted_total", "REQs accepted")                                      \
   RCNET_AUTH_REFUSALS(RCNET_AUTH_REFUSED_ROW, X)                                                \
-  X(auth_proven, "rcnet_auth_proven_total", "connections whose peer's proof verified")         \
+  X(auth_proven, "rcnet_auth_proven_total", "connections whose peer's proof verified")          \
   X(auth_unproven, "rcnet_auth_unproven_total",                                                 \
     "connections admitted without a proof (auth.mode optional, a peer that offers none)")       \
   X(drops_unproven, kDropped("unproven"),                                                       \

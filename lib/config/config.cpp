@@ -154,9 +154,10 @@ void cross_check(Reader& r, Config& c) {
     return r.fail_key("timeouts.idle", "must be longer than timeouts.reaper_interval");
   }
   if (c.auth.mode != AuthMode::kOff && c.auth.keys.empty()) {
-    return r.fail_key(r.present("auth.keys") ? "auth.keys" : "auth.mode",
-                      "auth.mode " + std::string(auth::to_string(c.auth.mode)) +
-                          " needs a key: auth.keys = [{id = 1, file = \"/etc/rcnet/cluster.key\"}]");
+    return r.fail_key(
+        r.present("auth.keys") ? "auth.keys" : "auth.mode",
+        "auth.mode " + std::string(auth::to_string(c.auth.mode)) +
+            " needs a key: auth.keys = [{id = 1, file = \"/etc/rcnet/cluster.key\"}]");
   }
   // The checks below need this node's addresses: they run once node.interface
   // has them (the daemon's load at start, --check-config on the node).

@@ -148,8 +148,7 @@ constexpr Key kKeys[] = {
         "busy-poll: after handling events, keep polling (TUN, CQ, every source) this long "
         "before sleeping; trades a core's time for wakeup latency; 0 = off"),
 
-    key("auth.mode", kLive,
-        enumeration<kAuthModeNames, &Config::auth, &AuthConfig::mode>(),
+    key("auth.mode", kLive, enumeration<kAuthModeNames, &Config::auth, &AuthConfig::mode>(),
         "peer proofs: off, optional (a peer that offers no proof is admitted, counted and "
         "logged; a wrong proof is refused) or required (no packet without a good proof)"),
     key("auth.overlay", kRestart, string<overlay_id, &Config::auth, &AuthConfig::overlay>(),

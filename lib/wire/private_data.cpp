@@ -111,7 +111,7 @@ std::string_view to_string(DecodeError e) {
 
 std::vector<std::uint8_t> encode(const PrivateData& pd) {
   const bool auth = pd.auth && pd.kind != Kind::kRej;
-  std::vector<std::uint8_t> out(!auth                 ? kEncodedSize
+  std::vector<std::uint8_t> out(!auth                   ? kEncodedSize
                                 : pd.kind == Kind::kReq ? kAuthReqSize
                                                         : kAuthRepSize);
   out[kOffVersion] = kVersion;

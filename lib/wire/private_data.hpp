@@ -157,26 +157,26 @@ static_assert(kAuthReqSize <= kMaxReqSize && kAuthRepSize <= kMaxRepSize);
 // rcnet_rejs_sent_total{reason="<name>"}, cm/snapshot.hpp); help is that
 // counter's help. A new reason is one row here plus the code that sends it.
 // ctx goes to X untouched (cm/snapshot.hpp passes its counter table's X).
-#define RCNET_REJECT_REASONS(X, ctx)                                             \
-  /* simultaneous open: the other attempt wins */                                \
-  X(ctx, kCollision, 1, collision, "REJ sent: collision")                        \
-  /* already ESTABLISHED with this incarnation */                                \
-  X(ctx, kDuplicate, 2, duplicate, "REJ sent: duplicate")                        \
-  /* max_connections reached and nothing evictable */                            \
-  X(ctx, kFull, 3, full, "REJ sent: full")                                       \
-  /* unknown private-data version */                                             \
-  X(ctx, kVersion, 4, version, "REJ sent: version")                              \
-  /* peer outside allowed subnets */                                             \
-  X(ctx, kNotAllowed, 5, not_allowed, "REJ sent: not_allowed")                   \
-  /* daemon stopping or underlay link down */                                    \
-  X(ctx, kShuttingDown, 6, shutting_down, "REJ sent: shutting_down")             \
-  /* private data failed validation */                                           \
-  X(ctx, kMalformed, 7, malformed, "REJ sent: malformed")                        \
-  /* limits.max_pending_setups setups in progress: retry after retry_after_ms */ \
-  X(ctx, kBusy, 8, busy, "REJ sent: busy (max_pending_setups; as full to an older peer)")    \
-  /* kCapAuth only: the REQ's key id is not among auth.keys */                   \
-  X(ctx, kUnknownKey, 9, unknown_key, "REJ sent: unknown_key (auth)")            \
-  /* kCapAuth only: the REQ's nonce was seen before (a replayed REQ) */          \
+#define RCNET_REJECT_REASONS(X, ctx)                                                      \
+  /* simultaneous open: the other attempt wins */                                         \
+  X(ctx, kCollision, 1, collision, "REJ sent: collision")                                 \
+  /* already ESTABLISHED with this incarnation */                                         \
+  X(ctx, kDuplicate, 2, duplicate, "REJ sent: duplicate")                                 \
+  /* max_connections reached and nothing evictable */                                     \
+  X(ctx, kFull, 3, full, "REJ sent: full")                                                \
+  /* unknown private-data version */                                                      \
+  X(ctx, kVersion, 4, version, "REJ sent: version")                                       \
+  /* peer outside allowed subnets */                                                      \
+  X(ctx, kNotAllowed, 5, not_allowed, "REJ sent: not_allowed")                            \
+  /* daemon stopping or underlay link down */                                             \
+  X(ctx, kShuttingDown, 6, shutting_down, "REJ sent: shutting_down")                      \
+  /* private data failed validation */                                                    \
+  X(ctx, kMalformed, 7, malformed, "REJ sent: malformed")                                 \
+  /* limits.max_pending_setups setups in progress: retry after retry_after_ms */          \
+  X(ctx, kBusy, 8, busy, "REJ sent: busy (max_pending_setups; as full to an older peer)") \
+  /* kCapAuth only: the REQ's key id is not among auth.keys */                            \
+  X(ctx, kUnknownKey, 9, unknown_key, "REJ sent: unknown_key (auth)")                     \
+  /* kCapAuth only: the REQ's nonce was seen before (a replayed REQ) */                   \
   X(ctx, kReplay, 10, replay, "REJ sent: replay (auth)")
 
 enum class RejectReason : std::uint8_t {

@@ -166,8 +166,8 @@ void encode_side(std::span<const std::uint8_t> in) {
   const bool valid_reason = x.kind == Kind::kRej
                                 ? (x.reason != RejectReason::kNone && x.reason <= kMaxRejectReason)
                                 : x.reason == RejectReason::kNone;
-  const bool valid = x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu &&
-                     x.mtu <= kMaxMtu && valid_reason && (!x.auth || x.key_id != 0);
+  const bool valid = x.node_id != 0 && x.incarnation != 0 && x.mtu >= kMinMtu && x.mtu <= kMaxMtu &&
+                     valid_reason && (!x.auth || x.key_id != 0);
 
   const auto enc = encode(x);
   const Decoded d = decode(enc, x.kind);

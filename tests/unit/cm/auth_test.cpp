@@ -17,8 +17,8 @@
 namespace cm_auth_test {
 using namespace rcnet;
 using namespace rcnet::test;
-using sim::Profile;
 using auth::Mode;
+using sim::Profile;
 
 auth::Key key(std::uint8_t id, std::uint8_t fill) {
   auth::KeyBytes b{};
@@ -264,8 +264,7 @@ TEST_CASE("auth: proofs bind every field of the handshake", "[auth]") {
   rep.node_id = 3;
   rep.overlay = *IpAddr::parse("10.0.0.3");
   rep.nonce = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
-  auth::Handshake h{&ov, &req, &rep, *IpAddr::parse("192.168.0.1"),
-                    *IpAddr::parse("192.168.0.3")};
+  auth::Handshake h{&ov, &req, &rep, *IpAddr::parse("192.168.0.1"), *IpAddr::parse("192.168.0.3")};
   const auth::Proof p = auth::make_proof(k, auth::Role::kPassive, h);
   CHECK(auth::check_proof(k, auth::Role::kPassive, h, p));
   CHECK_FALSE(auth::check_proof(k, auth::Role::kActive, h, p));
@@ -286,12 +285,10 @@ TEST_CASE("auth: proofs bind every field of the handshake", "[auth]") {
   CHECK(changed([](auto& q, auto&, auto&, auto&) { q.gso = true; }));
   CHECK(changed([](auto&, auto& r, auto&, auto&) { r.credits = 16; }));
   CHECK(changed([](auto&, auto&, auto& o, auto&) { o = auth::overlay_hash("test"); }));
-  CHECK(changed([](auto&, auto&, auto&, auto& x) {
-    x.active_underlay = *IpAddr::parse("192.168.0.9");
-  }));
-  CHECK(changed([](auto&, auto&, auto&, auto& x) {
-    x.passive_underlay = *IpAddr::parse("192.168.0.9");
-  }));
+  CHECK(changed(
+      [](auto&, auto&, auto&, auto& x) { x.active_underlay = *IpAddr::parse("192.168.0.9"); }));
+  CHECK(changed(
+      [](auto&, auto&, auto&, auto& x) { x.passive_underlay = *IpAddr::parse("192.168.0.9"); }));
 }
 
 }  // namespace cm_auth_test

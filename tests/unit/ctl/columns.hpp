@@ -8,7 +8,7 @@
 namespace rcnet::test {
 
 inline const std::vector<std::string> kPeersColumns = {
-    "NODE", "RAIL",  "UNDERLAY", "OVERLAY",  "INCARNATION", "STATE", "AUTH",
-    "QUEUED", "CONN", "LAST-TRY", "RESULT", "RETRY",       "CARRIES"};
+    "NODE",   "RAIL", "UNDERLAY", "OVERLAY", "INCARNATION", "STATE",  "AUTH",
+    "QUEUED", "CONN", "LAST-TRY", "RESULT",  "RETRY",       "CARRIES"};
 
 }  // namespace rcnet::test

@@ -14,10 +14,10 @@
 #include <vector>
 #include "catch2_compat.hpp"
 
+#include "columns.hpp"
 #include "ctl/protocol.hpp"
 #include "ctl/render.hpp"
 #include "ctl/views.hpp"
-#include "columns.hpp"
 #include "test_helpers.hpp"
 
 namespace ctl_rails_test {
