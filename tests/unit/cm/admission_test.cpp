@@ -111,11 +111,7 @@ TEST_CASE("REJ busy carries a retry-after; a peer without kCapBusy gets REJ full
   INFO((knows_busy ? "REQ advertises kCapBusy" : "REQ of an older peer"));
   RawClient client;
   client.attach(c.fabric, node_addr(9), Profile::kRxe);
-  wire::PrivateData req;
-  req.kind = wire::Kind::kReq;
-  req.node_id = node_id_for(node_addr(9));
-  req.incarnation = 0x9999;
-  req.mtu = 2048;
+  wire::PrivateData req = raw_req(node_addr(9));
   req.busy = knows_busy;
   client.connect(hub.ep(), wire::encode(req));
   c.run(5ms);

@@ -143,11 +143,7 @@ TEST_CASE("auth: a replayed REQ is refused as a replay; a handshake without a pr
   Cluster c(Profile::kRxe);
   auto& member = c.add(1, with_auth(Mode::kRequired, {key(1, 0x11)}));
   // A REQ as a member would send it (key id 1, a nonce), recorded.
-  wire::PrivateData req;
-  req.kind = wire::Kind::kReq;
-  req.node_id = node_id_for(node_addr(9));
-  req.incarnation = 0x9999;
-  req.mtu = 2048;
+  wire::PrivateData req = raw_req(node_addr(9));
   req.busy = true;
   req.auth = true;
   req.key_id = 1;

@@ -14,8 +14,20 @@
 #include "harness.hpp"
 #include "rdma/seam.hpp"
 #include "sim/fabric.hpp"
+#include "wire/private_data.hpp"
 
 namespace rcnet::test {
+
+// The REQ fields a RawClient at `from` starts from: its node id, a fixed
+// incarnation, the cluster's MTU; nothing advertised.
+inline wire::PrivateData raw_req(const IpAddr& from) {
+  wire::PrivateData req;
+  req.kind = wire::Kind::kReq;
+  req.node_id = node_id_for(from);
+  req.incarnation = 0x9999;
+  req.mtu = 2048;
+  return req;
+}
 
 struct RawClient final : rdma::EventSink {
   rdma::Seam* seam = nullptr;
