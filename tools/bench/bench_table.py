@@ -273,6 +273,7 @@ def setup_rows(t, raw):
                 f"{fmt(a)}/{fmt(b)} = {fmt(ratio(a, b))}" for a, b in pairs) +
             "; a run with a connection not made or a failed attempt has no rate, and then the "
             "median is not taken", r=r_med)
+    auth_rows(t, raw, req, what, reps)
     # The symmetric storm (the goal row unless repeated); with a second
     # rcnetd (bench.sh ARG 6) also its run and the first one's again (A, B,
     # A), no goal.
@@ -326,6 +327,63 @@ def setup_rows(t, raw):
         f"{raw.get('rcnet_in_service', '?')} still in service, client retry_count "
         f"{raw.get('load_retry_count', '?')}; the figure before the symmetric client, kept beside "
         "it")
+
+
+def auth_rows(t, raw, req, what, reps):
+    """Peer proofs' cost at setup (bench.sh sym_storm *_auth*): the same
+    symmetric storm into a hub with auth.mode "required", every client
+    proving the key, against the storm without auth and against ucmatose,
+    run as triples in one boot. A proven storm ends at the later of the
+    hub's last ESTABLISHED and the clients' last proof SEND completed; it
+    has a rate only when every connection was made and the hub counted
+    every proof."""
+    if "rcnet_sym_auth_established" not in raw:
+        return
+
+    def rate(key, auth=False):
+        n = num(raw.get(f"rcnet_{key}_established"))
+        ms = num(raw.get(f"rcnet_{key}_connect_ms"))
+        fails = num(raw.get(f"rcnet_{key}_connect_failures"))
+        if auth:
+            end = num(raw.get(f"rcnet_{key}_proof_client_end_ms"))
+            if num(raw.get(f"rcnet_{key}_hub_auth_proven")) != req or end is None or ms is None:
+                return None
+            ms = max(ms, end)
+        return n / ms * 1000 if n and ms and n == req and not fails else None
+
+    def ucm_rate(key):
+        ms = num(raw.get(f"{key}_connect_ms"))
+        return req / ms * 1000 if req and ms else None
+
+    keys = [("sym_auth", "sym", "ucmatose")] + [
+        (f"sym_auth_r{r}", f"sym_r{r}", f"ucmatose_r{r}") for r in reps
+        if f"rcnet_sym_auth_r{r}_established" in raw]
+    triples = [(rate(a, True), rate(s), ucm_rate(u)) for a, s, u in keys]
+    au = [x[0] for x in triples]
+    sy = [x[1] for x in triples]
+    uc = [x[2] for x in triples]
+    r_sym = [ratio(a, b) for a, b, _ in triples]
+    r_ucm = [ratio(a, c) for a, _, c in triples]
+
+    def med(v):
+        return median(v) if None not in v else None
+
+    k = len(triples)
+    per = "; ".join(f"{fmt(a)}/{fmt(b)}/{fmt(c)}" for a, b, c in triples)
+    proofs = ", ".join(f"{raw.get(f'rcnet_{a}_hub_auth_proven', '?')}" for a, _, _ in keys)
+    common = (f"storms in one boot, each taking each place in turn; per storm auth/no auth/ucmatose "
+              f"conn/s: {per}; proofs counted by the hub per auth storm: {proofs}; an auth storm "
+              "ends at the later of the hub's last ESTABLISHED and the clients' last proof SEND "
+              "completed (the hub verifies that message after it); a storm with a connection not "
+              "made, a failed attempt or a proof not counted has no rate, and then no median")
+    t.row(f"setup rate, {what} (symmetric client, auth required, median of {k})", "conn/s",
+        med(au), med(sy), f"the same without auth, median of {k}", ">= 0.9",
+        f"the ratio is the median of the same triple's ratios (spread {spread(r_sym)}); auth "
+        f"conn/s spread {spread(au)}, without {spread(sy)}; " + common, r=med(r_sym))
+    t.row(f"setup rate, {what} (symmetric client, auth required, against ucmatose, median of "
+        f"{k})", "conn/s", med(au), med(uc), f"ucmatose, median of {k}", ">= 0.9",
+        f"the ratio is the median of the same triple's ratios (spread {spread(r_ucm)}); "
+        f"ucmatose conn/s spread {spread(uc)}", r=med(r_ucm))
 
 
 def anchor_sets(path):

@@ -30,9 +30,19 @@
 //                       [--go-file F] [--connect-limit-s S] [--hold-s S]
 //                       [--retry-count N] [--recvs N] [--mtu BYTES]
 //                       [--done-fifo PATH] [--any-rep] [--summary FILE]
+//                       [--auth-key-file F --auth-key-id N --auth-overlay ID]
 // --any-rep: the hub is not rcnetd (ucmatose's server, which ignores the
 // REQ's private data and sends none in its REP): the same storm from the
 // same addresses into the other hub, so that only the hub differs.
+// --auth-key-file: each connection proves the cluster key as an rcnet peer
+// does (cm/peer_auth.hpp): the REQ offers key id N and a fresh nonce, the
+// REP's proof is checked (auth::check_proof; a bad one is counted and fails
+// the run), and the first SEND on the QP is the active side's proof
+// message (wire/auth_message.hpp; inline, SEND_WITH_IMM kImmAuth, or SEND
+// with a frame header on iWARP). A connection counts as proven when that
+// SEND completes (the hub's HCA has it); the summary gives the time of the
+// last one. The hub verifies the message after that, in its loop: the
+// script reads its auth_proven counter.
 //   1. creates the event channel and one id per address; prints READY;
 //   2. once file F exists: rdma_resolve_addr from every address (2 s, as
 //      ucmatose), then rdma_resolve_route, QP, rdma_connect, each on its
@@ -62,6 +72,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -70,13 +81,20 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "auth/key_file.hpp"
+#include "auth/proof.hpp"
 #include "common/args.hpp"
 #include "common/clock.hpp"
 #include "common/report.hpp"
 #include "util/address.hpp"
+#include "wire/auth_message.hpp"
+#include "wire/frame_header.hpp"
+#include "wire/immediate.hpp"
 #include "wire/private_data.hpp"
 
 using rcnet::IpAddr;
@@ -108,7 +126,9 @@ struct Conn {
   ibv_mr* mr = nullptr;
   std::vector<std::byte> buf;
   State state = State::kIdle;
-  bool disconnected = false;  // DISCONNECTED seen
+  bool disconnected = false;     // DISCONNECTED seen
+  rcnet::wire::PrivateData req;  // as sent: the proofs' transcript
+  bool proof_posted = false, proof_acked = false;
 };
 
 struct Args {
@@ -119,6 +139,8 @@ struct Args {
   int recvs = 0;
   int mtu = 2048;
   bool any_rep = false;
+  std::string auth_key_file, auth_overlay;
+  int auth_key_id = 1;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -131,6 +153,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--done-fifo", a.done_fifo, "write a line to this FIFO after the connect phase");
   app.add_flag("--any-rep", a.any_rep,
                "accept a REP without rcnet private data (the hub is ucmatose's server)");
+  app.add_option("--auth-key-file", a.auth_key_file,
+                 "prove this cluster key (rcnetd.toml auth.keys' file format)");
+  app.add_option("--auth-key-id", a.auth_key_id, "the key's id")->check(CLI::Range(1, 255));
+  app.add_option("--auth-overlay", a.auth_overlay, "the hub's auth.overlay");
   app.add_option("--connect-limit-s", a.connect_limit_s, "give up connecting after S s")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--hold-s", a.hold_s, "hold the connections S s (0: until SIGTERM)")
@@ -174,8 +200,15 @@ sockaddr_in v4(const IpAddr& a, std::uint16_t port) {
 
 class Storm {
  public:
-  Storm(const Args& a, const IpAddr& hub, const IpAddr& overlay)
-      : a_(a), hub_(v4(hub, kPort)), hub_node_(rcnet::node_id_for(hub)), overlay_(overlay) {}
+  // key: the cluster key each connection proves, or nullptr (no proof).
+  Storm(const Args& a, const IpAddr& hub, const IpAddr& overlay, const rcnet::auth::Key* key)
+      : a_(a),
+        hub_(v4(hub, kPort)),
+        hub_addr_(hub),
+        hub_node_(rcnet::node_id_for(hub)),
+        overlay_(overlay),
+        key_(key),
+        overlay_hash_(rcnet::auth::overlay_hash(a.auth_overlay)) {}
 
   ~Storm() {
     for (auto& c : conns_)
@@ -224,19 +257,28 @@ class Storm {
     }
   }
 
-  // Reads every rdma_cm event waiting, or waits up to `ms` for one.
+  // Reads every rdma_cm event waiting, or waits up to `ms` for one (1 ms
+  // while a proof's SEND has not completed: its CQ has no channel), then
+  // polls the send CQ of each proof posted.
   void pump(int ms) {
     pollfd p{ch_->fd, POLLIN, 0};
-    if (poll(&p, 1, ms) <= 0)
-      return;
-    rdma_cm_event* ev = nullptr;
-    while (rdma_get_cm_event(ch_, &ev) == 0) {
-      handle(*ev);
-      rdma_ack_cm_event(ev);
+    if (poll(&p, 1, proofs_out_.empty() ? ms : std::min(ms, 1)) > 0) {
+      rdma_cm_event* ev = nullptr;
+      while (rdma_get_cm_event(ch_, &ev) == 0) {
+        handle(*ev);
+        rdma_ack_cm_event(ev);
+      }
     }
+    poll_proofs();
   }
 
   std::size_t settled() const { return established_ + failed_; }
+  // Proof messages posted whose SEND has not completed yet.
+  std::size_t proofs_out() const { return proofs_out_.size(); }
+  std::size_t proofs_acked() const { return proofs_acked_; }
+  std::size_t bad_proofs() const { return bad_proofs_; }
+  std::int64_t last_proof_realtime() const { return last_proof_realtime_; }
+  double last_proof_s() const { return last_proof_s_; }
 
   // rdma_disconnect on every ESTABLISHED id, then wait (at most 60 s) for
   // their DISCONNECTED events. Returns how many were disconnected.
@@ -318,6 +360,8 @@ class Storm {
     qa.cap.max_recv_wr = static_cast<std::uint32_t>(depth);
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
+    if (key_ != nullptr)
+      qa.cap.max_inline_data = rcnet::wire::kFrameHeaderLen + rcnet::wire::kAuthMsgSize;
     qa.qp_type = IBV_QPT_RC;
     if (rdma_create_qp(c.id, c.pd, &qa) != 0)
       return false;
@@ -348,6 +392,76 @@ class Storm {
     return true;
   }
 
+  // The proof message's SEND completions (IBV_WC_SUCCESS: the hub's HCA
+  // acknowledged it). A failed one is a bad proof of this run.
+  void poll_proofs() {
+    for (std::size_t i = 0; i < proofs_out_.size();) {
+      Conn& c = *proofs_out_[i];
+      ibv_wc wc{};
+      const int n = ibv_poll_cq(c.scq, 1, &wc);
+      if (n == 0) {
+        ++i;
+        continue;
+      }
+      if (n == 1 && wc.status == IBV_WC_SUCCESS) {
+        c.proof_acked = true;
+        ++proofs_acked_;
+        last_proof_realtime_ = realtime_ms();
+        last_proof_s_ = monotonic_s();
+      } else {
+        ++bad_proofs_;
+        ++failures_[n < 0 ? "proof SEND: ibv_poll_cq"
+                          : std::string("proof SEND: ") + ibv_wc_status_str(wc.status)];
+      }
+      proofs_out_[i] = proofs_out_.back();
+      proofs_out_.pop_back();
+    }
+  }
+
+  // The hub's REP proves the key (PeerAuth::check_rep's checks); then our
+  // proof goes as the QP's first SEND. False: bad REP proof or post failed.
+  bool prove(Conn& c, const rcnet::wire::PrivateData& rep) {
+    namespace auth = rcnet::auth;
+    const auth::Handshake h{&overlay_hash_, &c.req, &rep, c.addr, hub_addr_};
+    if (!rep.auth || rep.key_id != key_->id ||
+        rep.overlay_tag != auth::overlay_tag(overlay_hash_) ||
+        !auth::check_proof(*key_, auth::Role::kPassive, h, rep.proof)) {
+      ++failures_["REP without a good proof"];
+      return false;
+    }
+    rcnet::wire::AuthMsg m;
+    m.key_id = key_->id;
+    m.overlay_tag = auth::overlay_tag(overlay_hash_);
+    m.proof = auth::make_proof(*key_, auth::Role::kActive, h);
+    const auto msg = rcnet::wire::encode_auth_msg(m);
+    std::array<std::byte, rcnet::wire::kFrameHeaderLen + rcnet::wire::kAuthMsgSize> buf{};
+    const bool iwarp = c.id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+    std::size_t len = 0;
+    if (iwarp) {
+      rcnet::wire::put_frame_header({rcnet::wire::kImmAuth, 0},
+                                    std::span<std::byte, rcnet::wire::kFrameHeaderLen>(
+                                        buf.data(), rcnet::wire::kFrameHeaderLen));
+      len = rcnet::wire::kFrameHeaderLen;
+    }
+    std::memcpy(buf.data() + len, msg.data(), msg.size());
+    len += msg.size();
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), static_cast<std::uint32_t>(len), 0};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = iwarp ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(rcnet::wire::kImmAuth);
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;  // no MR: as few objects as ucmatose
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(c.id->qp, &wr, &bad) != 0) {
+      ++failures_[std::string("proof SEND: ibv_post_send: ") + std::strerror(errno)];
+      return false;
+    }
+    c.proof_posted = true;
+    proofs_out_.push_back(&c);
+    return true;
+  }
+
   void send_req(Conn& c) {
     if (!make_qp(c)) {
       fail(c, std::string("QP setup: ") + std::strerror(errno));
@@ -360,6 +474,12 @@ class Storm {
     pd.mtu = static_cast<std::uint32_t>(a_.mtu);
     pd.srq = false;
     pd.overlay = overlay_;
+    if (key_ != nullptr) {
+      pd.auth = true;
+      pd.key_id = key_->id;
+      rcnet::auth::random_bytes(std::span(pd.nonce.data(), rcnet::wire::kReqNonceLen));
+    }
+    c.req = pd;
     const auto bytes = rcnet::wire::encode(pd);
     rdma_conn_param cp{};
     cp.private_data = bytes.data();
@@ -397,6 +517,8 @@ class Storm {
             rcnet::wire::Kind::kRep);
         if (!a_.any_rep && (!d.ok || d.data.node_id != hub_node_))
           ++bad_reps_;  // still a connection; the summary says the hub was not rcnetd-like
+        else if (key_ != nullptr && !prove(c, d.data))
+          ++bad_proofs_;
         c.state = State::kEstablished;
         ++established_;
         last_est_realtime_ = realtime_ms();
@@ -455,8 +577,15 @@ class Storm {
  private:
   const Args& a_;
   sockaddr_in hub_;
+  IpAddr hub_addr_;
   rcnet::NodeId hub_node_;
   IpAddr overlay_;
+  const rcnet::auth::Key* key_;
+  rcnet::auth::OverlayHash overlay_hash_;
+  std::vector<Conn*> proofs_out_;  // proof SENDs not completed
+  std::size_t proofs_acked_ = 0, bad_proofs_ = 0;
+  std::int64_t last_proof_realtime_ = 0;
+  double last_proof_s_ = 0;
   rdma_event_channel* ch_ = nullptr;
   std::vector<Conn> conns_;  // sized once: ids hold pointers into it
   std::size_t established_ = 0, failed_ = 0, remote_disconnects_ = 0, bad_reps_ = 0;
@@ -507,7 +636,16 @@ int main(int argc, char** argv) {
   signal(SIGINT, on_signal);
   raise_fd_limit();
 
-  Storm s(a, *hub, *overlay);
+  std::optional<rcnet::auth::Key> key;
+  if (!a.auth_key_file.empty()) {
+    auto bytes = rcnet::auth::read_key_file(a.auth_key_file);
+    if (!bytes) {
+      std::fprintf(stderr, "rcnet-bench-symload: %s\n", bytes.error().message().c_str());
+      return 2;
+    }
+    key.emplace(static_cast<std::uint8_t>(a.auth_key_id), *bytes);
+  }
+  Storm s(a, *hub, *overlay, key ? &*key : nullptr);
   if (!s.create(texts))
     return 1;
   std::printf("READY %zu ids\n", s.size());
@@ -517,7 +655,7 @@ int main(int argc, char** argv) {
   const std::int64_t go_realtime = realtime_ms();
   s.go();
   const double limit = s.go_s() + a.connect_limit_s;
-  while (s.settled() < s.size() && monotonic_s() < limit && !g_stop)
+  while ((s.settled() < s.size() || s.proofs_out() > 0) && monotonic_s() < limit && !g_stop)
     s.pump(50);
   const double connect_ms =
       ((s.established() ? s.last_established_s() : monotonic_s()) - s.go_s()) * 1000;
@@ -528,6 +666,9 @@ int main(int argc, char** argv) {
       "in_service %zu\n",
       s.established(), s.size(), connect_ms, static_cast<long long>(go_realtime),
       static_cast<long long>(s.last_established_realtime()), in_service);
+  if (key)
+    std::printf("PROVEN %zu last_realtime_ms %lld bad %zu\n", s.proofs_acked(),
+                static_cast<long long>(s.last_proof_realtime()), s.bad_proofs());
   std::string f;
   for (const auto& [why, n] : s.failures())
     f += " " + why + "=" + std::to_string(n);
@@ -560,10 +701,16 @@ int main(int argc, char** argv) {
   j["in_service_before_disconnect"] = held;
   j["hub_disconnects"] = s.remote_disconnects();
   j["bad_reps"] = s.bad_reps();
+  if (key) {
+    j["proofs_acked"] = s.proofs_acked();
+    j["bad_proofs"] = s.bad_proofs();
+    j["last_proof_realtime_ms"] = s.last_proof_realtime();
+  }
   j["connect_ms"] = connect_ms;
   j["disconnect_ms"] = disconnect_ms;
   j["disconnected"] = disconnected;
-  const bool ok = s.established() == s.size() && in_service == s.size() && s.bad_reps() == 0;
+  const bool ok = s.established() == s.size() && in_service == s.size() && s.bad_reps() == 0 &&
+                  s.bad_proofs() == 0 && (!key || s.proofs_acked() == s.size());
   j["ok"] = ok;
   (void)rcnet::bench::print_summary(j, a.summary, -1, "SUMMARY ");
   return ok ? 0 : 1;

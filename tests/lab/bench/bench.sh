@@ -506,10 +506,12 @@ ucm_storm ucmatose
 # sym_storm KEY BIN [PROFILE_TAG]: one storm into a fresh hub running the
 # rcnetd BIN; raw keys rcnet_KEY_*; perf record -a over it as PROFILE_TAG
 # when PROFILE is "storms".
+# KEY *_auth*: the hub has [auth] mode "required" and every client proves
+# the key (rcnet-bench-symload --auth-key-file), the rest as without.
 sym_storm() {
   local key=$1 tag=${3:-} hub k n go last s f w est=0 ins=0 end=0 start=0 fails=0 hubcpu0 sym_done_fd
-  local mark hub_est hub_end log
-  local -a sym_pids=()
+  local mark hub_est hub_end log proven=0 pend=0 p pl
+  local -a sym_pids=() auth_args=() hubp=()
   # Each client writes a line here after its connect phase: the script
   # blocks in read, as it blocks in wait for ucmatose's clients.
   local done_fifo=$FIFO_DIR/$key-done
@@ -519,6 +521,11 @@ sym_storm() {
     return 1
   fi
   bench_config 1 65520 600s
+  if [[ $key == *_auth* ]]; then
+    printf '[auth]\nmode = "required"\noverlay = "bench"\nkeys = [{id = 1, file = "%s"}]\n' \
+      "$AUTH_KEY" >>"$RCNET_RESULTS/node-1.toml"
+    auth_args=(--auth-key-file "$AUTH_KEY" --auth-key-id 1 --auth-overlay bench)
+  fi
   # The hub's log (info: a line per connection ESTABLISHED) goes to the
   # guest's own file system during the storm and is copied into the results
   # after it: on the 9p results share each line was a round trip to QEMU on
@@ -539,7 +546,7 @@ sym_storm() {
   for k in "${CLIENT_NODES[@]}"; do
     "${LAB_TOOL_ENV[@]}" timeout -k 5 300 "$SYMLOAD" --peer 10.99.0.1 --addr-file "$RCNET_RESULTS/addrs-$k.txt" \
       --go-file "$RCNET_RESULTS/go-$key" --connect-limit-s 240 --retry-count "$LOAD_RETRY" \
-      --done-fifo "$done_fifo" \
+      --done-fifo "$done_fifo" "${auth_args[@]}" \
       --summary "$RCNET_RESULTS/$key-$k.json" >"$RCNET_RESULTS/$key-$k.txt" 2>&1 &
     sym_pids+=($!)
   done
@@ -577,8 +584,28 @@ sym_storm() {
     fails=$((fails + f))
     ((last > end)) && end=$last
     ((start == 0 || go < start)) && start=$go
+    if ((${#auth_args[@]})); then
+      read -r p pl < <(awk '/^PROVEN/ { print $2, $4 }' "$RCNET_RESULTS/$key-$k.txt")
+      proven=$((proven + ${p:-0}))
+      ((${pl:-0} > pend)) && pend=$pl
+    fi
   done
   netsnap "$key-after"
+  if ((${#auth_args[@]})); then
+    # The clients' proofs were acknowledged by the hub's HCA; the hub
+    # verifies each in its loop: wait (10 s at most) for its counter.
+    for ((w = 0; w < 50; w++)); do
+      mapfile -t hubp < <(counters 1 auth_proven auth_unproven)
+      [[ ${hubp[0]:-} =~ ^[0-9]+$ ]] && ((hubp[0] >= N)) && break
+      sleep 0.2
+    done
+    raw "rcnet_${key}_clients_proven" "$proven"
+    raw "rcnet_${key}_hub_auth_proven" "${hubp[0]:-?}"
+    raw "rcnet_${key}_hub_auth_unproven" "${hubp[1]:-?}"
+    ((pend > 0 && start > 0)) && raw "rcnet_${key}_proof_client_end_ms" $((pend - start))
+    lab_expect "rcnet $key storm: the hub proved ${hubp[0]:-?} of $N connections, $proven proofs sent" \
+      test "${hubp[0]:-0}" = "$N" -a "$proven" = "$N"
+  fi
   raw "rcnet_${key}_rcnetd" "$2"
   raw "rcnet_${key}_hub_rnr_naks_sent" "$(hub_counter_delta "$key-before" "$key-after" send_rnr_err)"
   raw "rcnet_${key}_hub_cpu_s" "$(awk -v a="$hubcpu0" -v b="$(cpu_ticks "$hub")" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')"
@@ -687,19 +714,34 @@ sym_hub_start() {
 if [[ ! -x $SYMLOAD ]]; then
   lab_fail "no $SYMLOAD (ninja -C BUILD tools/bench/rcnet-bench-symload)"
 else
+  # The key every hub and client with peer proofs holds (sym_storm *_auth*).
+  AUTH_KEY=$FIFO_DIR/bench.key
+  (umask 077 && head -c 32 /dev/urandom | base64 >"$AUTH_KEY")
   sym_storm sym "$RCD_BIN"
-  # SETUP_REPEAT (ARG 7) > 1: that many pairs of storms in all, ucmatose
-  # and rcnet alternating which goes first, so that the host's load on the
-  # guest (it varies by 2x from one storm to the next) shows as the spread
-  # of the pairs, and the table takes medians.
+  sym_storm sym_auth "$RCD_BIN"
+  # SETUP_REPEAT (ARG 7) > 1: that many triples of storms in all, ucmatose,
+  # rcnet and rcnet with peer proofs, each taking each place in turn, so
+  # that the host's load on the guest (it varies by 2x from one storm to
+  # the next) shows as the spread of the triples, and the table takes
+  # medians.
   for ((r = 2; r <= SETUP_REPEAT; r++)); do
-    if ((r % 2 == 0)); then
-      sym_storm "sym_r$r" "$RCD_BIN"
-      ucm_storm "ucmatose_r$r"
-    else
-      ucm_storm "ucmatose_r$r"
-      sym_storm "sym_r$r" "$RCD_BIN"
-    fi
+    case $((r % 3)) in
+      0)
+        sym_storm "sym_r$r" "$RCD_BIN"
+        sym_storm "sym_auth_r$r" "$RCD_BIN"
+        ucm_storm "ucmatose_r$r"
+        ;;
+      1)
+        ucm_storm "ucmatose_r$r"
+        sym_storm "sym_r$r" "$RCD_BIN"
+        sym_storm "sym_auth_r$r" "$RCD_BIN"
+        ;;
+      *)
+        sym_storm "sym_auth_r$r" "$RCD_BIN"
+        ucm_storm "ucmatose_r$r"
+        sym_storm "sym_r$r" "$RCD_BIN"
+        ;;
+    esac
   done
   # The same clients into ucmatose's server, beside the rcnet storm before.
   ucm_sym_storm ucmatose_symclient

@@ -232,6 +232,46 @@ class BenchTable(unittest.TestCase):
         finally:
             shutil.rmtree(res)
 
+    def test_auth_storms_against_the_same_without_and_ucmatose(self):
+        # Triples: the fixture's first (sym 1000 in 3.125 s, ucmatose 2.5 s)
+        # with an auth storm whose hub ended at 3.0 s but whose last proof
+        # SEND completed at 3.2 s (the later counts: 312.5/s), and two more.
+        # Auth/sym ratios 0.977, 1.0, 0.8: median 0.977 (met); auth/ucmatose
+        # 0.781, 1.0, 0.8: median 0.8 (not met).
+        def auth(key, ms, end, proven=1000, fails=0):
+            return (f"rcnet_{key}_established 1000\nrcnet_{key}_connect_failures {fails}\n"
+                    f"rcnet_{key}_connect_ms {ms}\nrcnet_{key}_proof_client_end_ms {end}\n"
+                    f"rcnet_{key}_hub_auth_proven {proven}\n")
+        extra = auth("sym_auth", 3000, 3200) + "".join(
+            f"rcnet_sym_r{r}_established 1000\nrcnet_sym_r{r}_connect_failures 0\n"
+            f"rcnet_sym_r{r}_connect_ms {rms}\nucmatose_r{r}_connect_ms {ums}\n" +
+            auth(f"sym_auth_r{r}", ams, ams - 100)
+            for r, rms, ums, ams in ((2, 2000, 2000, 2000), (3, 4000, 4000, 5000)))
+        row = "setup rate, 1000 connections from 4 nodes (symmetric client, auth required, "
+        out, rows, res = run_table(extra=extra)
+        try:
+            r = rows[row + "median of 3)"]
+            self.assertAlmostEqual(r["rcnet"], 312.5)  # 312.5, 500, 200
+            self.assertAlmostEqual(r["anchor"], 320.0)  # 320, 500, 250
+            self.assertAlmostEqual(r["ratio"], 312.5 / 320)
+            self.assertIs(r["met"], True)
+            r = rows[row + "against ucmatose, median of 3)"]
+            self.assertAlmostEqual(r["anchor"], 400.0)  # 400, 500, 250
+            self.assertAlmostEqual(r["ratio"], 0.8)
+            self.assertIs(r["met"], False)
+            self.assertIn("proofs counted by the hub per auth storm: 1000, 1000, 1000", out)
+        finally:
+            shutil.rmtree(res)
+        # A proof the hub did not count leaves that storm, and the medians,
+        # without a rate.
+        out, rows, res = run_table(extra=extra.replace(
+            "rcnet_sym_auth_r3_hub_auth_proven 1000", "rcnet_sym_auth_r3_hub_auth_proven 999"))
+        try:
+            self.assertIsNone(rows[row + "median of 3)"]["rcnet"])
+            self.assertIs(rows[row + "median of 3)"]["met"], False)
+        finally:
+            shutil.rmtree(res)
+
     def test_same_clients_into_ucmatose_server(self):
         # The symmetric clients into ucmatose's server: 1000 in 2.0 s (500/s)
         # against rcnet's 1000 in 3.125 s (320/s): 0.64, no goal.
