@@ -7,11 +7,13 @@
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "fd_store.hpp"
 #include "logging.hpp"
 
 namespace rcnet::daemon {
@@ -334,8 +336,44 @@ Result<void> Daemon::start_ctl_server() {
   return {};
 }
 
+// rc0 as the last rcnetd left it in systemd's fd store (fd_store.hpp), if
+// it is still what the config asks for; else nullopt, the stored copy
+// released (the kernel deletes that device once systemd closes it).
+std::optional<TunDevice> Daemon::adopt_tun(const std::vector<IpPrefix>& addresses,
+                                           std::uint32_t gso_segs) {
+  FdStore passed = FdStore::from_environment();
+  UniqueFd kept = passed.take(kTunFdName);
+  if (passed.passed() > (kept ? 1u : 0u))
+    spdlog::warn("systemd passed {} fds; only \"{}\" is rcnetd's: the others are closed",
+                 passed.passed(), kTunFdName);
+  if (!kept)
+    return std::nullopt;
+  auto tun = TunDevice::adopt(std::move(kept), cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
+  Result<void> r =
+      tun ? tun->configure(addresses, cfg_.manager.mtu, gso_segs) : Result<void>(tun.error());
+  if (r)
+    return std::move(*tun);
+  spdlog::warn("the TUN kept in systemd's fd store is not taken over ({}): a new {} replaces it",
+               r.error().message(), cfg_.tun_name);
+  FdStore::remove(kTunFdName);
+  return std::nullopt;
+}
+
 Result<void> Daemon::setup_tun() {
+  // A super-packet for a peer without offload goes as one SEND per segment,
+  // all in its SQ at once (two WRs kept for reclaim and drain).
+  const std::uint32_t gso_segs = cfg_.manager.offload ? cfg_.manager.qp_send_depth - 2 : 0;
+  const std::vector<IpPrefix> addresses = cfg_.overlay_prefixes();
+  if (auto kept = adopt_tun(addresses, gso_segs))
+    return start_tun(std::move(*kept), addresses);
+  // The device the stored fd held goes when systemd closes its copy (an
+  // FDSTOREREMOVE above, handled after this message): its name is busy
+  // until then.
   auto tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
+  for (int i = 0; i < 40 && !tun && tun.error().code == std::errc::device_or_resource_busy; ++i) {
+    ::usleep(50'000);
+    tun = TunDevice::open(cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
+  }
   if (!tun) {
     // The operator needs the config key, not only the call that failed; a
     // hint only where it is the likely cause.
@@ -349,10 +387,6 @@ Result<void> Daemon::setup_tun() {
       ctx += " with offloads (transport.offload = false turns them off)";
     return Error{e.code, ctx + ": " + e.context};
   }
-  // A super-packet for a peer without offload goes as one SEND per segment,
-  // all in its SQ at once (two WRs kept for reclaim and drain).
-  const std::uint32_t gso_segs = cfg_.manager.offload ? cfg_.manager.qp_send_depth - 2 : 0;
-  const std::vector<IpPrefix> addresses = cfg_.overlay_prefixes();
   if (auto r = tun->configure(addresses, cfg_.manager.mtu, gso_segs); !r) {
     if (cfg_.tun_netns.empty())
       return r;
@@ -362,7 +396,14 @@ Result<void> Daemon::setup_tun() {
                                      cfg_.tun_netns +
                                      "\" (setns needs CAP_SYS_ADMIN): " + r.error().context};
   }
-  tun_.emplace(std::move(*tun));
+  // Kept across a restart: systemd holds a copy (no-op outside systemd).
+  if (FdStore::store(tun->fd(), kTunFdName))
+    spdlog::debug("TUN {} handed to systemd's fd store", tun->name());
+  return start_tun(std::move(*tun), addresses);
+}
+
+Result<void> Daemon::start_tun(TunDevice tun, const std::vector<IpPrefix>& addresses) {
+  tun_.emplace(std::move(tun));
   tun_path_->set_uso(tun_->uso());
   if (tun_->uso() && !cfg_.manager.uso) {
     // USO is the kernel's to grant (6.2+), known only now that the TUN is
@@ -383,8 +424,11 @@ Result<void> Daemon::setup_tun() {
   std::string shown;
   for (const IpPrefix& p : addresses)
     shown += (shown.empty() ? "" : " ") + p.to_string();
-  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}", tun_->name(), shown, cfg_.manager.mtu,
-               cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns, tun_->offloads());
+  spdlog::info("TUN {} up: {} mtu {}{}, offloads: {}{}", tun_->name(), shown, cfg_.manager.mtu,
+               cfg_.tun_netns.empty() ? "" : " in netns " + cfg_.tun_netns, tun_->offloads(),
+               tun_->adopted() ? "; kept from the last rcnetd by systemd's fd store (ifindex, "
+                                 "addresses and routes unchanged)"
+                               : "");
   return {};
 }
 

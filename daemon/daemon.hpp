@@ -124,6 +124,9 @@ class Daemon {
   // Rail k's mapping between overlay and underlay (the config's).
   cm::RailMap rail_map(std::size_t k) const;
   Result<void> setup_tun();
+  std::optional<TunDevice> adopt_tun(const std::vector<IpPrefix>& addresses,
+                                     std::uint32_t gso_segs);
+  Result<void> start_tun(TunDevice tun, const std::vector<IpPrefix>& addresses);
   Result<void> start_ctl_server();
   // The RDMA netlink monitor where the kernel has it (6.12+), else nothing
   // changes: the readopt poll alone finds a returning device. Never fatal.

@@ -10,6 +10,7 @@
 #include <netlink/attr.h>
 #include <netlink/errno.h>
 #include <netlink/msg.h>
+#include <netlink/route/addr.h>
 #include <netlink/route/link/inet.h>
 #include <netlink/route/link/inet6.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +19,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "netns.hpp"
 #include "nl.hpp"
@@ -77,7 +79,36 @@ Result<TunDevice> TunDevice::open(const std::string& name, bool offload, const s
       return Error::from_errno(errno, "TUNSETIFF " + where);
   }  // back home: the device stays in the namespace its fd was opened in
   // The kernel fills in the final name when `name` was a template.
-  TunDevice dev(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)));
+  return finish(std::move(fd), std::string(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ)),
+                offload, netns);
+}
+
+Result<TunDevice> TunDevice::adopt(UniqueFd fd, const std::string& name, bool offload,
+                                   const std::string& netns) {
+  ifreq ifr{};
+  if (::ioctl(fd.get(), TUNGETIFF, &ifr) < 0)
+    return Error::from_errno(errno, "TUNGETIFF on the stored fd");
+  const std::string got(ifr.ifr_name, ::strnlen(ifr.ifr_name, IFNAMSIZ));
+  const unsigned flags = static_cast<unsigned short>(ifr.ifr_flags);
+  if ((flags & (IFF_TUN | IFF_TAP | IFF_NO_PI)) != (IFF_TUN | IFF_NO_PI))
+    return Error::invalid("the stored fd's device " + got + " is not a TUN without packet info");
+  if (name.find('%') == std::string::npos && got != name)
+    return Error::invalid("the stored TUN is " + got + ", tun.name is " + name);
+  if (((flags & IFF_VNET_HDR) != 0) != offload)
+    return Error::invalid("the stored TUN " + got +
+                          " was made with transport.offload = " + (offload ? "false" : "true"));
+  const int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+    return Error::from_errno(errno, "O_NONBLOCK on the stored TUN " + got);
+  auto dev = finish(std::move(fd), got, offload, netns);
+  if (dev)
+    dev->adopted_ = true;
+  return dev;
+}
+
+Result<TunDevice> TunDevice::finish(UniqueFd fd, std::string name, bool offload,
+                                    const std::string& netns) {
+  TunDevice dev(std::move(fd), std::move(name));
   dev.netns_ = netns;
   if (offload) {
     auto what = enable_offloads(dev.fd(), dev.name());
@@ -166,6 +197,10 @@ Result<void> TunDevice::configure(std::span<const IpPrefix> addresses, std::uint
           gso_max_segs, where, nl_geterror(-r));
   }
 
+  if (adopted_) {
+    if (auto r = prune_addresses(sock->get(), ifindex, addresses, where); !r)
+      return r;
+  }
   for (const IpPrefix& address : addresses) {
     RtnlAddrPtr addr(rtnl_addr_alloc());
     NlAddrPtr local = to_nl_addr(address.addr, address.length);
@@ -184,6 +219,46 @@ Result<void> TunDevice::configure(std::span<const IpPrefix> addresses, std::uint
     if (int r = rtnl_addr_add(sock->get(), addr.get(), 0); r < 0 && r != -NLE_EXIST) {
       return nl_error(r, "add address " + address.to_string() + " to " + where);
     }
+  }
+  return {};
+}
+
+Result<void> TunDevice::prune_addresses(nl_sock* sock, int ifindex,
+                                        std::span<const IpPrefix> addresses,
+                                        const std::string& where) {
+  nl_cache* raw = nullptr;
+  if (int r = rtnl_addr_alloc_cache(sock, &raw); r < 0)
+    return nl_error(r, "list the addresses of " + where);
+  NlCachePtr cache(raw);
+  std::vector<RtnlAddrPtr> gone;
+  for (nl_object* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
+    auto* a = reinterpret_cast<rtnl_addr*>(o);
+    nl_addr* local = rtnl_addr_get_local(a);
+    if (rtnl_addr_get_ifindex(a) != ifindex || local == nullptr)
+      continue;
+    const int family = rtnl_addr_get_family(a);
+    if ((family != AF_INET && family != AF_INET6) || rtnl_addr_get_scope(a) == RT_SCOPE_LINK)
+      continue;  // a link-local address is the kernel's, not tun.address's
+    bool wanted = false;
+    for (const IpPrefix& p : addresses) {
+      NlAddrPtr w = to_nl_addr(p.addr, p.length);
+      wanted =
+          wanted || (w && nl_addr_get_len(local) == nl_addr_get_len(w.get()) &&
+                     rtnl_addr_get_prefixlen(a) == static_cast<int>(p.length) &&
+                     std::memcmp(nl_addr_get_binary_addr(local), nl_addr_get_binary_addr(w.get()),
+                                 nl_addr_get_len(local)) == 0);
+    }
+    if (!wanted) {
+      nl_object_get(o);
+      gone.emplace_back(a);
+    }
+  }
+  for (const RtnlAddrPtr& a : gone) {
+    char text[INET6_ADDRSTRLEN + 8];
+    nl_addr2str(rtnl_addr_get_local(a.get()), text, sizeof text);
+    if (int r = rtnl_addr_delete(sock, a.get(), 0); r < 0 && r != -NLE_NOADDR)
+      return nl_error(r, std::string("remove address ") + text + " from " + where);
+    spdlog::info("{}: address {} removed: not in tun.address any more", where, text);
   }
   return {};
 }

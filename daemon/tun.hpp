@@ -44,6 +44,8 @@
 #include "util/address.hpp"
 #include "util/result.hpp"
 
+struct nl_sock;  // libnl
+
 namespace rcnet::daemon {
 
 class TunDevice {
@@ -64,6 +66,17 @@ class TunDevice {
   // TUNSETOFFLOAD even without USO).
   static Result<TunDevice> open(const std::string& name, bool offload = false,
                                 const std::string& netns = {});
+  // Takes over `fd`, the TUN fd of an earlier rcnetd kept in systemd's fd
+  // store (fd_store.hpp), and with it the device as it is: its ifindex,
+  // addresses, routes. Checks with TUNGETIFF that it is a TUN without
+  // packet info named `name` (any name when `name` is a template with
+  // '%') and opened with IFF_VNET_HDR exactly when `offload`; then sets
+  // O_NONBLOCK and the offloads as open() does. Whether the device is in
+  // `netns` is for configure() to find (it looks the name up there).
+  // Errors: EINVAL naming what differs (the caller makes a new device),
+  // ioctl(2)'s (ENOTTY/EBADFD: not a TUN fd, or one never attached).
+  static Result<TunDevice> adopt(UniqueFd fd, const std::string& name, bool offload,
+                                 const std::string& netns = {});
 
   // Sets `addresses` (tun.address: one, or one per family; each prefix
   // length is that family's on-link subnet; IPv6 ones with IFA_F_NODAD),
@@ -104,15 +117,27 @@ class TunDevice {
   // The kernel granted TUN_F_USO4|TUN_F_USO6: the TUN reads and takes UDP
   // GSO frames (cm::ManagerConfig::uso).
   bool uso() const { return uso_; }
+  // Made by adopt(): the device, its ifindex and addresses predate us.
+  bool adopted() const { return adopted_; }
 
  private:
   TunDevice(UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+  // Removes the IPv4 and IPv6 addresses of `ifindex` that are not in
+  // `addresses` (link-local ones stay): an adopted device keeps what the
+  // last rcnetd set, and tun.address may have changed since.
+  static Result<void> prune_addresses(nl_sock* sock, int ifindex,
+                                      std::span<const IpPrefix> addresses,
+                                      const std::string& where);
+  // What open() and adopt() do once the fd is attached to its device.
+  static Result<TunDevice> finish(UniqueFd fd, std::string name, bool offload,
+                                  const std::string& netns);
   UniqueFd fd_;
   std::string name_;
   std::string netns_;
   std::size_t vnet_hdr_len_ = 0;
   std::string offloads_ = "none";
   bool uso_ = false;
+  bool adopted_ = false;  // adopt(): configure() also prunes addresses
 };
 
 }  // namespace rcnet::daemon

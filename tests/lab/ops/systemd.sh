@@ -19,6 +19,9 @@
 #     restart, a parse error) makes systemctl reload fail and keeps the
 #     running configuration;
 #   - the watchdog kills and restarts a SIGSTOPped rcnetd; peers reconverge;
+#   - systemctl restart under a TCP stream keeps rc0 (ifindex, addresses,
+#     routes: the fd store), and without the store (a drop-in) does not;
+#     the stall figures of both in restart-figures.txt;
 #   - journalctl -u rcnetd@node1 PEER_ADDR=... and journalctl MESSAGE_ID=...
 #     find the connection events;
 #   - systemd-analyze security exposure <= 2.0; user rcnet with only the
@@ -28,7 +31,7 @@
 #     (reasons as labels, histograms, rcnet_build_info), and promtool check
 #     metrics finds nothing to say about them; with rcnetd not answering the
 #     metrics unit writes rcnet_up 0 and succeeds;
-#   - systemctl stop of all instances leaves no QP.
+#   - systemctl stop of all instances leaves no QP and no rc0.
 # Outputs quoted in reports: systemctl-status-node1.txt,
 # journal-peer-addr.txt, journal-message-id.txt, security-*.txt,
 # node-exporter-rcnet.txt.
@@ -329,6 +332,87 @@ lab_expect "watchdog: the journal says why" \
   bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'Watchdog timeout'"
 ping_all "after the watchdog restart"
 
+# --- restart: rc0 outlives rcnetd (systemd's fd store) ---------------------------------
+# systemctl restart of rcnetd@node2 under a TCP stream and a 20 ms ping from
+# node1; then the same on node3 with the store turned off by a drop-in
+# (FileDescriptorStoreMax=0: rcnetd as it was before it, in this boot).
+# The stall figures go to restart-figures.txt and the log; only what must
+# hold is expected: the same rc0 (ifindex, addresses, routes) with the store
+# and a new one without, and the stream ends without an error (a reset
+# would fail iperf3, whose idle control connection also lives through it).
+link_state() { # I: rc0's ifindex, addresses and routes in node I's netns
+  {
+    ip -n "node$1" -o link show rc0 | cut -d: -f1
+    ip -n "node$1" -o addr show dev rc0 | awk '{ print $4 }'
+    ip -n "node$1" route show dev rc0
+  } 2>&1 | tr '\n' ' '
+}
+# Longest time (ms) between two consecutive echo replies in ping -D's output.
+ping_gap_ms() { awk '/bytes from/ { t = substr($1, 2, length($1) - 2); if (p != "" && t - p > m) m = t - p; p = t } END { printf "%d", m * 1000 }' "$1"; }
+# The longest run (ms) of iperf3 intervals (-i 0.1) that moved no byte.
+iperf_stall_ms() {
+  jq -r '.intervals[].sum | "\(.seconds) \(.bytes)"' "$1" 2>/dev/null |
+    awk '$2 == 0 { run += $1; if (run > m) m = run; next } { run = 0 } END { printf "%d", m * 1000 }'
+}
+restart_probe() { # I KEY CMD...: CMD (a restart) under traffic from node1 to node I
+  local i=$1 key=$2 before after t0 t1 ipid ppid irc n
+  shift 2
+  lab_in_node "$i" iperf3 -s -1 -B "10.100.0.$i" >"$OUT/iperf3-server-$key.txt" 2>&1 &
+  sleep 0.5
+  lab_in_node 1 timeout 60 iperf3 -c "10.100.0.$i" -B 10.100.0.1 -t 10 -i 0.1 -J \
+    >"$OUT/iperf3-$key.json" 2>&1 &
+  ipid=$!
+  lab_in_node 1 timeout 14 ping -D -n -i 0.02 "10.100.0.$i" >"$OUT/ping-$key.txt" 2>&1 &
+  ppid=$!
+  sleep 3
+  before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+  t0=${EPOCHREALTIME/[.,]/}
+  "$@"
+  t1=${EPOCHREALTIME/[.,]/}
+  wait "$ipid"
+  irc=$?
+  wait "$ppid"
+  after=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+  R_MS=$(((t1 - t0) / 1000))
+  R_SAME=0
+  [[ $before == "$after" ]] && R_SAME=1
+  R_IPERF=$irc
+  printf '%s restart_ms=%s ping_gap_ms=%s iperf3_stall_ms=%s retransmits=%s iperf3_exit=%s same_rc0=%s before=[%s] after=[%s]\n' \
+    "$key" "$R_MS" "$(ping_gap_ms "$OUT/ping-$key.txt")" "$(iperf_stall_ms "$OUT/iperf3-$key.json")" \
+    "$(jq -r '.end.sum_sent.retransmits // "?"' "$OUT/iperf3-$key.json" 2>/dev/null)" "$irc" "$R_SAME" \
+    "$before" "$after" | tee -a "$OUT/restart-figures.txt"
+}
+restart_probe 2 fdstore systemctl restart rcnetd@node2.service
+lab_expect "restart with the fd store: rc0 kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
+lab_expect "restart with the fd store: the TCP stream through it ended without an error (iperf3 exit $R_IPERF)" [ "$R_IPERF" = 0 ]
+lab_expect "the new rcnetd@node2 says it took rc0 over" \
+  bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'kept from the last rcnetd'"
+mkdir -p /etc/systemd/system/rcnetd@node3.service.d
+printf '[Service]\nFileDescriptorStoreMax=0\n' >/etc/systemd/system/rcnetd@node3.service.d/no-fdstore.conf
+systemctl daemon-reload
+restart_probe 3 no-fdstore systemctl restart rcnetd@node3.service
+lab_expect "restart without the fd store: node3's rc0 is a new device (as before the store)" [ "$R_SAME" = 0 ]
+rm -f /etc/systemd/system/rcnetd@node3.service.d/no-fdstore.conf
+systemctl daemon-reload
+ping_all "after the restarts"
+# An upgrade: the same package installed again over the running one takes
+# the maintainer scripts' upgrade path (postinst configure with the old
+# version), which try-restarts every running instance at once.
+pids=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
+restart_probe 2 upgrade bash -c "dpkg -i '$DEB' >'$OUT/dpkg-i-upgrade.txt' 2>&1"
+pids2=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
+all_new() { # every instance's MainPID differs from before
+  local -a a b
+  local k
+  read -ra a <<<"$pids"
+  read -ra b <<<"$pids2"
+  for k in 0 1 2; do [ "${a[k]}" != "${b[k]:-}" ] || return 1; done
+}
+lab_expect "dpkg -i over the running package restarted every instance (MainPID $pids-> $pids2)" all_new
+lab_expect "upgrade: rc0 of every node kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
+lab_expect "upgrade: the TCP stream through it ended without an error (iperf3 exit $R_IPERF)" [ "$R_IPERF" = 0 ]
+ping_all "after the upgrade"
+
 # --- metrics: rcnet-metrics.timer -> textfile collector -> node-exporter -------------
 # prometheus-node-exporter is installed on the host (tools/install-deps.sh):
 # the guest's root is the host's. Debian's node-exporter reads its textfile
@@ -395,6 +479,10 @@ for i in "${NODES[@]}"; do
   props "rcnetd@node$i.service" ActiveState Result ExecMainStatus
   lab_expect "node$i stopped cleanly: ${P[ActiveState]}, Result=${P[Result]}, status ${P[ExecMainStatus]}" \
     [ "${P[ActiveState]}/${P[Result]}/${P[ExecMainStatus]}" = inactive/success/0 ]
+done
+# A stop releases the fd store: the kernel deletes rc0 as before.
+for i in "${NODES[@]}"; do
+  lab_expect "node$i: no rc0 after stop (the fd store released)" bash -c "! ip -n node$i link show rc0 >/dev/null 2>&1"
 done
 rdma res show qp >"$OUT/after-stop-qp.txt" 2>&1
 lab_expect "no QP left after stop ($(lab_qp_count); rdma res show qp in after-stop-qp.txt)" [ "$(lab_qp_count)" -eq 0 ]

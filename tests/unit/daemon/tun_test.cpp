@@ -3,9 +3,13 @@
 #include "tun.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <linux/if.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
@@ -14,6 +18,7 @@
 #include "catch2_compat.hpp"
 
 #include "config/config.hpp"
+#include "fd_store.hpp"
 #include "nl.hpp"
 #include "private_netns.hpp"
 #include "wire/ip_packet.hpp"
@@ -60,6 +65,16 @@ std::vector<std::byte> udp_packet(const IpAddr& src, const IpAddr& dst, std::uin
   std::vector<std::byte> out(size);
   std::memcpy(out.data(), p.data(), size);
   return out;
+}
+
+// The ifindex of `name` in the current namespace, or -1.
+int ifindex_of(const std::string& name) {
+  auto sock = open_request_socket(NETLINK_ROUTE);
+  rtnl_link* raw = nullptr;
+  if (!sock || rtnl_link_get_kernel(sock->get(), 0, name.c_str(), &raw) != 0)
+    return -1;
+  RtnlLinkPtr link(raw);
+  return rtnl_link_get_ifindex(link.get());
 }
 }  // namespace
 
@@ -274,6 +289,157 @@ TEST_CASE("TUN device: both families on one TUN, and no link-local address to se
   // addr_gen_mode none before IFF_UP: the kernel made no fe80:: address,
   // and sends no router solicitation without one.
   CHECK_FALSE(link_local);
+}
+
+// What rcnetd finds after a restart under systemd: the device made by the
+// last process, held only by the fd store's copy of its fd.
+TEST_CASE("TUN kept across a restart: adopt() keeps the device and what tun.address still says",
+          "[daemon][tun][netns][fdstore]") {
+  daemon::test::PrivateNetns ns;
+  REQUIRE(ns.entered());
+  UniqueFd kept;
+  std::string name;
+  {
+    auto tun = TunDevice::open("rct%d");
+    REQUIRE(tun.ok());
+    name = tun->name();
+    const std::vector<IpPrefix> both = {*IpPrefix::parse("10.100.0.1/24"),
+                                        *IpPrefix::parse("fd00:100::1/120")};
+    REQUIRE(tun->configure(both, 9000).ok());
+    kept = UniqueFd(::fcntl(tun->fd(), F_DUPFD_CLOEXEC, 0));  // systemd's copy
+    REQUIRE(kept.valid());
+  }  // the first process's fd closed: the copy keeps the device
+  const int ifindex = ifindex_of(name);
+  REQUIRE(ifindex > 0);
+
+  // The kernel routes to the device while no process reads it: the packet
+  // waits in the TUN's queue.
+  UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  inet_pton(AF_INET, "10.100.0.2", &to.sin_addr);
+  REQUIRE(::sendto(udp.get(), "queued", 6, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) == 6);
+
+  SECTION("a mismatch is refused, naming what differs") {
+    UniqueFd copy(::fcntl(kept.get(), F_DUPFD_CLOEXEC, 0));
+    auto other = TunDevice::adopt(std::move(copy), "rcother0", false);
+    REQUIRE_FALSE(other.ok());
+    CHECK(other.error().context.find("tun.name is rcother0") != std::string::npos);
+    copy = UniqueFd(::fcntl(kept.get(), F_DUPFD_CLOEXEC, 0));
+    auto offload = TunDevice::adopt(std::move(copy), name, true);
+    REQUIRE_FALSE(offload.ok());
+    CHECK(offload.error().context.find("transport.offload = false") != std::string::npos);
+    auto not_tun = TunDevice::adopt(UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC)), name, false);
+    CHECK_FALSE(not_tun.ok());
+  }
+
+  auto tun = TunDevice::adopt(std::move(kept), name, false);
+  REQUIRE(tun.ok());
+  CHECK(tun->adopted());
+  CHECK(tun->name() == name);
+  // tun.address changed meanwhile: the new one is added, the old ones go.
+  auto cfg = tun->configure(*IpPrefix::parse("10.100.0.3/24"), 9000);
+  INFO((cfg.ok() ? "" : cfg.error().message()));
+  REQUIRE(cfg.ok());
+  CHECK(ifindex_of(name) == ifindex);
+  const auto addrs = config::system_interface_addresses(name);
+  REQUIRE(addrs);
+  std::vector<std::string> shown;
+  for (const IpAddr& a : *addrs)
+    shown.push_back(a.to_string());
+  CHECK(shown == std::vector<std::string>{"10.100.0.3"});
+
+  std::vector<std::byte> buf(65536);
+  bool found = false;
+  for (int i = 0; i < 16 && !found; ++i) {
+    auto n = tun->read(buf);
+    if (!n)
+      break;
+    auto d = ip_destination(std::span(buf).first(*n));
+    found = d && *d == *IpAddr::parse("10.100.0.2") && *n == 20 + 8 + 6;
+  }
+  CHECK(found);
+}
+
+// The notify protocol's side of the fd store: what systemd receives
+// (sd_notify(3) FDSTORE=1, one fd in SCM_RIGHTS) and what it passes back
+// (sd_listen_fds(3): fds from 3, LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES).
+TEST_CASE("fd store: the TUN fd goes to NOTIFY_SOCKET by name, and comes back by name",
+          "[daemon][fdstore]") {
+  SECTION("store: FDSTORE=1 and FDNAME=tun with the fd") {
+    UniqueFd sink(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    REQUIRE(sink.valid());
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    const std::string path = "/tmp/rcnet-fdstore-test-" + std::to_string(::getpid());
+    ::unlink(path.c_str());
+    std::memcpy(sun.sun_path, path.c_str(), path.size());
+    REQUIRE(::bind(sink.get(), reinterpret_cast<sockaddr*>(&sun), sizeof sun) == 0);
+    UniqueFd pipe_r, pipe_w;
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    pipe_r.reset(p[0]);
+    pipe_w.reset(p[1]);
+    REQUIRE(::setenv("NOTIFY_SOCKET", path.c_str(), 1) == 0);
+    const bool sent = FdStore::store(pipe_w.get(), kTunFdName);
+    ::unsetenv("NOTIFY_SOCKET");
+    REQUIRE(sent);
+    char text[256] = {};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{text, sizeof text - 1};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    REQUIRE(::recvmsg(sink.get(), &m, MSG_CMSG_CLOEXEC) > 0);
+    CHECK(std::string(text) == "FDSTORE=1\nFDNAME=tun");
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    REQUIRE(c != nullptr);
+    REQUIRE(c->cmsg_type == SCM_RIGHTS);
+    int got = -1;
+    std::memcpy(&got, CMSG_DATA(c), sizeof got);
+    UniqueFd copy(got);
+    // The copy is the same pipe: a byte written to it comes out of ours.
+    REQUIRE(::write(copy.get(), "x", 1) == 1);
+    char x = 0;
+    CHECK(::read(pipe_r.get(), &x, 1) == 1);
+    CHECK(x == 'x');
+    ::unlink(path.c_str());
+    // Outside systemd: nothing sent.
+    CHECK_FALSE(FdStore::store(pipe_w.get(), kTunFdName));
+  }
+  SECTION("from_environment: the fd named tun, the environment unset") {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    // Above 3, which may be free here (then the pipe took it).
+    UniqueFd pipe_r(::fcntl(p[0], F_DUPFD_CLOEXEC, 10)), pipe_w(::fcntl(p[1], F_DUPFD_CLOEXEC, 10));
+    ::close(p[0]);
+    ::close(p[1]);
+    // sd_listen_fds passes fds from 3: put the pipe's write end there.
+    UniqueFd saved(::fcntl(3, F_DUPFD_CLOEXEC, 10));
+    REQUIRE(::dup2(pipe_w.get(), 3) == 3);
+    ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+    ::setenv("LISTEN_FDS", "1", 1);
+    ::setenv("LISTEN_FDNAMES", "tun", 1);
+    FdStore passed = FdStore::from_environment();
+    CHECK(passed.passed() == 1);
+    CHECK(std::getenv("LISTEN_FDS") == nullptr);
+    CHECK_FALSE(passed.take("other").valid());
+    UniqueFd tun = passed.take(kTunFdName);
+    REQUIRE(tun.get() == 3);
+    CHECK((::fcntl(3, F_GETFD) & FD_CLOEXEC) != 0);
+    REQUIRE(::write(tun.get(), "y", 1) == 1);
+    char y = 0;
+    CHECK(::read(pipe_r.get(), &y, 1) == 1);
+    CHECK(y == 'y');
+    tun.release();
+    if (saved.valid())
+      ::dup2(saved.get(), 3);
+    else
+      ::close(3);
+  }
 }
 
 }  // namespace daemon_tun_test
