@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -69,6 +70,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(config::Config cfg, DaemonOptions
 
 Result<void> Daemon::start() {
   incarnation_ = new_incarnation();
+  // What systemd kept of the last rcnetd (fd_store.hpp): taken by name below.
+  fd_passed_ = FdStore::from_environment();
   // The cluster keys (auth.keys): read now, re-read by each reload.
   if (cfg_.auth.mode != config::AuthMode::kOff && !auth::ready())
     return Error::invalid("auth.mode " + std::string(auth::to_string(cfg_.auth.mode)) +
@@ -111,6 +114,7 @@ Result<void> Daemon::start() {
 
   if (auto r = setup_tun(); !r)
     return r;
+  setup_peer_memory();
 
   auto status = loop_.add_time(Clock::now() + kStatusInterval, std::chrono::milliseconds(50),
                                "status", [this] { on_status_tick(); });
@@ -341,11 +345,7 @@ Result<void> Daemon::start_ctl_server() {
 // released (the kernel deletes that device once systemd closes it).
 std::optional<TunDevice> Daemon::adopt_tun(const std::vector<IpPrefix>& addresses,
                                            std::uint32_t gso_segs) {
-  FdStore passed = FdStore::from_environment();
-  UniqueFd kept = passed.take(kTunFdName);
-  if (passed.passed() > (kept ? 1u : 0u))
-    spdlog::warn("systemd passed {} fds; only \"{}\" is rcnetd's: the others are closed",
-                 passed.passed(), kTunFdName);
+  UniqueFd kept = fd_passed_.take(kTunFdName);
   if (!kept)
     return std::nullopt;
   auto tun = TunDevice::adopt(std::move(kept), cfg_.tun_name, cfg_.manager.offload, cfg_.tun_netns);
@@ -516,7 +516,62 @@ std::string Daemon::status_text() const {
   return s;
 }
 
+// The peers the last rcnetd had links with (kept in systemd's fd store by
+// record_peers()) are dialled now rather than on their first packet; then
+// this process keeps the list, in a memfd of its own stored the same way.
+void Daemon::setup_peer_memory() {
+  UniqueFd kept = fd_passed_.take(kPeersFdName);
+  if (kept) {
+    std::string text(64 * 1024, '\0');
+    const ssize_t n = ::pread(kept.get(), text.data(), text.size(), 0);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    std::size_t dialled = 0, pos = 0;
+    while (pos < text.size()) {
+      const std::size_t end = std::min(text.find('\n', pos), text.size());
+      if (const auto a = IpAddr::parse(text.substr(pos, end - pos)); a) {
+        port_->dial(*a);
+        ++dialled;
+      }
+      pos = end + 1;
+    }
+    if (dialled > 0)
+      spdlog::info("dialling the {} peers the last rcnetd had links with", dialled);
+    peers_fd_ = std::move(kept);
+  } else {
+    UniqueFd fd(::memfd_create("rcnet-peers", MFD_CLOEXEC));
+    if (fd && FdStore::store(fd.get(), kPeersFdName))
+      peers_fd_ = std::move(fd);
+  }
+  if (fd_passed_.passed() > 0)
+    spdlog::debug("systemd's fd store passed {} fds", fd_passed_.passed());
+  fd_passed_ = FdStore();  // any other name passed is not ours: closed
+}
+
+void Daemon::record_peers(const cm::Snapshot& snap) {
+  if (!peers_fd_)
+    return;
+  std::vector<IpAddr> up;
+  for (const cm::PeerSnapshot& p : snap.peers) {
+    if (p.conn_id != 0 && !p.overlay.empty())
+      up.push_back(p.overlay);
+  }
+  std::sort(up.begin(), up.end());
+  up.erase(std::unique(up.begin(), up.end()), up.end());
+  std::string text;
+  for (const IpAddr& a : up)
+    text += a.to_string() + "\n";
+  if (text == recorded_peers_)
+    return;
+  if (::pwrite(peers_fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+      ::ftruncate(peers_fd_.get(), static_cast<off_t>(text.size())) != 0) {
+    spdlog::warn("cannot record the peers for the next rcnetd: {}", std::strerror(errno));
+    return;
+  }
+  recorded_peers_ = std::move(text);
+}
+
 void Daemon::on_status_tick() {
+  record_peers(snapshot());
   const std::string s = status_text();
   if (s != last_status_) {
     last_status_ = s;

@@ -29,6 +29,7 @@
 #include "config/config.hpp"
 #include "ctl_server.hpp"
 #include "event_loop.hpp"
+#include "fd_store.hpp"
 #include "fib.hpp"
 #include "loop_timer.hpp"
 #include "rail_runtime.hpp"
@@ -127,6 +128,8 @@ class Daemon {
   std::optional<TunDevice> adopt_tun(const std::vector<IpPrefix>& addresses,
                                      std::uint32_t gso_segs);
   Result<void> start_tun(TunDevice tun, const std::vector<IpPrefix>& addresses);
+  void setup_peer_memory();
+  void record_peers(const cm::Snapshot& snap);
   Result<void> start_ctl_server();
   // The RDMA netlink monitor where the kernel has it (6.12+), else nothing
   // changes: the readopt poll alone finds a returning device. Never fatal.
@@ -173,6 +176,9 @@ class Daemon {
   EventSource sig_term_, sig_int_, sig_hup_;
   EventSource status_timer_, stop_deadline_, after_iteration_, heap_trim_timer_;
   std::string last_status_;
+  FdStore fd_passed_;           // what systemd passed at start, until taken
+  UniqueFd peers_fd_;           // the memfd of record_peers(), in the fd store
+  std::string recorded_peers_;  // what it holds
   TimePoint last_heap_trim_{};
   // Arms heap_trim_timer_ (next_heap_trim) unless it is armed already.
   void heap_activity();

@@ -22,6 +22,9 @@ namespace rcnet::daemon {
 
 // The fd name rc0's TUN is stored under (FDNAME=).
 inline constexpr std::string_view kTunFdName = "tun";
+// A memfd with the overlay address of each peer this rcnetd has a link
+// with, one per line (text): the next rcnetd dials them at once.
+inline constexpr std::string_view kPeersFdName = "peers";
 
 class FdStore {
  public:

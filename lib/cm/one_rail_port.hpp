@@ -35,6 +35,10 @@ class OneRailPort final : public PacketPort {
   // Nothing of its own to stop or reconfigure: the Manager is its owner's.
   void stopping() override {}
   void reconfigure(Duration, Duration) override {}
+  void dial(const IpAddr& overlay) override {
+    if (const auto ep = map_.underlay(overlay))
+      (void)m_.ensure_link(*ep);
+  }
 
  private:
   Manager& m_;

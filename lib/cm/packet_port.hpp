@@ -101,6 +101,11 @@ class PacketPort {
   virtual void stopping() = 0;
   // rails.holddown and timeouts.idle after a reload.
   virtual void reconfigure(Duration holddown, Duration idle_timeout) = 0;
+  // Starts the links to the peer that owns overlay address `overlay` (on
+  // every rail that maps it) without a packet: the peers a restarted
+  // rcnetd had (daemon/fd_store.hpp). Manager::ensure_link's contract on
+  // each; no-op where no peer owns it.
+  virtual void dial(const IpAddr& overlay) = 0;
 
   // --- receive -------------------------------------------------------------------
   // Where the rails' packets and the joined capacity signal go (TunPath);

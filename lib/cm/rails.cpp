@@ -155,6 +155,13 @@ void RailSet::reconfigure(Duration holddown, Duration idle_timeout) {
 
 // --- peers and the choice of link ------------------------------------------------------
 
+void RailSet::dial(const IpAddr& overlay) {
+  for (auto& r : rails_) {
+    if (const auto ep = r.rail.map.underlay(overlay))
+      (void)r.rail.manager->ensure_link(*ep);
+  }
+}
+
 bool RailSet::maps(const IpAddr& overlay) const {
   if (peers_.contains(overlay))
     return true;

@@ -139,6 +139,7 @@ class RailSet final : public PacketPort {
   void stopping() override;
   // rails.holddown and timeouts.idle after a reload.
   void reconfigure(Duration holddown, Duration idle_timeout) override;
+  void dial(const IpAddr& overlay) override;
 
   // Connection events of every rail's manager (Event::rail set), and the
   // RailSet's own kRail and kFailover. Same contract as

@@ -54,6 +54,8 @@ struct FakePort final : cm::PacketPort {
   cm::Snapshot snapshot() const override { return {}; }
   void stopping() override {}
   void reconfigure(Duration, Duration) override {}
+  void dial(const IpAddr& overlay) override { dialled.push_back(overlay); }
+  std::vector<IpAddr> dialled;
 };
 
 }  // namespace rcnet::test

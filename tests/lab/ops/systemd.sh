@@ -387,6 +387,8 @@ lab_expect "restart with the fd store: rc0 kept its ifindex, addresses and route
 lab_expect "restart with the fd store: the TCP stream through it ended without an error (iperf3 exit $R_IPERF)" [ "$R_IPERF" = 0 ]
 lab_expect "the new rcnetd@node2 says it took rc0 over" \
   bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'kept from the last rcnetd'"
+lab_expect "and that it dialled the peers the last one had links with" \
+  bash -c "journalctl -u rcnetd@node2 --no-pager -o cat | grep -q 'dialling the 2 peers the last rcnetd had'"
 mkdir -p /etc/systemd/system/rcnetd@node3.service.d
 printf '[Service]\nFileDescriptorStoreMax=0\n' >/etc/systemd/system/rcnetd@node3.service.d/no-fdstore.conf
 systemctl daemon-reload

@@ -218,6 +218,50 @@ TEST_CASE("REJ from a node where rcnetd is not running: retried with backoff, th
   CHECK(!c[2].sink.packets.empty());
 }
 
+TEST_CASE(
+    "a restarted peer that dials at once: its REQ is taken while we back off, and what "
+    "we queued goes at once",
+    "[cm][establish][restart]") {
+  // rcnetd restarted under systemd dials the peers it had (daemon
+  // setup_peer_memory: PacketPort::dial, Manager::ensure_link) instead of
+  // waiting for a packet; its peer, backing off after the REJs it got while
+  // nothing listened, takes that REQ and sends its queue without waiting
+  // for its own retry.
+  Cluster c(Profile::kRxe);
+  auto& a = c.add(1, [](cm::ManagerConfig& m) { m.connect_retries = 5; });
+  auto& b = c.add(2);
+  c.connect(a, b);
+  // systemctl restart: a graceful stop (DREQ), then nothing listens a while
+  // (its CM answers REJ) while a has packets for it.
+  b.mgr->shutdown();
+  c.run(2s);
+  REQUIRE(in_service(a) == 0);
+  b.sim->crash();  // the process exits: what it still held goes with it
+  b.mgr.reset();
+  b.sim->restart();
+  for (std::uint32_t i = 0; i < 5; ++i)
+    a.mgr->send(b.ep(), packet(i));
+  // Until a's next retry is at least 80 ms away (its second or third backoff).
+  const auto retry_in = [&] {
+    const auto s = a.mgr->snapshot();
+    return s.peers.empty() || !s.peers[0].retry_in ? Duration::zero() : *s.peers[0].retry_in;
+  };
+  for (int i = 0; i < 2000 && retry_in() < 80ms; ++i)
+    c.run(1ms);
+  REQUIRE(retry_in() >= 80ms);
+  REQUIRE(a.ctr().rejects_received >= 1);
+  REQUIRE(a.mgr->snapshot().peers[0].queue_depth == 5);
+  const auto started = a.ctr().connects_started;
+
+  c.restart(2, 0x2002);
+  REQUIRE(c[2].mgr->ensure_link(a.ep()));
+  c.run(20ms);
+  CHECK(a.ctr().connects_started == started);  // a did not dial: it was dialled
+  CHECK(in_service(a) == 1);
+  CHECK(c[2].sink.packets.size() == 5);
+  CHECK(a.mgr->snapshot().peers[0].queue_depth == 0);
+}
+
 TEST_CASE("a peer's snapshot says why it is unreachable; connect and teardown times are kept",
           "[cm][establish]") {
   Cluster c(Profile::kRxe);
