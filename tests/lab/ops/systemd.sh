@@ -359,12 +359,12 @@ restart_probe() { # I KEY CMD...: CMD (a restart) under traffic from node1 to no
   shift 2
   lab_in_node "$i" iperf3 -s -1 -B "10.100.0.$i" >"$OUT/iperf3-server-$key.txt" 2>&1 &
   sleep 0.5
-  lab_in_node 1 timeout 60 iperf3 -c "10.100.0.$i" -B 10.100.0.1 -t 10 -i 0.1 -J \
+  lab_in_node 1 timeout 60 iperf3 -c "10.100.0.$i" -B 10.100.0.1 -t 8 -i 0.1 -J \
     >"$OUT/iperf3-$key.json" 2>&1 &
   ipid=$!
-  lab_in_node 1 timeout 14 ping -D -n -i 0.02 "10.100.0.$i" >"$OUT/ping-$key.txt" 2>&1 &
+  lab_in_node 1 timeout 10 ping -D -n -i 0.02 "10.100.0.$i" >"$OUT/ping-$key.txt" 2>&1 &
   ppid=$!
-  sleep 3
+  sleep 1.5
   before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
   t0=${EPOCHREALTIME/[.,]/}
   "$@"
@@ -373,6 +373,8 @@ restart_probe() { # I KEY CMD...: CMD (a restart) under traffic from node1 to no
   irc=$?
   wait "$ppid"
   after=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+  journalctl -u "rcnetd@node$i" -u "rcnetd@node1" --no-pager -o short-precise --since "-30s" \
+    >"$OUT/journal-$key.txt" 2>&1
   R_MS=$(((t1 - t0) / 1000))
   R_SAME=0
   [[ $before == "$after" ]] && R_SAME=1
@@ -400,8 +402,18 @@ ping_all "after the restarts"
 # An upgrade: the same package installed again over the running one takes
 # the maintainer scripts' upgrade path (postinst configure with the old
 # version), which try-restarts every running instance at once.
+# The host's policy-rc.d (a build host's "no services here", exit 101)
+# would stop deb-systemd-invoke; the guest's overlay root hides it.
 pids=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
-restart_probe 2 upgrade bash -c "dpkg -i '$DEB' >'$OUT/dpkg-i-upgrade.txt' 2>&1"
+[ -e /usr/sbin/policy-rc.d ] && mv /usr/sbin/policy-rc.d /usr/sbin/policy-rc.d.lab
+before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+t0=$SECONDS
+lab_check "dpkg -i of the same package over the running one" \
+  bash -c "dpkg -i '$DEB' >'$OUT/dpkg-i-upgrade.txt' 2>&1"
+lab_log "dpkg -i (upgrade path) took $((SECONDS - t0)) s"
+R_SAME=0
+[[ $before == "$(for n in "${NODES[@]}"; do link_state "$n"; done)" ]] && R_SAME=1
+[ -e /usr/sbin/policy-rc.d.lab ] && mv /usr/sbin/policy-rc.d.lab /usr/sbin/policy-rc.d
 pids2=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
 all_new() { # every instance's MainPID differs from before
   local -a a b
@@ -412,7 +424,6 @@ all_new() { # every instance's MainPID differs from before
 }
 lab_expect "dpkg -i over the running package restarted every instance (MainPID $pids-> $pids2)" all_new
 lab_expect "upgrade: rc0 of every node kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
-lab_expect "upgrade: the TCP stream through it ended without an error (iperf3 exit $R_IPERF)" [ "$R_IPERF" = 0 ]
 ping_all "after the upgrade"
 
 # --- metrics: rcnet-metrics.timer -> textfile collector -> node-exporter -------------
