@@ -408,20 +408,31 @@ pids=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
 [ -e /usr/sbin/policy-rc.d ] && mv /usr/sbin/policy-rc.d /usr/sbin/policy-rc.d.lab
 before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
 t0=$SECONDS
-lab_check "dpkg -i of the same package over the running one" \
+# The postinst restarts the 3 instances at once, and on this one host each
+# graceful stop waits for peers that are stopping too (their DREPs never
+# come: timeouts.disconnect), so allow what the first install allows.
+LAB_CMD_TIMEOUT=240 lab_check "dpkg -i of the same package over the running one" \
   bash -c "dpkg -i '$DEB' >'$OUT/dpkg-i-upgrade.txt' 2>&1"
 lab_log "dpkg -i (upgrade path) took $((SECONDS - t0)) s"
-R_SAME=0
-[[ $before == "$(for n in "${NODES[@]}"; do link_state "$n"; done)" ]] && R_SAME=1
-[ -e /usr/sbin/policy-rc.d.lab ] && mv /usr/sbin/policy-rc.d.lab /usr/sbin/policy-rc.d
-pids2=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
 all_new() { # every instance's MainPID differs from before
   local -a a b
   local k
   read -ra a <<<"$pids"
-  read -ra b <<<"$pids2"
-  for k in 0 1 2; do [ "${a[k]}" != "${b[k]:-}" ] || return 1; done
+  read -ra b <<<"$(for k in "${NODES[@]}"; do prop "$k" MainPID; done | tr '\n' ' ')"
+  for k in 0 1 2; do [ "${a[k]}" != "${b[k]:-}" ] && [ "${b[k]:-0}" != 0 ] || return 1; done
 }
+# The postinst queues the restarts (--no-block): wait for them.
+wait_for 90 all_new
+lab_log "instances restarted $((SECONDS - t0)) s after dpkg -i began"
+for i in "${NODES[@]}"; do
+  wait_for 30 bash -c "[ \"\$(systemctl show -p ActiveState --value rcnetd@node$i)\" = active ]"
+done
+R_SAME=0
+[[ $before == "$(for n in "${NODES[@]}"; do link_state "$n"; done)" ]] && R_SAME=1
+[ -e /usr/sbin/policy-rc.d.lab ] && mv /usr/sbin/policy-rc.d.lab /usr/sbin/policy-rc.d
+pids2=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
+journalctl -u 'rcnetd@*' --no-pager -o short-precise --since "-$((SECONDS - t0 + 5))s" \
+  >"$OUT/journal-upgrade.txt" 2>&1
 lab_expect "dpkg -i over the running package restarted every instance (MainPID $pids-> $pids2)" all_new
 lab_expect "upgrade: rc0 of every node kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
 ping_all "after the upgrade"
