@@ -49,11 +49,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -339,21 +338,29 @@ void check_node(Node& n, TimePoint now) {
                      std::to_string(lived.count()) + " s");
 
   const cm::Snapshot s = n.mgr->snapshot();
-  std::map<NodeId, int> in_service;
-  std::set<std::uint64_t> ids;
+  // Sorted vectors, not node-based sets: this runs after every step.
+  std::vector<NodeId> in_service;
+  std::vector<std::uint64_t> ids;
+  ids.reserve(s.qps.size());
   for (const cm::QpSnapshot& q : s.qps) {
     FUZZ_CHECK_MSG(static_cast<int>(q.state) < cm::kConnStateCount, where(n, "QP state"));
     FUZZ_CHECK(cm::to_string(q.state) != "?");
-    FUZZ_CHECK_MSG(ids.insert(q.id).second, where(n, "duplicate conn id"));
+    ids.push_back(q.id);
     if (q.in_service) {
-      FUZZ_CHECK_MSG(++in_service[q.peer_node] == 1,
-                     where(n, "two connections in service for one peer"));
+      in_service.push_back(q.peer_node);
       FUZZ_CHECK_MSG(!cm::is_teardown(q.state), where(n, "in-service QP in teardown"));
     }
   }
+  std::sort(ids.begin(), ids.end());
+  FUZZ_CHECK_MSG(std::adjacent_find(ids.begin(), ids.end()) == ids.end(),
+                 where(n, "duplicate conn id"));
+  std::sort(in_service.begin(), in_service.end());
+  FUZZ_CHECK_MSG(std::adjacent_find(in_service.begin(), in_service.end()) == in_service.end(),
+                 where(n, "two connections in service for one peer"));
   for (const cm::PeerSnapshot& p : s.peers) {
     if (p.conn_id == 0) {
-      FUZZ_CHECK_MSG(in_service.count(p.node) == 0, where(n, "in-service QP its peer disowns"));
+      FUZZ_CHECK_MSG(!std::binary_search(in_service.begin(), in_service.end(), p.node),
+                     where(n, "in-service QP its peer disowns"));
       continue;
     }
     const auto it = std::find_if(s.qps.begin(), s.qps.end(),
@@ -377,12 +384,15 @@ void check_node(Node& n, TimePoint now) {
     }
   }
 
+  // qp_table() is ascending (fabric.hpp).
   const std::vector<rdma::Qpn> live = n.mgr->live_qpns();
-  std::set<rdma::Qpn> hca;
-  for (const auto& [qpn, state] : n.sim->qp_table())
-    hca.insert(qpn);
+  const auto table = n.sim->qp_table();
+  std::vector<rdma::Qpn> hca;
+  hca.reserve(table.size());
+  for (const auto& [qpn, state] : table)
+    hca.push_back(qpn);
   for (const rdma::Qpn q : live) {
-    FUZZ_CHECK_MSG(hca.count(q) == 1,
+    FUZZ_CHECK_MSG(std::binary_search(hca.begin(), hca.end(), q),
                    where(n, "manager's QPN unknown to the HCA") + ": " + std::to_string(q));
   }
   FUZZ_CHECK_MSG(hca.size() == live.size(), where(n, "HCA QP the manager forgot (leak)") +
@@ -531,8 +541,8 @@ void send(Cluster& c, Node& from, Node& to, std::size_t size, bool lent = false)
       from.mgr->return_lent();
     r = from.mgr->send(to.ep(), p);
   }
-  const auto s = from.mgr->snapshot();
-  FUZZ_CHECK_MSG(s.send_slots_free <= s.send_slots_total, where(from, "send slots after a send"));
+  const auto slots = from.mgr->send_slots();
+  FUZZ_CHECK_MSG(slots.free <= slots.total, where(from, "send slots after a send"));
   if (size > from.cfg.mtu)
     FUZZ_CHECK_MSG(r == cm::SendResult::kOversize, where(from, "oversize packet accepted"));
   // Above the peer's mtu (known from its private data once connected) a
