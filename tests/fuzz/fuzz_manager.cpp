@@ -57,6 +57,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/proof.hpp"
 #include "cm/manager.hpp"
 #include "fuzz_check.hpp"
 #include "fuzz_sim.hpp"
@@ -154,7 +155,8 @@ class Cluster {
     const std::uint8_t h0 = in.u8(), h1 = in.u8();
     // Byte 2 seeds the fabric and also says which nodes run with offload
     // (bit i: node i): GSO frames with a virtio_net_hdr, mixed with nodes
-    // that take plain packets, and sends from a lent send buffer.
+    // that take plain packets, and sends from a lent send buffer; its bit
+    // 7 puts every node in auth.mode required (start()).
     offload_mask_ = in.u8();
     const std::uint8_t h3 = in.u8(), h4 = in.u8(), h5 = in.u8(), h6 = in.u8(), h7 = in.u8();
     const int n = 2 + (h1 % 3);
@@ -236,6 +238,13 @@ class Cluster {
     cm::ManagerConfig cfg = sim::cluster_config(n.addr, n.incarnation, base_);
     cfg.mtu = vary_mtu_ ? 576 + 512 * static_cast<std::uint32_t>(n.index) : 1024;
     cfg.offload = ((offload_mask_ >> n.index) & 1) != 0;
+    if ((offload_mask_ & 0x80) != 0) {
+      // Bit 7 (no node has index 7): every node proves one cluster key
+      // (docs/design.md "Trust"): the handshake gains the proofs, the
+      // passive side holds its packets until the active side's arrives.
+      cfg.auth_mode = auth::Mode::kRequired;
+      cfg.auth_keys = {auth::Key(1, auth::KeyBytes{0x52, 0x43})};
+    }
     n.sink = Sink{};
     n.sink.on_packet = [this, &n](NodeId from, std::span<const std::byte> p) {
       check_packet(n, from, p);
