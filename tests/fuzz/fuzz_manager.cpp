@@ -2,8 +2,9 @@
 // Fuzzer `manager`: the input drives 2-4 connection managers (lib/cm) on the
 // simulated fabric (lib/sim), deterministically, on its virtual clock.
 //
-// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed
-// and offload per node, pool sizes, depths, retries, limits, timeouts), then
+// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed,
+// offload per node and the peer proofs (auth.mode required) on or off, pool
+// sizes, depths, retries, limits, timeouts), then
 // 4-byte steps
 // {op, a, b, c}: sends and bursts (some as one send batch), clock advances, rdma_cm / async event
 // faults (drop, duplicate, delay, reorder), QP FATAL, retry exceeded, Last WQE
