@@ -75,9 +75,23 @@ bool Manager::Impl::post_auth_proof(Conn& c) {
     return true;
   const bool posted = dp_.post_auth_message(c, c.auth_pending->msg);
   c.auth_pending.reset();
-  if (!posted)
-    teardown(c, TeardownKind::kGraceful, "auth: no send slot for the proof message");
-  return posted;
+  if (posted)
+    return true;
+  Peer* p = c.in_service ? table_.find_peer(c.peer) : nullptr;
+  teardown(c, TeardownKind::kGraceful, "auth: no send slot for the proof message");
+  // A failed attempt: teardown() asks for a new one at once for the queued
+  // packets, which would find no room either, and again, without end (the
+  // manager fuzzer saw 3,000 connections a second to one peer so). The
+  // next one waits out the backoff instead, or the queue goes.
+  if (p != nullptr && p->retry_at != TimePoint::max()) {
+    if (++p->attempts <= cfg_.connect_retries) {
+      retry_later(*p, backoff(p->attempts));
+    } else {
+      p->attempts = 0;
+      drop_queue(*p, ctr_.drops_connect_failed);
+    }
+  }
+  return false;
 }
 
 void Manager::Impl::auth_reconfigured(const std::vector<std::uint8_t>& gone) {

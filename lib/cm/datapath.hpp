@@ -270,6 +270,9 @@ class DataPath {
   void srq_limit_reached();
   // Fills the send-slot and SRQ figures of `s`.
   void snapshot(Snapshot& s) const;
+  // Send slots free and in all (Snapshot::send_slots_free, _total).
+  std::uint32_t send_slots_free() const { return send_pool_.free_count(); }
+  std::uint32_t send_slots_total() const { return send_pool_.count(); }
 
  private:
   // Fills the SRQ, or takes the buffers another rail on the device filled

@@ -291,11 +291,11 @@ void Manager::Impl::established(Conn& c) {
   Peer* p = table_.find_peer(c.peer);
   if (p == nullptr)
     return;
-  p->attempts = 0;
   p->last_result = "ESTABLISHED";
   p->last_result_at = now();
   if (!post_auth_proof(c))
     return;
+  p->attempts = 0;  // after the proof went: an attempt that fails there counts
   auth_established(c);
   dp_.established(*p, c);
   if (rail_hooks_ != nullptr)

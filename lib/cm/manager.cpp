@@ -414,6 +414,7 @@ Snapshot Manager::Impl::snapshot() const {
     s.peers.push_back(std::move(ps));
   });
   std::sort(s.peers.begin(), s.peers.end(), [](auto& a, auto& b) { return a.node < b.node; });
+  s.qps.reserve(table_.size());
   table_.for_each([&](const Conn& c) {
     QpSnapshot q;
     q.id = c.id;
@@ -561,6 +562,9 @@ void Manager::set_observer(EventObserver observer) {
 }
 Snapshot Manager::snapshot() const {
   return impl_->snapshot();
+}
+Manager::SendSlots Manager::send_slots() const {
+  return {.free = impl_->dp_.send_slots_free(), .total = impl_->dp_.send_slots_total()};
 }
 const Counters& Manager::counters() const {
   return impl_->ctr_;

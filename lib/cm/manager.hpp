@@ -434,6 +434,12 @@ class Manager final : public rdma::EventSink {
   std::optional<Endpoint> peer_underlay(NodeId node) const;
 
   Snapshot snapshot() const;
+  // Snapshot's send_slots_free and send_slots_total alone, without building
+  // a Snapshot: cheap enough to read after every packet (the fuzzers do).
+  struct SendSlots {
+    std::uint32_t free = 0, total = 0;
+  };
+  SendSlots send_slots() const;
   const Counters& counters() const;
   const ManagerConfig& config() const;
   NodeId node_id() const;

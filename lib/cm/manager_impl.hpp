@@ -246,7 +246,8 @@ class Manager::Impl final : private DataPathHooks {
   // Passive, ESTABLISHED while the peer's proof is due: its bound.
   void auth_established(Conn& c);
   // Active, ESTABLISHED: posts our proof message first, before any packet;
-  // false when it could not (c torn down).
+  // false when it could not (c torn down, and the peer's next attempt
+  // waits out a failed attempt's backoff).
   bool post_auth_proof(Conn& c);
   // After reconfigure(): connections proven with a key in `gone` go
   // (revoked); with auth.mode required, connections without a proof go.

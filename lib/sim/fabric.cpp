@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // The fabric: the event queue on its virtual clock, Fabric::run_*, and the
 // registry of nodes by underlay address.
+#include <algorithm>
 #include <utility>
 
 #include "sim/internal.hpp"
@@ -9,10 +10,21 @@ namespace rcnet::sim {
 
 // --- Fabric::Impl -------------------------------------------------------------
 
-void Fabric::Impl::at(TimePoint t, std::function<void()> fn, bool is_timer) {
+void Fabric::Impl::at(TimePoint t, std::function<void()> fn, bool is_timer,
+                      const SimNode::Impl* owner, std::uint64_t life) {
   if (t < now)
     t = now;
-  queue.emplace(std::make_pair(t, seq++), Item{is_timer, std::move(fn)});
+  std::uint32_t slot = 0;
+  if (free_slots.empty()) {
+    slot = static_cast<std::uint32_t>(items.size());
+    items.emplace_back();
+  } else {
+    slot = free_slots.back();
+    free_slots.pop_back();
+  }
+  items[slot] = Item{is_timer, owner, life, std::move(fn)};
+  queue.push_back(Key{t, seq++, slot});
+  std::push_heap(queue.begin(), queue.end(), Later{});
   if (!is_timer)
     ++pending_events;
 }
@@ -20,14 +32,18 @@ void Fabric::Impl::at(TimePoint t, std::function<void()> fn, bool is_timer) {
 bool Fabric::Impl::step() {
   if (queue.empty())
     return false;
-  auto first = queue.begin();
-  now = first->first.first;
-  Item item = std::move(first->second);
-  queue.erase(first);
+  std::pop_heap(queue.begin(), queue.end(), Later{});
+  const Key key = queue.back();
+  queue.pop_back();
+  // Moved out first: fn may schedule more, which may reuse the slot.
+  Item item = std::move(items[key.slot]);
+  free_slots.push_back(key.slot);
+  now = key.t;
   if (!item.is_timer)
     --pending_events;
   ++processed;
-  item.fn();
+  if (item.owner == nullptr || (item.owner->up && item.owner->life == item.life))
+    item.fn();
   return true;
 }
 
@@ -95,7 +111,7 @@ std::vector<SimNode*> Fabric::nodes() {
 }
 
 void Fabric::run_until(TimePoint t) {
-  while (!impl_->queue.empty() && impl_->queue.begin()->first.first <= t)
+  while (!impl_->queue.empty() && impl_->next_due() <= t)
     impl_->step();
   if (impl_->now < t)
     impl_->now = t;
@@ -110,7 +126,7 @@ bool Fabric::run_until_idle(Duration limit) {
   for (;;) {
     if (impl_->queue.empty())
       return true;
-    if (impl_->queue.begin()->first.first > deadline) {
+    if (impl_->next_due() > deadline) {
       if (impl_->pending_events == 0)
         return true;
       impl_->now = deadline;

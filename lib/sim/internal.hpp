@@ -43,14 +43,21 @@ struct Fabric::Impl {
 
   struct Item {
     bool is_timer = false;
+    // With an owner: run only if that node is up in the same life
+    // (SimNode::Impl::later).
+    const SimNode::Impl* owner = nullptr;
+    std::uint64_t life = 0;
     std::function<void()> fn;
   };
   // Schedules fn at t (never in the past). Timer items do not keep
   // run_until_idle() busy.
-  void at(TimePoint t, std::function<void()> fn, bool is_timer = false);
+  void at(TimePoint t, std::function<void()> fn, bool is_timer = false,
+          const SimNode::Impl* owner = nullptr, std::uint64_t life = 0);
   void after(Duration d, std::function<void()> fn) { at(now + d, std::move(fn)); }
   // Runs the earliest item; false if none.
   bool step();
+  // When the earliest item is due; queue must not be empty.
+  TimePoint next_due() const { return queue.front().t; }
   // One trace line, "t=<ns> <node> <what>", formatted only when a tracer
   // is set: a run without one formats nothing.
   template <class... Args>
@@ -64,7 +71,23 @@ struct Fabric::Impl {
   Rng rng;
   TimePoint now = TimePoint(std::chrono::hours(24));
   std::uint64_t seq = 0;
-  std::map<std::pair<TimePoint, std::uint64_t>, Item> queue;
+  // The queue: a binary heap (std::push_heap / pop_heap with Later) of
+  // small keys ordered by (t, seq), which is unique: the order a sorted map
+  // would give, without a node allocation per item. Each key names its
+  // Item's slot in `items`; free slots are reused.
+  struct Key {
+    TimePoint t;
+    std::uint64_t seq = 0;  // ties at one time run in the order scheduled
+    std::uint32_t slot = 0;
+  };
+  struct Later {
+    bool operator()(const Key& a, const Key& b) const {
+      return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+    }
+  };
+  std::vector<Key> queue;
+  std::vector<Item> items;
+  std::vector<std::uint32_t> free_slots;
   std::size_t pending_events = 0;  // non-timer items in the queue
   std::uint64_t processed = 0;
   std::vector<std::unique_ptr<SimNode>> nodes;

@@ -2,8 +2,9 @@
 // Fuzzer `manager`: the input drives 2-4 connection managers (lib/cm) on the
 // simulated fabric (lib/sim), deterministically, on its virtual clock.
 //
-// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed
-// and offload per node, pool sizes, depths, retries, limits, timeouts), then
+// Input: a header (kHeaderSize bytes: quirk profile, node count, fabric seed,
+// offload per node and the peer proofs (auth.mode required) on or off, pool
+// sizes, depths, retries, limits, timeouts), then
 // 4-byte steps
 // {op, a, b, c}: sends and bursts (some as one send batch), clock advances, rdma_cm / async event
 // faults (drop, duplicate, delay, reorder), QP FATAL, retry exceeded, Last WQE
@@ -49,15 +50,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "auth/proof.hpp"
 #include "cm/manager.hpp"
 #include "fuzz_check.hpp"
 #include "fuzz_sim.hpp"
@@ -155,7 +156,8 @@ class Cluster {
     const std::uint8_t h0 = in.u8(), h1 = in.u8();
     // Byte 2 seeds the fabric and also says which nodes run with offload
     // (bit i: node i): GSO frames with a virtio_net_hdr, mixed with nodes
-    // that take plain packets, and sends from a lent send buffer.
+    // that take plain packets, and sends from a lent send buffer; its bit
+    // 7 puts every node in auth.mode required (start()).
     offload_mask_ = in.u8();
     const std::uint8_t h3 = in.u8(), h4 = in.u8(), h5 = in.u8(), h6 = in.u8(), h7 = in.u8();
     const int n = 2 + (h1 % 3);
@@ -237,6 +239,13 @@ class Cluster {
     cm::ManagerConfig cfg = sim::cluster_config(n.addr, n.incarnation, base_);
     cfg.mtu = vary_mtu_ ? 576 + 512 * static_cast<std::uint32_t>(n.index) : 1024;
     cfg.offload = ((offload_mask_ >> n.index) & 1) != 0;
+    if ((offload_mask_ & 0x80) != 0) {
+      // Bit 7 (no node has index 7): every node proves one cluster key
+      // (docs/design.md "Trust"): the handshake gains the proofs, the
+      // passive side holds its packets until the active side's arrives.
+      cfg.auth_mode = auth::Mode::kRequired;
+      cfg.auth_keys = {auth::Key(1, auth::KeyBytes{0x52, 0x43})};
+    }
     n.sink = Sink{};
     n.sink.on_packet = [this, &n](NodeId from, std::span<const std::byte> p) {
       check_packet(n, from, p);
@@ -339,21 +348,29 @@ void check_node(Node& n, TimePoint now) {
                      std::to_string(lived.count()) + " s");
 
   const cm::Snapshot s = n.mgr->snapshot();
-  std::map<NodeId, int> in_service;
-  std::set<std::uint64_t> ids;
+  // Sorted vectors, not node-based sets: this runs after every step.
+  std::vector<NodeId> in_service;
+  std::vector<std::uint64_t> ids;
+  ids.reserve(s.qps.size());
   for (const cm::QpSnapshot& q : s.qps) {
     FUZZ_CHECK_MSG(static_cast<int>(q.state) < cm::kConnStateCount, where(n, "QP state"));
     FUZZ_CHECK(cm::to_string(q.state) != "?");
-    FUZZ_CHECK_MSG(ids.insert(q.id).second, where(n, "duplicate conn id"));
+    ids.push_back(q.id);
     if (q.in_service) {
-      FUZZ_CHECK_MSG(++in_service[q.peer_node] == 1,
-                     where(n, "two connections in service for one peer"));
+      in_service.push_back(q.peer_node);
       FUZZ_CHECK_MSG(!cm::is_teardown(q.state), where(n, "in-service QP in teardown"));
     }
   }
+  std::sort(ids.begin(), ids.end());
+  FUZZ_CHECK_MSG(std::adjacent_find(ids.begin(), ids.end()) == ids.end(),
+                 where(n, "duplicate conn id"));
+  std::sort(in_service.begin(), in_service.end());
+  FUZZ_CHECK_MSG(std::adjacent_find(in_service.begin(), in_service.end()) == in_service.end(),
+                 where(n, "two connections in service for one peer"));
   for (const cm::PeerSnapshot& p : s.peers) {
     if (p.conn_id == 0) {
-      FUZZ_CHECK_MSG(in_service.count(p.node) == 0, where(n, "in-service QP its peer disowns"));
+      FUZZ_CHECK_MSG(!std::binary_search(in_service.begin(), in_service.end(), p.node),
+                     where(n, "in-service QP its peer disowns"));
       continue;
     }
     const auto it = std::find_if(s.qps.begin(), s.qps.end(),
@@ -377,12 +394,15 @@ void check_node(Node& n, TimePoint now) {
     }
   }
 
+  // qp_table() is ascending (fabric.hpp).
   const std::vector<rdma::Qpn> live = n.mgr->live_qpns();
-  std::set<rdma::Qpn> hca;
-  for (const auto& [qpn, state] : n.sim->qp_table())
-    hca.insert(qpn);
+  const auto table = n.sim->qp_table();
+  std::vector<rdma::Qpn> hca;
+  hca.reserve(table.size());
+  for (const auto& [qpn, state] : table)
+    hca.push_back(qpn);
   for (const rdma::Qpn q : live) {
-    FUZZ_CHECK_MSG(hca.count(q) == 1,
+    FUZZ_CHECK_MSG(std::binary_search(hca.begin(), hca.end(), q),
                    where(n, "manager's QPN unknown to the HCA") + ": " + std::to_string(q));
   }
   FUZZ_CHECK_MSG(hca.size() == live.size(), where(n, "HCA QP the manager forgot (leak)") +
@@ -531,8 +551,8 @@ void send(Cluster& c, Node& from, Node& to, std::size_t size, bool lent = false)
       from.mgr->return_lent();
     r = from.mgr->send(to.ep(), p);
   }
-  const auto s = from.mgr->snapshot();
-  FUZZ_CHECK_MSG(s.send_slots_free <= s.send_slots_total, where(from, "send slots after a send"));
+  const auto slots = from.mgr->send_slots();
+  FUZZ_CHECK_MSG(slots.free <= slots.total, where(from, "send slots after a send"));
   if (size > from.cfg.mtu)
     FUZZ_CHECK_MSG(r == cm::SendResult::kOversize, where(from, "oversize packet accepted"));
   // Above the peer's mtu (known from its private data once connected) a

@@ -138,6 +138,28 @@ TEST_CASE("auth: a node without the key is refused; nothing of it is delivered",
   require_clean(member);
 }
 
+TEST_CASE("auth: no room for the proof message is a failed attempt, retried after its backoff",
+          "[cm][auth]") {
+  Cluster c(Profile::kMlx);
+  // An SQ of 2 WRs keeps room for the reclaim SEND and the drain WR only:
+  // the active side's proof message never finds room.
+  auto& a = c.add(1, [](cm::ManagerConfig& m) {
+    with_auth(Mode::kRequired, {key(1, 0x11)})(m);
+    m.qp_send_depth = 2;
+  });
+  auto& b = c.add(2, with_auth(Mode::kRequired, {key(1, 0x11)}));
+  a.mgr->send(b.ep(), packet(1));
+  c.run(3s);
+  // The first attempt and connect_retries (2) more, each after its
+  // backoff; then the packet is dropped, counted. Once, each attempt's
+  // failure started the next at once: thousands of connections a second.
+  CHECK(a.ctr().connects_started == 3);
+  CHECK(a.ctr().drops_connect_failed == 1);
+  CHECK(b.sink.packets.empty());
+  c.run(2s);
+  CHECK(a.ctr().connects_started == 3);  // nothing queued: no new attempt
+}
+
 TEST_CASE("auth: a replayed REQ is refused as a replay; a handshake without a proof times out",
           "[cm][auth]") {
   Cluster c(Profile::kRxe);
