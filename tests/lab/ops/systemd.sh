@@ -357,18 +357,24 @@ iperf_stall_ms() {
 restart_probe() { # I KEY CMD...: CMD (a restart) under traffic from node1 to node I
   local i=$1 key=$2 before after t0 t1 ipid ppid irc n
   shift 2
+  # Read before the traffic starts: under TCG these 9 commands take seconds.
+  before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
   lab_in_node "$i" iperf3 -s -1 -B "10.100.0.$i" >"$OUT/iperf3-server-$key.txt" 2>&1 &
   sleep 0.5
-  lab_in_node 1 timeout 60 iperf3 -c "10.100.0.$i" -B 10.100.0.1 -t 8 -i 0.1 -J \
+  lab_in_node 1 timeout 60 iperf3 -c "10.100.0.$i" -B 10.100.0.1 -t 12 -i 0.1 -J \
     >"$OUT/iperf3-$key.json" 2>&1 &
   ipid=$!
-  lab_in_node 1 timeout 10 ping -D -n -i 0.02 "10.100.0.$i" >"$OUT/ping-$key.txt" 2>&1 &
+  lab_in_node 1 timeout 40 ping -D -n -i 0.02 "10.100.0.$i" >"$OUT/ping-$key.txt" 2>&1 &
   ppid=$!
-  sleep 1.5
-  before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+  # Both under way (the first reply in), then the restart.
+  wait_for 10 grep -q 'bytes from' "$OUT/ping-$key.txt"
+  sleep 1
   t0=${EPOCHREALTIME/[.,]/}
   "$@"
   t1=${EPOCHREALTIME/[.,]/}
+  # The ping goes on until the links are back and a while after.
+  sleep 4
+  pkill -INT -f "ping -D -n -i 0.02 10.100.0.$i" || true
   wait "$ipid"
   irc=$?
   wait "$ppid"
@@ -406,7 +412,8 @@ ping_all "after the restarts"
 # would stop deb-systemd-invoke; the guest's overlay root hides it.
 pids=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
 [ -e /usr/sbin/policy-rc.d ] && mv /usr/sbin/policy-rc.d /usr/sbin/policy-rc.d.lab
-before=$(for n in "${NODES[@]}"; do link_state "$n"; done)
+# Node 3 runs since the store was off (its TUN is in no store): nodes 1, 2.
+before=$(for n in 1 2; do link_state "$n"; done)
 t0=$SECONDS
 # The postinst restarts the 3 instances at once, and on this one host each
 # graceful stop waits for peers that are stopping too (their DREPs never
@@ -428,13 +435,13 @@ for i in "${NODES[@]}"; do
   wait_for 30 bash -c "[ \"\$(systemctl show -p ActiveState --value rcnetd@node$i)\" = active ]"
 done
 R_SAME=0
-[[ $before == "$(for n in "${NODES[@]}"; do link_state "$n"; done)" ]] && R_SAME=1
+[[ $before == "$(for n in 1 2; do link_state "$n"; done)" ]] && R_SAME=1
 [ -e /usr/sbin/policy-rc.d.lab ] && mv /usr/sbin/policy-rc.d.lab /usr/sbin/policy-rc.d
 pids2=$(for i in "${NODES[@]}"; do prop "$i" MainPID; done | tr '\n' ' ')
 journalctl -u 'rcnetd@*' --no-pager -o short-precise --since "-$((SECONDS - t0 + 5))s" \
   >"$OUT/journal-upgrade.txt" 2>&1
 lab_expect "dpkg -i over the running package restarted every instance (MainPID $pids-> $pids2)" all_new
-lab_expect "upgrade: rc0 of every node kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
+lab_expect "upgrade: rc0 of nodes 1 and 2 kept its ifindex, addresses and routes" [ "$R_SAME" = 1 ]
 ping_all "after the upgrade"
 
 # --- metrics: rcnet-metrics.timer -> textfile collector -> node-exporter -------------
