@@ -489,8 +489,11 @@ std::size_t Daemon::live_cm_ids() const {
 }
 
 std::string Daemon::status_text() const {
+  return status_text(snapshot());
+}
+
+std::string Daemon::status_text(const cm::Snapshot& snap) const {
   std::size_t established = 0, teardown = 0;
-  const auto snap = snapshot();
   for (const auto& q : snap.qps) {
     if (q.state == cm::ConnState::kEstablished && q.in_service)
       ++established;
@@ -571,8 +574,10 @@ void Daemon::record_peers(const cm::Snapshot& snap) {
 }
 
 void Daemon::on_status_tick() {
-  record_peers(snapshot());
-  const std::string s = status_text();
+  // One snapshot for both (a copy of every connection's state).
+  const cm::Snapshot snap = snapshot();
+  record_peers(snap);
+  const std::string s = status_text(snap);
   if (s != last_status_) {
     last_status_ = s;
     sd_notifyf(0, "STATUS=%s", s.c_str());

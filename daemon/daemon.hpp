@@ -130,6 +130,7 @@ class Daemon {
   Result<void> start_tun(TunDevice tun, const std::vector<IpPrefix>& addresses);
   void setup_peer_memory();
   void record_peers(const cm::Snapshot& snap);
+  std::string status_text(const cm::Snapshot& snap) const;
   Result<void> start_ctl_server();
   // The RDMA netlink monitor where the kernel has it (6.12+), else nothing
   // changes: the readopt poll alone finds a returning device. Never fatal.

@@ -17,8 +17,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "netns.hpp"
@@ -230,35 +232,22 @@ Result<void> TunDevice::prune_addresses(nl_sock* sock, int ifindex,
   if (int r = rtnl_addr_alloc_cache(sock, &raw); r < 0)
     return nl_error(r, "list the addresses of " + where);
   NlCachePtr cache(raw);
-  std::vector<RtnlAddrPtr> gone;
+  std::vector<std::pair<RtnlAddrPtr, IpPrefix>> gone;
   for (nl_object* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
     auto* a = reinterpret_cast<rtnl_addr*>(o);
-    nl_addr* local = rtnl_addr_get_local(a);
-    if (rtnl_addr_get_ifindex(a) != ifindex || local == nullptr)
-      continue;
-    const int family = rtnl_addr_get_family(a);
-    if ((family != AF_INET && family != AF_INET6) || rtnl_addr_get_scope(a) == RT_SCOPE_LINK)
+    const auto local = to_ip(rtnl_addr_get_local(a));  // nullopt: not IPv4 or IPv6
+    if (rtnl_addr_get_ifindex(a) != ifindex || !local || rtnl_addr_get_scope(a) == RT_SCOPE_LINK)
       continue;  // a link-local address is the kernel's, not tun.address's
-    bool wanted = false;
-    for (const IpPrefix& p : addresses) {
-      NlAddrPtr w = to_nl_addr(p.addr, p.length);
-      wanted =
-          wanted || (w && nl_addr_get_len(local) == nl_addr_get_len(w.get()) &&
-                     rtnl_addr_get_prefixlen(a) == static_cast<int>(p.length) &&
-                     std::memcmp(nl_addr_get_binary_addr(local), nl_addr_get_binary_addr(w.get()),
-                                 nl_addr_get_len(local)) == 0);
-    }
-    if (!wanted) {
+    const IpPrefix have{*local, static_cast<std::uint8_t>(rtnl_addr_get_prefixlen(a))};
+    if (std::find(addresses.begin(), addresses.end(), have) == addresses.end()) {
       nl_object_get(o);
-      gone.emplace_back(a);
+      gone.emplace_back(RtnlAddrPtr(a), have);
     }
   }
-  for (const RtnlAddrPtr& a : gone) {
-    char text[INET6_ADDRSTRLEN + 8];
-    nl_addr2str(rtnl_addr_get_local(a.get()), text, sizeof text);
+  for (const auto& [a, have] : gone) {
     if (int r = rtnl_addr_delete(sock, a.get(), 0); r < 0 && r != -NLE_NOADDR)
-      return nl_error(r, std::string("remove address ") + text + " from " + where);
-    spdlog::info("{}: address {} removed: not in tun.address any more", where, text);
+      return nl_error(r, "remove address " + have.to_string() + " from " + where);
+    spdlog::info("{}: address {} removed: not in tun.address any more", where, have.to_string());
   }
   return {};
 }
