@@ -18,7 +18,10 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
+#include "wire/frame_header.hpp"
+#include "wire/immediate.hpp"
 #include "wire/private_data.hpp"
 
 namespace rcnet::wire {
@@ -43,6 +46,23 @@ inline std::array<std::byte, kAuthMsgSize> encode_auth_msg(const AuthMsg& m) {
     out[4 + i] = std::byte{m.overlay_tag[i]};
   for (std::size_t i = 0; i < kProofLen; ++i)
     out[4 + kOverlayTagLen + i] = std::byte{m.proof[i]};
+  return out;
+}
+
+// A proof message as a SEND of its own carries it: behind a frame header
+// (wire/frame_header.hpp, imm kImmAuth) where the SEND has no immediate
+// (iWARP), else bare, the immediate kImmAuth saying what it is. For
+// clients outside the data path (the benchmark's, the lab's hostile one);
+// rcnetd frames it in DataPath::post_auth_message.
+inline std::vector<std::byte> auth_send_payload(const AuthMsg& m, bool header) {
+  const std::size_t at = header ? kFrameHeaderLen : 0;
+  std::vector<std::byte> out(at + kAuthMsgSize);
+  if (header)
+    put_frame_header({kImmAuth, 0},
+                     std::span<std::byte, kFrameHeaderLen>(out.data(), kFrameHeaderLen));
+  const auto msg = encode_auth_msg(m);
+  for (std::size_t i = 0; i < kAuthMsgSize; ++i)
+    out[at + i] = msg[i];
   return out;
 }
 

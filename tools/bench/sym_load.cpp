@@ -433,19 +433,10 @@ class Storm {
     m.key_id = key_->id;
     m.overlay_tag = auth::overlay_tag(overlay_hash_);
     m.proof = auth::make_proof(*key_, auth::Role::kActive, h);
-    const auto msg = rcnet::wire::encode_auth_msg(m);
-    std::array<std::byte, rcnet::wire::kFrameHeaderLen + rcnet::wire::kAuthMsgSize> buf{};
     const bool iwarp = c.id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-    std::size_t len = 0;
-    if (iwarp) {
-      rcnet::wire::put_frame_header({rcnet::wire::kImmAuth, 0},
-                                    std::span<std::byte, rcnet::wire::kFrameHeaderLen>(
-                                        buf.data(), rcnet::wire::kFrameHeaderLen));
-      len = rcnet::wire::kFrameHeaderLen;
-    }
-    std::memcpy(buf.data() + len, msg.data(), msg.size());
-    len += msg.size();
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), static_cast<std::uint32_t>(len), 0};
+    const auto buf = rcnet::wire::auth_send_payload(m, iwarp);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()),
+                static_cast<std::uint32_t>(buf.size()), 0};
     ibv_send_wr wr{};
     wr.sg_list = &sge;
     wr.num_sge = 1;

@@ -104,21 +104,14 @@ void send_stale_proof(rdma_cm_id* id, const std::string& overlay) {
   m.key_id = 1;
   m.overlay_tag = auth::overlay_tag(auth::overlay_hash(overlay));
   m.proof.fill(0x5a);
-  const auto msg = wire::encode_auth_msg(m);
-  static std::byte buf[wire::kFrameHeaderLen + wire::kAuthMsgSize];
   const bool iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-  std::size_t len = 0;
-  if (iwarp) {
-    wire::put_frame_header({wire::kImmAuth, 0},
-                           std::span<std::byte, wire::kFrameHeaderLen>(buf, wire::kFrameHeaderLen));
-    len = wire::kFrameHeaderLen;
-  }
-  std::memcpy(buf + len, msg.data(), msg.size());
-  len += msg.size();
-  ibv_mr* mr = ibv_reg_mr(id->pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  static std::vector<std::byte> buf;  // registered below: outlives the SEND
+  buf = wire::auth_send_payload(m, iwarp);
+  ibv_mr* mr = ibv_reg_mr(id->pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
   if (mr == nullptr)
     return;
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf), static_cast<std::uint32_t>(len), mr->lkey};
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(buf.data()), static_cast<std::uint32_t>(buf.size()),
+              mr->lkey};
   ibv_send_wr wr{};
   wr.sg_list = &sge;
   wr.num_sge = 1;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "wire/auth_message.hpp"
 #include "wire/frame_header.hpp"
 #include "wire/private_data.hpp"
 
@@ -97,6 +98,24 @@ TEST_CASE("wire: kCapHeader and the credit grant travel in REQ and REP", "[wire]
   e = encode(rej);
   CHECK(e[47] == 0);
   CHECK(e[48] == 0);
+}
+
+TEST_CASE("a proof message as a SEND: behind a frame header (kImmAuth) on iWARP, else bare",
+          "[wire][auth]") {
+  AuthMsg m;
+  m.key_id = 7;
+  m.overlay_tag.fill(0x11);
+  m.proof.fill(0x5a);
+  const auto bare = auth_send_payload(m, false);
+  REQUIRE(bare.size() == kAuthMsgSize);
+  CHECK(decode_auth_msg(bare) == m);
+  const auto framed = auth_send_payload(m, true);
+  REQUIRE(framed.size() == kFrameHeaderLen + kAuthMsgSize);
+  const auto h = parse_frame_header(framed);
+  REQUIRE(h.has_value());
+  CHECK(h->imm == kImmAuth);
+  CHECK(h->credits == 0);
+  CHECK(decode_auth_msg(std::span(framed).subspan(kFrameHeaderLen)) == m);
 }
 
 }  // namespace wire_frame_header_test
