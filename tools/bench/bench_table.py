@@ -223,6 +223,29 @@ def udp_rows(t, raw):
         f"{raw.get('udp_rc0_plain_gso_sent_segmented_tun_reads', '?')}")
 
 
+def storm_rate(raw, key, req, auth=False):
+    """conn/s of the rcnet storm KEY (raw keys rcnet_KEY_*): only when every
+    requested connection was made and no attempt failed. auth: a storm with
+    peer proofs ends at the later of the hub's last ESTABLISHED and the
+    clients' last proof SEND completed, and has a rate only if the hub
+    counted every proof."""
+    n = num(raw.get(f"rcnet_{key}_established"))
+    ms = num(raw.get(f"rcnet_{key}_connect_ms"))
+    fails = num(raw.get(f"rcnet_{key}_connect_failures"))
+    if auth:
+        end = num(raw.get(f"rcnet_{key}_proof_client_end_ms"))
+        if num(raw.get(f"rcnet_{key}_hub_auth_proven")) != req or end is None or ms is None:
+            return None
+        ms = max(ms, end)
+    return n / ms * 1000 if n and ms and n == req and not fails else None
+
+
+def ucm_rate(raw, key, req):
+    """conn/s of the ucmatose storm KEY (raw key KEY_connect_ms)."""
+    ms = num(raw.get(f"{key}_connect_ms"))
+    return req / ms * 1000 if req and ms else None
+
+
 def setup_rows(t, raw):
     """The setup rate against ucmatose: the symmetric storm (the goal row) and
     the old rcnet-bench-load figure beside it."""
@@ -248,16 +271,9 @@ def setup_rows(t, raw):
                   if k.startswith("rcnet_sym_r") and k.endswith("_established")
                   and k[len("rcnet_sym_r"):-len("_established")].isdigit())
     if reps:
-        def sym_rate(key):
-            n = num(raw.get(f"rcnet_{key}_established"))
-            ms = num(raw.get(f"rcnet_{key}_connect_ms"))
-            fails = num(raw.get(f"rcnet_{key}_connect_failures"))
-            return n / ms * 1000 if n and ms and n == req and not fails else None
-        def ucm_rate(key):
-            ms = num(raw.get(f"{key}_connect_ms"))
-            return req / ms * 1000 if req and ms else None
-        pairs = [(sym_rate("sym"), ucm_rate("ucmatose"))] + [
-            (sym_rate(f"sym_r{r}"), ucm_rate(f"ucmatose_r{r}")) for r in reps]
+        pairs = [(storm_rate(raw, "sym", req), ucm_rate(raw, "ucmatose", req))] + [
+            (storm_rate(raw, f"sym_r{r}", req), ucm_rate(raw, f"ucmatose_r{r}", req))
+            for r in reps]
         rc_all = [p[0] for p in pairs]
         uc_all = [p[1] for p in pairs]
         ratios = [ratio(a, b) for a, b in pairs]
@@ -283,11 +299,8 @@ def setup_rows(t, raw):
                              ("sym_log9p", "symmetric client, hub log on the 9p share", None)):
         if key != "sym" and f"rcnet_{key}_established" not in raw:
             continue
-        # A rate only when every requested connection was made and none failed.
         n = num(raw.get(f"rcnet_{key}_established"))
-        fails = num(raw.get(f"rcnet_{key}_connect_failures"))
-        ms = num(raw.get(f"rcnet_{key}_connect_ms"))
-        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        rate = storm_rate(raw, key, req)
         binary = f" ({raw[f'rcnet_{key}_rcnetd']})" if raw.get(f"rcnet_{key}_rcnetd") else ""
         t.row(f"setup rate, {what} ({label})", "conn/s", rate, uc_rate,
             "ucmatose, same count and nodes", goal,
@@ -301,10 +314,7 @@ def setup_rows(t, raw):
             f"{raw.get(f'rcnet_{key}_hub_cpu_s', '?')} s; " + uc_note)
     # The same symmetric clients into ucmatose's server (only the hub differs).
     if "ucmatose_symclient_connect_ms" in raw or "ucmatose_symclient_established" in raw:
-        n = num(raw.get("rcnet_sym_established"))
-        ms = num(raw.get("rcnet_sym_connect_ms"))
-        fails = num(raw.get("rcnet_sym_connect_failures"))
-        rate = n / ms * 1000 if n and ms and n == req and not fails else None
+        rate = storm_rate(raw, "sym", req)
         un = num(raw.get("ucmatose_symclient_established"))
         ums = num(raw.get("ucmatose_symclient_connect_ms"))
         ufails = num(raw.get("ucmatose_symclient_connect_failures"))
@@ -340,25 +350,11 @@ def auth_rows(t, raw, req, what, reps):
     if "rcnet_sym_auth_established" not in raw:
         return
 
-    def rate(key, auth=False):
-        n = num(raw.get(f"rcnet_{key}_established"))
-        ms = num(raw.get(f"rcnet_{key}_connect_ms"))
-        fails = num(raw.get(f"rcnet_{key}_connect_failures"))
-        if auth:
-            end = num(raw.get(f"rcnet_{key}_proof_client_end_ms"))
-            if num(raw.get(f"rcnet_{key}_hub_auth_proven")) != req or end is None or ms is None:
-                return None
-            ms = max(ms, end)
-        return n / ms * 1000 if n and ms and n == req and not fails else None
-
-    def ucm_rate(key):
-        ms = num(raw.get(f"{key}_connect_ms"))
-        return req / ms * 1000 if req and ms else None
-
     keys = [("sym_auth", "sym", "ucmatose")] + [
         (f"sym_auth_r{r}", f"sym_r{r}", f"ucmatose_r{r}") for r in reps
         if f"rcnet_sym_auth_r{r}_established" in raw]
-    triples = [(rate(a, True), rate(s), ucm_rate(u)) for a, s, u in keys]
+    triples = [(storm_rate(raw, a, req, auth=True), storm_rate(raw, s, req), ucm_rate(raw, u, req))
+               for a, s, u in keys]
     au = [x[0] for x in triples]
     sy = [x[1] for x in triples]
     uc = [x[2] for x in triples]
